@@ -1,0 +1,32 @@
+// @ts-check
+import js from '@eslint/js'
+import tseslint from 'typescript-eslint'
+
+export default tseslint.config(
+  { ignores: ['dist/', 'data/', 'node_modules/', 'drizzle/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: { allowDefaultProject: ['eslint.config.js'] }, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+      // Fastify route handlers and hooks are async by contract even when they do not await.
+      '@typescript-eslint/require-await': 'off',
+      'no-console': ['error', { allow: ['error'] }],
+    },
+  },
+  {
+    files: ['test/**/*.ts'],
+    rules: {
+      // node:test's describe/it return promises that the runner tracks itself.
+      '@typescript-eslint/no-floating-promises': 'off',
+    },
+  },
+  {
+    files: ['src/cli/**/*.ts', 'src/db/migrate-cli.ts', 'bench/**/*.ts', 'scripts/**/*.ts'],
+    rules: { 'no-console': 'off' },
+  },
+)

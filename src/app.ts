@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import type { Config } from './config.js'
+import type { DatabaseHandle } from './db/client.js'
+import { SecretBox } from './lib/secrets.js'
+import operationsRoutes from './modules/operations/operations.routes.js'
+import referenceAdminRoutes from './modules/reference/admin.routes.js'
+import referenceRoutes from './modules/reference/reference.routes.js'
+import registrationAdminRoutes from './modules/tenants/admin.routes.js'
+import meRoutes from './modules/tenants/me.routes.js'
+import registrationRoutes from './modules/tenants/registration.routes.js'
+import { TenantsService } from './modules/tenants/tenants.service.js'
+import authPlugin from './plugins/auth.js'
+import databasePlugin from './plugins/database.js'
+import docsPlugin from './plugins/docs.js'
+import { installErrorHandlers } from './plugins/error-handler.js'
+import metricsPlugin from './plugins/metrics.js'
+import rateLimitPlugin from './plugins/rate-limit.js'
+import { installValidators } from './plugins/validation.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config
+    /** Encrypts secrets at rest with SECRET_KEY. */
+    secrets: SecretBox
+    tenants: TenantsService
+  }
+}
+
+export interface AppOptions {
+  config: Config
+  database: DatabaseHandle
+  /** A logger to use instead of one built from config (tests pass a silent one). */
+  logger?: FastifyBaseLogger | boolean
+}
+
+export const JSON_BODY_LIMIT = 1024 * 1024 // D9: JSON bodies at most 1 MiB
+
+/** Builds the HTTP API: plugins, then feature modules. It does not listen; the caller does. */
+export async function buildApp({ config, database, logger }: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(logger && typeof logger === 'object' ? { loggerInstance: logger } : { logger: logger ?? { level: config.logLevel } }),
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    bodyLimit: JSON_BODY_LIMIT,
+    trustProxy: config.trustProxy,
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  installValidators(app)
+  installErrorHandlers(app)
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+
+  app.decorate('config', config)
+  app.decorate('secrets', new SecretBox(config.secretKey))
+  await app.register(databasePlugin, { database })
+  app.decorate('tenants', new TenantsService(app.db, app.secrets))
+
+  await app.register(metricsPlugin)
+  await app.register(rateLimitPlugin)
+  await app.register(authPlugin)
+  await app.register(docsPlugin)
+
+  // Public routes.
+  await app.register(operationsRoutes)
+  await app.register(referenceRoutes)
+  await app.register(registrationRoutes)
+
+  // Routes for tenants: every one needs X-API-Key and counts against the tenant's rate limit.
+  await app.register(async (tenantScope) => {
+    tenantScope.addHook('onRequest', tenantScope.authenticate)
+    tenantScope.addHook('onRequest', tenantScope.tenantRateLimit)
+    await tenantScope.register(meRoutes)
+  })
+
+  // Routes for operators: every one needs X-Admin-Key.
+  await app.register(async (adminScope) => {
+    adminScope.addHook('onRequest', adminScope.authenticateAdmin)
+    await adminScope.register(registrationAdminRoutes)
+    await adminScope.register(referenceAdminRoutes)
+  })
+
+  return app
+}

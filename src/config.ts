@@ -1,0 +1,186 @@
+import { randomBytes } from 'node:crypto'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+
+/**
+ * The service's whole configuration, read once from the environment (decision D1).
+ * Every variable is optional; a bad value stops the process with a message naming the
+ * variable, what it got and what it expects.
+ */
+export interface Config {
+  port: number
+  host: string
+  /** Trust X-Forwarded-* from a proxy in front (for client addresses in rate limits and logs). */
+  trustProxy: boolean
+  /** `postgres://…`, or undefined for the embedded PGlite under `dataDir/pglite`. */
+  databaseUrl: string | undefined
+  databasePoolSize: number
+  dataDir: string
+  publicBaseUrl: string
+  adminApiKey: string | undefined
+  /** Key material for encrypting secrets at rest; see `loadSecretKey`. */
+  secretKey: string
+  moderationMode: 'auto' | 'manual'
+  allowPrivateNetwork: boolean
+  /** Delays in milliseconds between webhook delivery attempts after the first. */
+  webhookRetryScheduleMs: number[]
+  webhookTimeoutMs: number
+  storageDriver: 'local' | 's3'
+  redisUrl: string | undefined
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+  rateLimits: RateLimitConfig
+}
+
+export interface RateLimitConfig {
+  enabled: boolean
+  registrationPerHour: number
+  registrationStatusPerMinute: number
+  cataloguePerMinute: number
+  apiKeyPerMinute: number
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+type Env = Record<string, string | undefined>
+
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = []
+  const read = <T>(name: string, fallback: T, parse: (raw: string) => T): T => {
+    const raw = env[name]
+    if (raw === undefined || raw.trim() === '') return fallback
+    try {
+      return parse(raw.trim())
+    } catch (error) {
+      problems.push(`${name}=${JSON.stringify(raw)}: ${(error as Error).message}`)
+      return fallback
+    }
+  }
+
+  const port = read('PORT', 3000, integerIn(0, 65535))
+  const dataDir = path.resolve(read('DATA_DIR', './data', (v) => v))
+  const config: Config = {
+    port,
+    host: read('HOST', '127.0.0.1', (v) => v),
+    trustProxy: read('TRUST_PROXY', false, boolean),
+    databaseUrl: read('DATABASE_URL', undefined, postgresUrl),
+    databasePoolSize: read('DATABASE_POOL_SIZE', 10, integerIn(1, 1000)),
+    dataDir,
+    publicBaseUrl: read('PUBLIC_BASE_URL', `http://localhost:${port}`, httpUrl),
+    adminApiKey: read('ADMIN_API_KEY', undefined, minLength(16)),
+    secretKey: read('SECRET_KEY', '', minLength(32)),
+    moderationMode: read('MODERATION_MODE', 'auto' as const, oneOf(['auto', 'manual'] as const)),
+    allowPrivateNetwork: read('ALLOW_PRIVATE_NETWORK', false, boolean),
+    webhookRetryScheduleMs: read('WEBHOOK_RETRY_SCHEDULE', parseDurationList('5s,5m,30m,2h,5h,10h,10h'), parseDurationList),
+    webhookTimeoutMs: read('WEBHOOK_TIMEOUT_MS', 10_000, integerIn(100, 120_000)),
+    storageDriver: read('STORAGE_DRIVER', 'local' as const, oneOf(['local', 's3'] as const)),
+    redisUrl: read('REDIS_URL', undefined, redisUrl),
+    logLevel: read('LOG_LEVEL', 'info' as const, oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const)),
+    rateLimits: {
+      enabled: read('RATE_LIMIT_ENABLED', true, boolean),
+      registrationPerHour: read('RATE_LIMIT_REGISTRATION_PER_HOUR', 10, integerIn(1, 1_000_000)),
+      registrationStatusPerMinute: read('RATE_LIMIT_REGISTRATION_STATUS_PER_MINUTE', 30, integerIn(1, 1_000_000)),
+      cataloguePerMinute: read('RATE_LIMIT_CATALOGUE_PER_MINUTE', 600, integerIn(1, 1_000_000)),
+      apiKeyPerMinute: read('RATE_LIMIT_API_KEY_PER_MINUTE', 1200, integerIn(1, 1_000_000)),
+    },
+  }
+
+  if (problems.length > 0) {
+    throw new ConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`)
+  }
+  if (config.secretKey === '') config.secretKey = loadSecretKey(dataDir)
+  return config
+}
+
+/**
+ * SECRET_KEY, when unset, is generated once and kept in DATA_DIR so that encrypted values
+ * survive restarts. Several API processes on different machines must share one SECRET_KEY
+ * set explicitly: a generated file is per machine.
+ */
+function loadSecretKey(dataDir: string): string {
+  const file = path.join(dataDir, 'secret-key')
+  try {
+    return readFileSync(file, 'utf8').trim()
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+  }
+  mkdirSync(dataDir, { recursive: true })
+  const generated = randomBytes(32).toString('base64url')
+  try {
+    // 'wx' fails if another process created the file first; then we read theirs.
+    writeFileSync(file, `${generated}\n`, { flag: 'wx', mode: 0o600 })
+    return generated
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    return readFileSync(file, 'utf8').trim()
+  }
+}
+
+function integerIn(min: number, max: number) {
+  return (raw: string): number => {
+    if (!/^-?\d+$/.test(raw)) throw new Error(`expected a whole number from ${min} to ${max}`)
+    const value = Number(raw)
+    if (value < min || value > max) throw new Error(`expected a whole number from ${min} to ${max}`)
+    return value
+  }
+}
+
+function oneOf<const T extends readonly string[]>(allowed: T) {
+  return (raw: string): T[number] => {
+    const value = raw.toLowerCase()
+    if (!allowed.includes(value)) throw new Error(`expected one of ${allowed.join(', ')}`)
+    return value as T[number]
+  }
+}
+
+function boolean(raw: string): boolean {
+  const value = raw.toLowerCase()
+  if (['true', '1', 'yes', 'on'].includes(value)) return true
+  if (['false', '0', 'no', 'off'].includes(value)) return false
+  throw new Error('expected true or false')
+}
+
+function minLength(length: number) {
+  return (raw: string): string => {
+    if (raw.length < length) throw new Error(`expected at least ${length} characters`)
+    return raw
+  }
+}
+
+function parsedUrl(raw: string, protocols: string[], expected: string): URL {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new Error(`expected ${expected}`)
+  }
+  if (!protocols.includes(url.protocol)) throw new Error(`expected ${expected}`)
+  return url
+}
+
+function postgresUrl(raw: string): string {
+  parsedUrl(raw, ['postgres:', 'postgresql:'], 'a postgres:// URL')
+  return raw
+}
+
+function redisUrl(raw: string): string {
+  parsedUrl(raw, ['redis:', 'rediss:'], 'a redis:// URL')
+  return raw
+}
+
+function httpUrl(raw: string): string {
+  parsedUrl(raw, ['http:', 'https:'], 'an http(s):// URL')
+  return raw.replace(/\/+$/, '')
+}
+
+const durationUnitsMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/** Parses `5s,5m,30m,2h` into milliseconds. */
+export function parseDurationList(raw: string): number[] {
+  return raw.split(',').map((part) => {
+    const match = /^(\d+)(ms|s|m|h|d)$/.exec(part.trim())
+    if (!match) throw new Error(`"${part.trim()}" is not a duration; expected a list like 5s,5m,30m,2h`)
+    return Number(match[1]) * durationUnitsMs[match[2]!]!
+  })
+}

@@ -1,0 +1,129 @@
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { PGlite } from '@electric-sql/pglite'
+import { sql, type SQL } from 'drizzle-orm'
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
+import { drizzle as drizzlePostgres } from 'drizzle-orm/node-postgres'
+import pg from 'pg'
+import * as schema from './schema.js'
+
+export type Schema = typeof schema
+/** The one query interface the code uses, whichever engine is underneath. */
+export type Database = PgDatabase<PgQueryResultHKT, Schema>
+
+/**
+ * Runs raw SQL and returns its rows. Both drivers answer `{ rows }`; the shared type cannot
+ * say so, hence this one typed door for the few queries Drizzle's builder does not express.
+ */
+export async function queryRows<T>(db: Database, query: SQL): Promise<T[]> {
+  const result = (await db.execute(query)) as { rows: T[] }
+  return result.rows
+}
+
+export type DatabaseKind = 'pglite' | 'postgres'
+
+export interface DatabaseHandle {
+  db: Database
+  kind: DatabaseKind
+  /**
+   * Runs `work` on one dedicated connection, for what must stay on a single session
+   * (session-level advisory locks). PGlite has only one connection, so it is that one.
+   */
+  withSession<T>(work: (db: Database) => Promise<T>): Promise<T>
+  close(): Promise<void>
+}
+
+export interface DatabaseOptions {
+  /** `postgres://…`; undefined opens PGlite. */
+  databaseUrl: string | undefined
+  /** Where PGlite keeps its files; undefined keeps PGlite in memory (tests). */
+  pgliteDir: string | undefined
+  poolSize?: number
+}
+
+export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
+  return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10) : openPglite(options.pgliteDir)
+}
+
+async function openPostgres(connectionString: string, max: number): Promise<DatabaseHandle> {
+  const pool = new pg.Pool({ connectionString, max, application_name: 'open-mls' })
+  // An idle client that loses its server emits 'error'; without a listener that would
+  // crash the process. The pool replaces the client, and queries report their own errors.
+  pool.on('error', () => {})
+  const db = drizzlePostgres(pool, { schema }) as unknown as Database
+  await db.execute(sql`select 1`)
+  return {
+    db,
+    kind: 'postgres',
+    async withSession(work) {
+      const client = await pool.connect()
+      try {
+        return await work(drizzlePostgres(client, { schema }) as unknown as Database)
+      } finally {
+        client.release()
+      }
+    },
+    close: () => pool.end(),
+  }
+}
+
+async function openPglite(dir: string | undefined): Promise<DatabaseHandle> {
+  const releaseLock = dir ? lockDataDir(dir) : () => {}
+  try {
+    const client = await PGlite.create(dir ? { dataDir: dir } : {})
+    const db = drizzlePglite(client, { schema }) as unknown as Database
+    return {
+      db,
+      kind: 'pglite',
+      withSession: (work) => work(db),
+      async close() {
+        await client.close()
+        releaseLock()
+      },
+    }
+  } catch (error) {
+    releaseLock()
+    throw error
+  }
+}
+
+export class DatabaseInUseError extends Error {
+  override name = 'DatabaseInUseError'
+}
+
+/**
+ * PGlite is an embedded engine: two processes opening one data directory would corrupt it.
+ * A pid file turns that into a clear error instead. A file left by a dead process is taken over.
+ */
+function lockDataDir(dir: string): () => void {
+  mkdirSync(dir, { recursive: true })
+  const lockFile = path.join(path.dirname(dir), `${path.basename(dir)}.pid`)
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(lockFile, String(process.pid), { flag: 'wx' })
+      return () => rmSync(lockFile, { force: true })
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      const owner = Number(readFileSync(lockFile, 'utf8'))
+      if (isProcessAlive(owner) && owner !== process.pid) {
+        throw new DatabaseInUseError(
+          `The embedded database in ${dir} is in use by process ${owner}. ` +
+            'Stop that process first, use the HTTP admin routes, or set DATABASE_URL to share a PostgreSQL server.',
+        )
+      }
+      rmSync(lockFile, { force: true })
+    }
+  }
+  throw new DatabaseInUseError(`Could not lock the embedded database in ${dir}`)
+}
+
+function isProcessAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}

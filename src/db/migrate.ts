@@ -1,0 +1,50 @@
+import { fileURLToPath } from 'node:url'
+import { sql } from 'drizzle-orm'
+import { readMigrationFiles } from 'drizzle-orm/migrator'
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
+import { migrate as migratePostgres } from 'drizzle-orm/node-postgres/migrator'
+import type { NodePgDatabase } from 'drizzle-orm/node-postgres'
+import type { PgliteDatabase } from 'drizzle-orm/pglite'
+import { queryRows, type Database, type DatabaseHandle } from './client.js'
+import { applySeed } from './seed/apply-seed.js'
+
+/** The SQL migrations generated from schema.ts and checked in (same place from src/ and dist/). */
+export const migrationsFolder = fileURLToPath(new URL('../../drizzle', import.meta.url))
+
+/** Any 64-bit number unique to this job: it names the advisory lock all processes agree on. */
+const MIGRATION_LOCK_ID = 0x6d6c735f6d6967 // "mls_mig"
+
+/**
+ * Brings the schema and the shipped reference data up to date. Several processes may start
+ * at once against one PostgreSQL: a session-level advisory lock lets one migrate while the
+ * others wait, then find nothing left to do.
+ */
+export async function migrateDatabase(handle: DatabaseHandle): Promise<void> {
+  await handle.withSession(async (db) => {
+    await db.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK_ID})`)
+    try {
+      await applyMigrations(handle.kind, db)
+      await applySeed(db)
+    } finally {
+      await db.execute(sql`select pg_advisory_unlock(${MIGRATION_LOCK_ID})`)
+    }
+  })
+}
+
+async function applyMigrations(kind: DatabaseHandle['kind'], db: Database): Promise<void> {
+  // Each migrator wants its own driver's database type; the session underneath is that driver.
+  if (kind === 'pglite') await migratePglite(db as unknown as PgliteDatabase, { migrationsFolder })
+  else await migratePostgres(db as unknown as NodePgDatabase, { migrationsFolder })
+}
+
+/** How many checked-in migrations the database has not applied yet (for /readyz). */
+export async function countPendingMigrations(db: Database): Promise<number> {
+  const expected = readMigrationFiles({ migrationsFolder }).length
+  const [table] = await queryRows<{ exists: boolean }>(
+    db,
+    sql`select to_regclass('drizzle.__drizzle_migrations') is not null as exists`,
+  )
+  if (!table?.exists) return expected
+  const [applied] = await queryRows<{ count: number }>(db, sql`select count(*)::int as count from drizzle.__drizzle_migrations`)
+  return expected - (applied?.count ?? 0)
+}

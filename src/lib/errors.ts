@@ -1,0 +1,65 @@
+/**
+ * The one error type the service throws on purpose. Its code, from a closed list, decides
+ * the HTTP status; its message becomes the response's `detail` and must read as a sentence
+ * a person understands. Anything else thrown is a bug: answered 500 with the message hidden.
+ */
+export const errorStatus = {
+  bad_request: 400,
+  unauthorized: 401,
+  not_found: 404,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  validation_failed: 422,
+  rate_limited: 429,
+  internal: 500,
+  unavailable: 503,
+} as const
+
+export type ErrorCode = keyof typeof errorStatus
+
+/** One field problem in a 422: where (`["body", "attributes", "rooms"]`) and what. */
+export interface FieldError {
+  loc: (string | number)[]
+  msg: string
+}
+
+export class ApiError extends Error {
+  override name = 'ApiError'
+  readonly statusCode: number
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** Extra response fields beside `detail`, e.g. `errors` or `allowed_moves`. */
+    readonly extra: Record<string, unknown> = {},
+    /** Response headers that belong with this error, e.g. `Retry-After`. */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message)
+    this.statusCode = errorStatus[code]
+  }
+
+  static notFound(message: string): ApiError {
+    return new ApiError('not_found', message)
+  }
+
+  static conflict(message: string, extra: Record<string, unknown> = {}): ApiError {
+    return new ApiError('conflict', message, extra)
+  }
+
+  /** A 422 with field errors; `detail` summarises them so a person sees the problem at once. */
+  static validation(errors: FieldError[], summary?: string): ApiError {
+    return new ApiError('validation_failed', summary ?? describeFieldErrors(errors), { errors })
+  }
+}
+
+export const INVALID_API_KEY = 'Invalid or missing API key'
+
+export function describeFieldErrors(errors: FieldError[]): string {
+  const [first, ...rest] = errors
+  if (!first) return 'The request is not valid.'
+  const where = first.loc.join('.')
+  const more = rest.length === 0 ? '' : ` (and ${rest.length} more problem${rest.length === 1 ? '' : 's'})`
+  return `Invalid ${where}: ${first.msg}${more}.`
+}

@@ -1,0 +1,45 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { sql } from 'drizzle-orm'
+import { Type } from 'typebox'
+import { countPendingMigrations } from '../../db/migrate.js'
+
+const Status = Type.Object({ status: Type.String() })
+const ops = { tags: ['Operations'] }
+
+/** Liveness, readiness and metrics for orchestrators and Prometheus (D1). */
+const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/healthz',
+    { schema: { ...ops, summary: 'The process is up', response: { 200: Status } } },
+    async () => ({ status: 'ok' }),
+  )
+
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        ...ops,
+        summary: 'The database is reachable and fully migrated',
+        response: { 200: Status, 503: Type.Object({ status: Type.String(), detail: Type.String() }) },
+      },
+    },
+    async (request, reply) => {
+      try {
+        await app.db.execute(sql`select 1`)
+        const pending = await countPendingMigrations(app.db)
+        if (pending > 0) return reply.code(503).send({ status: 'not_ready', detail: `${pending} migration(s) not applied yet.` })
+        return { status: 'ready' }
+      } catch (error) {
+        request.log.warn({ err: error }, 'readiness check failed')
+        return reply.code(503).send({ status: 'not_ready', detail: 'The database is unreachable.' })
+      }
+    },
+  )
+
+  app.get('/metrics', { schema: { ...ops, summary: 'Prometheus metrics (text format)' } }, async (_request, reply) => {
+    reply.type(app.metrics.contentType)
+    return app.metrics.metrics()
+  })
+}
+
+export default operationsRoutes

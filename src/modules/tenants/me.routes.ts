@@ -1,0 +1,22 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { errorResponses } from '../../lib/schemas.js'
+import { apiKeySecurity } from '../../plugins/auth.js'
+import { TenantMe } from './tenants.schemas.js'
+
+/** The calling tenant's own record (D3). Registered behind `authenticate`. */
+const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/tenants/me',
+    {
+      schema: {
+        tags: ['Registration'],
+        summary: 'The tenant behind the API key',
+        security: apiKeySecurity,
+        response: { 200: TenantMe, ...errorResponses(401, 429) },
+      },
+    },
+    async (request) => app.tenants.me(request.tenant.id),
+  )
+}
+
+export default meRoutes

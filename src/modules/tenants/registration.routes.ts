@@ -1,0 +1,56 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { errorResponses } from '../../lib/schemas.js'
+import {
+  RegistrationCodeParams,
+  RegistrationCreateBody,
+  RegistrationCreated,
+  RegistrationStatus,
+  RegistrationStatusQuery,
+} from './tenants.schemas.js'
+
+const registration = { tags: ['Registration'] }
+
+/** Public: apply to become a tenant (D3) and read the application's status (§4.4). */
+const registrationRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post(
+    '/tenants/register',
+    {
+      config: { rateLimit: app.rateLimitFor('registration') },
+      schema: {
+        ...registration,
+        summary: 'Apply to become a tenant',
+        description:
+          'Creates a pending registration request. Keep `request_code`: with the e-mail it reads the status, and once an operator approves the request, the API key.',
+        body: RegistrationCreateBody,
+        response: { 201: RegistrationCreated, ...errorResponses(400, 415, 422, 429) },
+      },
+    },
+    async (request, reply) => {
+      const created = await app.tenants.register(request.body)
+      return reply.code(201).header('location', `/tenants/register/${created.request_code}`).send(created)
+    },
+  )
+
+  app.get(
+    '/tenants/register/:request_code',
+    {
+      config: { rateLimit: app.rateLimitFor('registrationStatus') },
+      schema: {
+        ...registration,
+        summary: 'Read a registration request’s status (and the API key once approved)',
+        description:
+          'An unknown code and a wrong e-mail give the same 404 `Registration request not found`, so codes cannot be probed. `tenant_id` and `api_key` are present only when the request is `approved`.',
+        params: RegistrationCodeParams,
+        querystring: RegistrationStatusQuery,
+        response: { 200: RegistrationStatus, ...errorResponses(404, 422, 429) },
+      },
+    },
+    async (request, reply) => {
+      // The answer may carry an API key: never let a cache keep it.
+      reply.header('cache-control', 'no-store')
+      return app.tenants.statusForApplicant(request.params.request_code, request.query.email)
+    },
+  )
+}
+
+export default registrationRoutes

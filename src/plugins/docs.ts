@@ -1,0 +1,47 @@
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { ADMIN_KEY_HEADER, API_KEY_HEADER } from './auth.js'
+
+const description = `
+Open multiple listing service (MLS) for real-estate agencies.
+
+**Getting a key.** Register with \`POST /tenants/register\`, keep the \`request_code\`, and read the
+request's status with \`GET /tenants/register/{request_code}?email=\`. Once an operator approves it,
+that response carries your \`api_key\`; send it as the \`X-API-Key\` header.
+
+**Conventions.** Errors are always JSON \`{"detail": "..."}\`; validation errors (422) add
+\`errors: [{loc, msg}]\`. A resource of another agency answers 404, exactly like one that does not exist.
+Lists take \`limit\` (1–100, default 50) and \`offset\`; values outside are a 422, never clamped.
+Property timestamps carry a numeric offset (\`+00:00\`), image timestamps end in \`Z\`.
+Rate limits answer 429 with \`Retry-After\` and \`RateLimit-*\` headers.
+`.trim()
+
+/** `/openapi.json` (OpenAPI 3.1, generated from the route schemas) and `/docs` (interactive reference). */
+export default fp(
+  async function docsPlugin(app: FastifyInstance) {
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: { title: 'Open MLS API', version: '0.1.0', description },
+        servers: [{ url: app.config.publicBaseUrl }],
+        components: {
+          securitySchemes: {
+            ApiKey: { type: 'apiKey', in: 'header', name: API_KEY_HEADER, description: 'The tenant’s API key (`mls_live_…`).' },
+            AdminKey: { type: 'apiKey', in: 'header', name: ADMIN_KEY_HEADER, description: 'The operators’ key, ADMIN_API_KEY.' },
+          },
+        },
+        tags: [
+          { name: 'Registration', description: 'Becoming a tenant and getting an API key.' },
+          { name: 'Reference', description: 'Public dictionaries: types, statuses, places, the attribute catalogue.' },
+          { name: 'Admin', description: 'Operator routes, behind X-Admin-Key.' },
+          { name: 'Operations', description: 'Health, readiness, metrics.' },
+        ],
+      },
+    })
+    await app.register(swaggerUi, { routePrefix: '/docs' })
+    app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  },
+  { name: 'docs', decorators: { fastify: ['config'] } },
+)

@@ -1,0 +1,99 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { ApiError, errorStatus } from '../lib/errors.js'
+import { describeValidationFailure } from './validation.js'
+
+/**
+ * The one place that turns anything thrown into the `{"detail": ...}` body of D2. Deliberate
+ * errors are ApiErrors; Fastify's own 4xx errors get a sentence of ours; database errors are
+ * mapped by SQLSTATE; everything else is a 500 whose message stays in the log.
+ */
+export function installErrorHandlers(app: FastifyInstance): void {
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    const { status, body, headers } = describeError(error)
+    if (status >= 500) request.log.error({ err: error }, 'request failed')
+    else request.log.info({ status, detail: body.detail }, 'request rejected')
+    return sendError(reply, status, body, headers)
+  })
+
+  app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) =>
+    sendError(reply, 404, { detail: `There is no ${request.method} ${request.url.split('?')[0]} route.` }),
+  )
+}
+
+function sendError(reply: FastifyReply, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) {
+  // Plain JSON.stringify: a route's response schema must never strip `errors` or other extras.
+  return reply
+    .code(status)
+    .headers(headers)
+    .type('application/json; charset=utf-8')
+    .serializer((payload) => JSON.stringify(payload))
+    .send(body)
+}
+
+interface ErrorDescription {
+  status: number
+  body: { detail: string } & Record<string, unknown>
+  headers?: Record<string, string>
+}
+
+const fastifyErrorDetails: Record<string, string> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: 'The request body is not valid JSON.',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'The request body is empty; send a JSON object.',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'The request body is too large.',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'This content type is not accepted here; send application/json.',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'The Content-Length header does not match the body.',
+}
+
+function describeError(error: FastifyError): ErrorDescription {
+  if (error instanceof ApiError) {
+    return { status: error.statusCode, body: { detail: error.message, ...error.extra }, headers: error.headers }
+  }
+  if (error.validation) {
+    return { status: 422, body: describeValidationFailure(error.validation, error.validationContext) }
+  }
+  const database = describeDatabaseError(error)
+  if (database) return database
+  if (error instanceof SyntaxError && error.statusCode === 400) {
+    return { status: 400, body: { detail: 'The request body is not valid JSON.' } }
+  }
+  const status = error.statusCode ?? 500
+  if (status >= 400 && status < 500) {
+    return { status, body: { detail: fastifyErrorDetails[error.code] ?? sentence(error.message) } }
+  }
+  return { status: 500, body: { detail: 'Something went wrong on our side; the error has been logged.' } }
+}
+
+/** Node and PostgreSQL error codes meaning the database cannot be reached right now. */
+const unavailableCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', '57P01', '57P02', '57P03', '53300'])
+
+function describeDatabaseError(error: Error): ErrorDescription | undefined {
+  // Drizzle wraps driver errors; the SQLSTATE is on the cause.
+  const cause = (error.cause ?? error) as { code?: unknown; message?: unknown }
+  const code = typeof cause.code === 'string' ? cause.code : undefined
+  if (!code) {
+    if (typeof cause.message === 'string' && /Connection terminated|timeout exceeded when trying to connect/i.test(cause.message)) {
+      return unavailable()
+    }
+    return undefined
+  }
+  if (unavailableCodes.has(code)) return unavailable()
+  if (code === '23505') return { status: errorStatus.conflict, body: { detail: 'This would duplicate an existing record.' } }
+  if (code === '40001' || code === '40P01') {
+    return { status: errorStatus.conflict, body: { detail: 'The request collided with a concurrent change; retry it.' } }
+  }
+  return undefined
+}
+
+function unavailable(): ErrorDescription {
+  return {
+    status: errorStatus.unavailable,
+    body: { detail: 'The database is unavailable right now; retry shortly.' },
+    headers: { 'retry-after': '5' },
+  }
+}
+
+function sentence(message: string): string {
+  const trimmed = message.trim()
+  if (trimmed === '') return 'The request could not be processed.'
+  return /[.!?]$/.test(trimmed) ? trimmed : `${trimmed}.`
+}

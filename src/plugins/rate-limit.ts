@@ -1,0 +1,64 @@
+import rateLimit, { type RateLimitOptions } from '@fastify/rate-limit'
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify'
+import fp from 'fastify-plugin'
+import { Redis } from 'ioredis'
+import { ApiError } from '../lib/errors.js'
+
+/** The limits of D9, each a name routes refer to. */
+export type RateLimitPolicy = 'registration' | 'registrationStatus' | 'catalogue'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Route `config.rateLimit` for a policy; `false` when RATE_LIMIT_ENABLED=false. */
+    rateLimitFor(policy: RateLimitPolicy): RateLimitOptions | false
+    /** onRequest hook for authenticated scopes, after `authenticate`: counts per tenant. */
+    tenantRateLimit: onRequestHookHandler
+  }
+}
+
+/**
+ * Rate limits (D9), counted in Redis when REDIS_URL is set so that every API process shares
+ * one count, otherwise in this process. A Redis outage lets requests through (logged) rather
+ * than taking the API down with it.
+ */
+export default fp(
+  async function rateLimitPlugin(app: FastifyInstance) {
+    const limits = app.config.rateLimits
+    const redis = app.config.redisUrl
+      ? new Redis(app.config.redisUrl, { connectTimeout: 500, maxRetriesPerRequest: 1, enableOfflineQueue: false })
+      : undefined
+    if (redis) {
+      redis.on('error', (error) => app.log.warn({ err: error }, 'redis for rate limits is unavailable'))
+      app.addHook('onClose', async () => {
+        redis.disconnect()
+      })
+    }
+
+    await app.register(rateLimit, {
+      global: false,
+      redis,
+      nameSpace: 'mls-rate-limit:',
+      skipOnError: true,
+      enableDraftSpec: true, // RateLimit-* headers, as D9 asks
+      errorResponseBuilder: (_request, context) =>
+        new ApiError('rate_limited', `Too many requests; retry in ${context.after}.`),
+    })
+
+    const policies: Record<RateLimitPolicy, RateLimitOptions> = {
+      registration: { max: limits.registrationPerHour, timeWindow: '1 hour', groupId: 'registration' },
+      registrationStatus: { max: limits.registrationStatusPerMinute, timeWindow: '1 minute', groupId: 'registration-status' },
+      catalogue: { max: limits.cataloguePerMinute, timeWindow: '1 minute', groupId: 'catalogue' },
+    }
+    app.decorate('rateLimitFor', (policy: RateLimitPolicy) => (limits.enabled ? policies[policy] : false))
+
+    // One limit per API key across every authenticated route; counted by tenant, so it runs
+    // after authentication and every key of a tenant shares the budget.
+    const perTenant = app.rateLimit({
+      max: limits.apiKeyPerMinute,
+      timeWindow: '1 minute',
+      keyGenerator: (request: FastifyRequest) => `tenant:${request.tenant.id}`,
+    })
+    app.decorate('tenantRateLimit', limits.enabled ? (perTenant as onRequestHookHandler) : async () => {})
+  },
+  { name: 'rate-limit', decorators: { fastify: ['config'] } },
+)

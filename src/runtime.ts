@@ -1,0 +1,46 @@
+import path from 'node:path'
+import pino, { type Logger } from 'pino'
+import { loadConfig, type Config } from './config.js'
+import { openDatabase, type DatabaseHandle } from './db/client.js'
+import { migrateDatabase } from './db/migrate.js'
+
+export interface Runtime {
+  config: Config
+  log: Logger
+  database: DatabaseHandle
+}
+
+/**
+ * What every process of the service starts with: configuration, a logger, and a database
+ * that is migrated and seeded. A bad configuration or an unreachable database ends the
+ * process here with one clear line.
+ */
+export async function startRuntime(role: string): Promise<Runtime> {
+  let config: Config
+  try {
+    config = loadConfig()
+  } catch (error) {
+    console.error((error as Error).message)
+    process.exit(1)
+  }
+  const log = pino({ level: config.logLevel, base: { role } })
+  try {
+    const database = await openConfiguredDatabase(config)
+    await migrateDatabase(database)
+    log.info({ database: database.kind }, 'database ready')
+    return { config, log, database }
+  } catch (error) {
+    log.fatal({ err: error }, 'cannot open the database')
+    console.error(`Cannot open the database: ${(error as Error).message}`)
+    process.exit(1)
+  }
+}
+
+/** The database the configuration names: PostgreSQL at DATABASE_URL, else PGlite in DATA_DIR. */
+export function openConfiguredDatabase(config: Config): Promise<DatabaseHandle> {
+  return openDatabase({
+    databaseUrl: config.databaseUrl,
+    pgliteDir: path.join(config.dataDir, 'pglite'),
+    poolSize: config.databasePoolSize,
+  })
+}

@@ -1,0 +1,27 @@
+import closeWithGrace from 'close-with-grace'
+import { buildApp } from './app.js'
+import { startRuntime } from './runtime.js'
+import { Worker, workerJobs } from './worker/worker.js'
+
+/**
+ * The service's entry: the HTTP API and, unless `--no-worker`, the background worker in the
+ * same process (D1). Run more API processes with `--no-worker` and workers with
+ * `npm run start:worker`, all against one PostgreSQL.
+ */
+const withWorker = !process.argv.includes('--no-worker')
+const { config, log, database } = await startRuntime(withWorker ? 'api+worker' : 'api')
+
+const app = await buildApp({ config, database, logger: log })
+const worker = withWorker ? new Worker({ db: database.db, config, log: log.child({ component: 'worker' }) }, workerJobs()) : undefined
+
+closeWithGrace({ delay: 15_000, logger: { error: (message: string) => log.error(message) } }, async ({ signal, err }) => {
+  if (err) log.error({ err }, 'closing after an unexpected error')
+  else log.info({ signal }, 'closing')
+  // Stop accepting and finish in-flight requests and jobs, then let go of the database.
+  await Promise.all([app.close(), worker?.stop()])
+  await database.close()
+})
+
+worker?.start()
+await app.listen({ port: config.port, host: config.host })
+log.info(`Open MLS is listening on http://${config.host}:${config.port} (docs: ${config.publicBaseUrl}/docs)`)

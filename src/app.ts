@@ -49,6 +49,8 @@ export async function buildApp({ config, database, logger }: AppOptions): Promis
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   installValidators(app)
+  // Bodies are JSON (multipart where a route adds it); a text body is a 415, not a string to validate.
+  app.removeContentTypeParser('text/plain')
   installErrorHandlers(app)
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)

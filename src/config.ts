@@ -130,7 +130,7 @@ function oneOf<const T extends readonly string[]>(allowed: T) {
   return (raw: string): T[number] => {
     const value = raw.toLowerCase()
     if (!allowed.includes(value)) throw new Error(`expected one of ${allowed.join(', ')}`)
-    return value as T[number]
+    return value
   }
 }
 

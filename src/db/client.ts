@@ -59,7 +59,7 @@ async function openPostgres(connectionString: string, max: number): Promise<Data
     async withSession(work) {
       const client = await pool.connect()
       try {
-        return await work(drizzlePostgres(client, { schema }) as unknown as Database)
+        return await work(drizzlePostgres(client, { schema }))
       } finally {
         client.release()
       }
@@ -96,17 +96,25 @@ export class DatabaseInUseError extends Error {
  * PGlite is an embedded engine: two processes opening one data directory would corrupt it.
  * A pid file turns that into a clear error instead. A file left by a dead process is taken over.
  */
+const dirsLockedHere = new Set<string>()
+
 function lockDataDir(dir: string): () => void {
   mkdirSync(dir, { recursive: true })
   const lockFile = path.join(path.dirname(dir), `${path.basename(dir)}.pid`)
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       writeFileSync(lockFile, String(process.pid), { flag: 'wx' })
-      return () => rmSync(lockFile, { force: true })
+      dirsLockedHere.add(lockFile)
+      return () => {
+        dirsLockedHere.delete(lockFile)
+        rmSync(lockFile, { force: true })
+      }
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
       const owner = Number(readFileSync(lockFile, 'utf8'))
-      if (isProcessAlive(owner) && owner !== process.pid) {
+      // Our own pid in the file is stale (a restarted container reuses pids) unless we hold it.
+      const inUse = owner === process.pid ? dirsLockedHere.has(lockFile) : isProcessAlive(owner)
+      if (inUse) {
         throw new DatabaseInUseError(
           `The embedded database in ${dir} is in use by process ${owner}. ` +
             'Stop that process first, use the HTTP admin routes, or set DATABASE_URL to share a PostgreSQL server.',

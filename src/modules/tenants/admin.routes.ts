@@ -39,6 +39,10 @@ const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/admin/registrations/:request_code/reject',
     {
+      // The reason is optional, so is the whole body: a bare POST rejects.
+      preValidation: async (request) => {
+        request.body ??= {}
+      },
       schema: {
         ...admin,
         summary: 'Reject a pending request',
@@ -47,7 +51,7 @@ const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: RegistrationStatus, ...errorResponses(400, 401, 404, 409, 422) },
       },
     },
-    async (request) => app.tenants.reject(request.params.request_code, request.body?.reason),
+    async (request) => app.tenants.reject(request.params.request_code, request.body.reason),
   )
 }
 

@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { describe, it } from 'node:test'
+import { ConfigError, loadConfig } from '../../src/config.js'
+
+describe('configuration', () => {
+  const dataDir = () => mkdtempSync(path.join(tmpdir(), 'mls-config-'))
+
+  it('has the defaults of D1', () => {
+    const dir = dataDir()
+    const config = loadConfig({ DATA_DIR: dir })
+    assert.equal(config.port, 3000)
+    assert.equal(config.host, '127.0.0.1')
+    assert.equal(config.databaseUrl, undefined)
+    assert.equal(config.publicBaseUrl, 'http://localhost:3000')
+    assert.equal(config.adminApiKey, undefined)
+    assert.equal(config.moderationMode, 'auto')
+    assert.equal(config.allowPrivateNetwork, false)
+    assert.deepEqual(config.webhookRetryScheduleMs, [5e3, 3e5, 18e5, 72e5, 18e6, 36e6, 36e6])
+    assert.equal(config.webhookTimeoutMs, 10_000)
+    assert.equal(config.storageDriver, 'local')
+    assert.equal(config.logLevel, 'info')
+    assert.equal(config.rateLimits.registrationPerHour, 10)
+    assert.equal(config.rateLimits.registrationStatusPerMinute, 30)
+    assert.equal(config.rateLimits.cataloguePerMinute, 600)
+    assert.equal(config.rateLimits.apiKeyPerMinute, 1200)
+    rmSync(dir, { recursive: true })
+  })
+
+  it('generates SECRET_KEY once into DATA_DIR, private, and reuses it', () => {
+    const dir = dataDir()
+    const first = loadConfig({ DATA_DIR: dir }).secretKey
+    assert.ok(first.length >= 32)
+    assert.equal(loadConfig({ DATA_DIR: dir }).secretKey, first)
+    assert.equal(readFileSync(path.join(dir, 'secret-key'), 'utf8').trim(), first)
+    assert.equal(statSync(path.join(dir, 'secret-key')).mode & 0o777, 0o600)
+    rmSync(dir, { recursive: true })
+  })
+
+  it('derives PUBLIC_BASE_URL from PORT and reads every variable', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      DATA_DIR: dataDir(),
+      DATABASE_URL: 'postgres://u@db:5432/mls',
+      MODERATION_MODE: 'manual',
+      ALLOW_PRIVATE_NETWORK: 'true',
+      WEBHOOK_RETRY_SCHEDULE: '1s,500ms,1h',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      SECRET_KEY: 'k'.repeat(32),
+    })
+    assert.equal(config.publicBaseUrl, 'http://localhost:8080')
+    assert.equal(config.moderationMode, 'manual')
+    assert.equal(config.allowPrivateNetwork, true)
+    assert.deepEqual(config.webhookRetryScheduleMs, [1000, 500, 3_600_000])
+    assert.equal(config.secretKey, 'k'.repeat(32))
+  })
+
+  it('refuses bad values with a message naming each variable', () => {
+    assert.throws(
+      () =>
+        loadConfig({
+          DATA_DIR: dataDir(),
+          PORT: 'eighty',
+          DATABASE_URL: 'mysql://x',
+          MODERATION_MODE: 'sometimes',
+          WEBHOOK_RETRY_SCHEDULE: '5s,soon',
+          SECRET_KEY: 'short',
+        }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError)
+        for (const name of ['PORT', 'DATABASE_URL', 'MODERATION_MODE', 'WEBHOOK_RETRY_SCHEDULE', 'SECRET_KEY']) {
+          assert.match(error.message, new RegExp(`${name}=`))
+        }
+        assert.match(error.message, /expected one of auto, manual/)
+        return true
+      },
+    )
+  })
+
+  it('stops the server at start with that message and a non-zero exit', () => {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+      env: { ...process.env, PORT: '99999', DATA_DIR: dataDir(), DATABASE_URL: '' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
+    assert.equal(result.status, 1)
+    assert.match(result.stderr, /Invalid configuration:\n {2}- PORT="99999": expected a whole number from 0 to 65535/)
+  })
+})

@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { normalisePhone } from '../../src/lib/phone.js'
+
+describe('normalisePhone', () => {
+  const russian: [string, string][] = [
+    ['8 (912) 345-67-89', '+7 912 345-67-89'],
+    ['89123456789', '+7 912 345-67-89'],
+    ['+7 912 345 67 89', '+7 912 345-67-89'],
+    ['+7(912)345-67-89', '+7 912 345-67-89'],
+    ['7 912 345 67 89', '+7 912 345-67-89'],
+    ['8 495 123-45-67', '+7 495 123-45-67'],
+  ]
+  for (const [raw, expected] of russian) {
+    it(`reads ${raw} in Russia as ${expected}`, () => assert.equal(normalisePhone(raw, 'RU'), expected))
+  }
+
+  it('reads Kazakh national numbers in the same +7 form', () => {
+    assert.equal(normalisePhone('8 701 234 5678', 'KZ'), '+7 701 234-56-78')
+  })
+
+  it('gives other countries their international form', () => {
+    assert.equal(normalisePhone('030 1234567', 'DE'), '+49 30 1234567')
+    assert.equal(normalisePhone('+44 20 7946 0958', 'RU'), '+44 20 7946 0958')
+  })
+
+  it('refuses what is not a valid number', () => {
+    for (const raw of ['', '12', 'телефон', '8 (000) 000-00-00', '+7 912 345-67-8']) {
+      assert.equal(normalisePhone(raw, 'RU'), null, raw)
+    }
+  })
+})

@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
+
+describe('operations and HTTP conventions', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp()
+  })
+  after(() => t.close())
+
+  it('answers /healthz and /readyz', async () => {
+    assert.deepEqual((await t.app.inject('/healthz')).json(), { status: 'ok' })
+    const ready = await t.app.inject('/readyz')
+    assert.equal(ready.statusCode, 200)
+    assert.deepEqual(ready.json(), { status: 'ready' })
+  })
+
+  it('exposes Prometheus metrics by route template, not by raw URL', async () => {
+    await t.app.inject('/cities/1')
+    await t.app.inject('/cities/2')
+    await t.app.inject('/no/such/route/123')
+    const response = await t.app.inject('/metrics')
+    assert.equal(response.statusCode, 200)
+    assert.match(response.headers['content-type'] as string, /^text\/plain/)
+    assert.match(response.body, /http_requests_total\{method="GET",route="\/cities\/:id",status_code="200"\} 2/)
+    assert.match(response.body, /http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/cities\/:id",status_code="200"\}/)
+    assert.match(response.body, /route="unmatched",status_code="404"/)
+    assert.ok(!response.body.includes('/cities/1"'))
+    assert.match(response.body, /process_cpu_user_seconds_total/)
+  })
+
+  it('publishes a complete OpenAPI 3.1 document', async () => {
+    const response = await t.app.inject('/openapi.json')
+    assert.equal(response.statusCode, 200)
+    const document = response.json()
+    assert.equal(document.openapi, '3.1.0')
+    const expected: [string, string][] = [
+      ['/tenants/register', 'post'],
+      ['/tenants/register/{request_code}', 'get'],
+      ['/tenants/me', 'get'],
+      ['/admin/registrations', 'get'],
+      ['/admin/registrations/{request_code}/approve', 'post'],
+      ['/admin/registrations/{request_code}/reject', 'post'],
+      ['/admin/cities', 'post'],
+      ['/admin/districts', 'post'],
+      ['/admin/residential-complexes', 'post'],
+      ['/property-types', 'get'],
+      ['/deal-types', 'get'],
+      ['/property-statuses', 'get'],
+      ['/cities', 'get'],
+      ['/districts', 'get'],
+      ['/residential-complexes', 'get'],
+      ['/attributes', 'get'],
+      ['/healthz', 'get'],
+      ['/readyz', 'get'],
+    ]
+    for (const [path, method] of expected) {
+      const operation = document.paths[path]?.[method]
+      assert.ok(operation, `${method} ${path} is documented`)
+      assert.ok(operation.summary, `${method} ${path} has a summary`)
+    }
+    assert.deepEqual(document.paths['/tenants/me'].get.security, [{ ApiKey: [] }])
+    assert.equal(document.components.securitySchemes.ApiKey.name, 'x-api-key')
+    const register = document.paths['/tenants/register'].post
+    assert.ok(register.responses['201'] && register.responses['422'] && register.responses['429'])
+    assert.ok(register.requestBody.content['application/json'].example)
+    assert.equal(document.paths['/openapi.json'], undefined)
+  })
+
+  it('serves the interactive reference at /docs', async () => {
+    const response = await t.app.inject('/docs/')
+    assert.equal(response.statusCode, 200)
+    assert.match(response.headers['content-type'] as string, /text\/html/)
+  })
+
+  it('answers unknown routes with a JSON 404', async () => {
+    const response = await t.app.inject({ method: 'DELETE', url: '/nowhere?x=1' })
+    assert.equal(response.statusCode, 404)
+    assert.deepEqual(response.json(), { detail: 'There is no DELETE /nowhere route.' })
+  })
+
+  it('echoes the caller’s X-Request-Id, or makes one', async () => {
+    const given = await t.app.inject({ url: '/healthz', headers: { 'x-request-id': 'trace-123' } })
+    assert.equal(given.headers['x-request-id'], 'trace-123')
+    const made = await t.app.inject('/healthz')
+    assert.match(made.headers['x-request-id'] as string, /^[0-9a-f-]{36}$/)
+  })
+})
+
+describe('unexpected errors', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp()
+  })
+  after(() => t.close())
+
+  it('hide the message of a bug behind a 500 and map an unreachable database to 503', async () => {
+    // Routes only a test adds, to make the app fail the ways production code can.
+    const { buildApp } = await import('../../src/app.js')
+    const app = await buildApp({ config: t.config, database: t.database.handle, logger: false })
+    app.get('/test/bug', async () => {
+      throw new Error('secret internal state: password=hunter2')
+    })
+    app.get('/test/database-down', async () => {
+      throw new Error('Failed query', { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }) })
+    })
+    await app.ready()
+    try {
+      const bug = await app.inject('/test/bug')
+      assert.equal(bug.statusCode, 500)
+      assert.deepEqual(bug.json(), { detail: 'Something went wrong on our side; the error has been logged.' })
+      assert.ok(!bug.body.includes('hunter2'))
+
+      const down = await app.inject('/test/database-down')
+      assert.equal(down.statusCode, 503)
+      assert.equal(down.headers['retry-after'], '5')
+      assert.ok(!down.body.includes('5432'))
+    } finally {
+      await app.close()
+    }
+  })
+})

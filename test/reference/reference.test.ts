@@ -1,0 +1,164 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { cities } from '../../src/db/schema.js'
+import { attributeCatalogue } from '../../src/modules/reference/attribute-catalogue.js'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { adminHeaders } from '../helpers/factories.js'
+
+describe('public reference data', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp()
+  })
+  after(() => t.close())
+
+  const get = (url: string) => t.app.inject({ method: 'GET', url })
+
+  it('serves the dictionaries with the fixed ids of D4 and D5, cacheable', async () => {
+    const types = await get('/property-types')
+    assert.equal(types.statusCode, 200)
+    assert.deepEqual(types.json(), [
+      { id: 1, name: 'Квартира' },
+      { id: 2, name: 'Дом' },
+      { id: 3, name: 'Таунхаус' },
+      { id: 4, name: 'Коммерция' },
+      { id: 5, name: 'Земля' },
+    ])
+    assert.match(types.headers['cache-control'] as string, /^public, max-age=\d+$/)
+    assert.deepEqual((await get('/deal-types')).json(), [
+      { id: 1, name: 'Продажа' },
+      { id: 2, name: 'Долгосрочная аренда' },
+      { id: 3, name: 'Посуточная аренда' },
+    ])
+    assert.deepEqual((await get('/property-statuses')).json(), [
+      { id: 1, code: 'pending_review', name: 'На проверке' },
+      { id: 2, code: 'published', name: 'Опубликовано' },
+      { id: 3, code: 'rejected', name: 'Отклонено' },
+      { id: 4, code: 'withdrawn', name: 'Снято с публикации' },
+      { id: 5, code: 'closed', name: 'Сделка закрыта' },
+    ])
+  })
+
+  it('ships the 15 largest Russian cities, Almaty and Astana', async () => {
+    const list = (await get('/cities')).json<{ id: number; name: string; country: string }[]>()
+    const russian = list.filter((city) => city.country === 'RU').map((city) => city.name)
+    for (const name of ['Москва', 'Санкт-Петербург', 'Новосибирск', 'Екатеринбург', 'Казань', 'Красноярск', 'Нижний Новгород', 'Челябинск', 'Уфа', 'Самара', 'Ростов-на-Дону', 'Краснодар', 'Омск', 'Воронеж', 'Пермь']) {
+      assert.ok(russian.includes(name), name)
+    }
+    assert.deepEqual(
+      (await get('/cities?country=KZ')).json().map((city: { name: string }) => city.name),
+      ['Алматы', 'Астана'],
+    )
+    assert.deepEqual(list[0], { id: 1, name: 'Москва', country: 'RU', region: 'Москва', latitude: 55.7558, longitude: 37.6176 })
+  })
+
+  it('ships real districts for at least five cities and lists them by city', async () => {
+    const all = (await get('/districts')).json<{ city_id: number }[]>()
+    const citiesWithDistricts = new Set(all.map((district) => district.city_id))
+    assert.ok(citiesWithDistricts.size >= 5)
+    const spb = (await get('/districts?city_id=2')).json<{ city_id: number; name: string }[]>()
+    assert.equal(spb.length, 18)
+    assert.ok(spb.every((district) => district.city_id === 2))
+    assert.ok(spb.some((district) => district.name === 'Адмиралтейский'))
+    assert.deepEqual((await get('/districts?city_id=999999')).json(), [])
+  })
+
+  it('ships residential complexes whose district lies in their city', async () => {
+    const complexes = (await get('/residential-complexes')).json<{ city_id: number; district_id: number | null }[]>()
+    assert.ok(complexes.length >= 5)
+    const districts = (await get('/districts')).json<{ id: number; city_id: number }[]>()
+    for (const complex of complexes) {
+      if (complex.district_id === null) continue
+      assert.equal(districts.find((district) => district.id === complex.district_id)?.city_id, complex.city_id)
+    }
+    const moscow = (await get('/residential-complexes?city_id=1')).json<{ name: string }[]>()
+    assert.ok(moscow.some((complex) => complex.name === 'ЗИЛАРТ'))
+  })
+
+  it('reads one place by id, 404 when unknown, 422 when the id is not a positive integer', async () => {
+    assert.equal((await get('/cities/17')).json().name, 'Алматы')
+    assert.equal((await get('/districts/1')).json().city_id, 1)
+    assert.equal((await get('/residential-complexes/1')).statusCode, 200)
+    const missing = await get('/cities/999999')
+    assert.equal(missing.statusCode, 404)
+    assert.deepEqual(missing.json(), { detail: 'City not found' })
+    for (const url of ['/cities/abc', '/cities/0', '/districts/1.5', '/districts?city_id=x', '/cities?country=ru']) {
+      const response = await get(url)
+      assert.equal(response.statusCode, 422, url)
+      assert.ok(Array.isArray(response.json().errors))
+    }
+  })
+
+  it('publishes the attribute catalogue of §2.2 with exact values', async () => {
+    const response = await get('/attributes')
+    assert.equal(response.statusCode, 200)
+    const list = response.json<{ name: string; type: string; allowed_values: string[] | null; meaning: string }[]>()
+    assert.equal(list.length, attributeCatalogue.length)
+    assert.equal(list.length, 63)
+    const byName = new Map(list.map((attribute) => [attribute.name, attribute]))
+    assert.deepEqual(byName.get('rooms'), { name: 'rooms', type: 'integer', allowed_values: null, meaning: 'number of rooms' })
+    assert.equal(byName.get('area')?.type, 'number')
+    assert.equal(byName.get('elevator')?.type, 'bool')
+    assert.deepEqual(byName.get('bathroom')?.allowed_values, ['Совмещённый', 'Раздельный'])
+    assert.deepEqual(byName.get('internet')?.allowed_values, ['Нет', 'Проводной', 'Оптика', 'DSL', 'Мобильный (4G/5G)'])
+    assert.deepEqual(byName.get('ownership_type')?.allowed_values, ['Частная собственность', 'Долевая собственность', 'Государственная'])
+    assert.deepEqual(byName.get('water')?.allowed_values, ['Центральное', 'Скважина/колодец', 'Нет'])
+  })
+})
+
+describe('admin: adding places', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp()
+  })
+  after(() => t.close())
+
+  const post = (url: string, payload: object, headers: Record<string, string> = adminHeaders) =>
+    t.app.inject({ method: 'POST', url, payload, headers })
+
+  it('adds a city, a district in it and a complex in that district', async () => {
+    const city = await post('/admin/cities', { name: 'Тюмень', country: 'RU', region: 'Тюменская область', latitude: 57.153, longitude: 65.5343 })
+    assert.equal(city.statusCode, 201, city.body)
+    const cityId = city.json().id
+    assert.ok(cityId > 18, 'new ids come after the shipped ones')
+    assert.equal(city.headers.location, `/cities/${cityId}`)
+    assert.equal((await t.app.inject({ method: 'GET', url: `/cities/${cityId}` })).json().name, 'Тюмень')
+
+    const district = await post('/admin/districts', { city_id: cityId, name: 'Центральный' })
+    assert.equal(district.statusCode, 201)
+    assert.deepEqual(district.json(), { id: district.json().id, city_id: cityId, name: 'Центральный' })
+
+    const complex = await post('/admin/residential-complexes', { city_id: cityId, district_id: district.json().id, name: 'Акватория' })
+    assert.equal(complex.statusCode, 201)
+    assert.equal(complex.json().district_id, district.json().id)
+
+    const list = (await t.app.inject({ method: 'GET', url: `/residential-complexes?city_id=${cityId}` })).json()
+    assert.equal(list.length, 1)
+  })
+
+  it('refuses duplicates with 409', async () => {
+    const moscow = await post('/admin/cities', { name: 'Москва', country: 'RU', region: 'Москва' })
+    assert.equal(moscow.statusCode, 409)
+    assert.equal((await post('/admin/districts', { city_id: 2, name: 'Адмиралтейский' })).statusCode, 409)
+    assert.equal((await post('/admin/residential-complexes', { city_id: 1, name: 'ЗИЛАРТ' })).statusCode, 409)
+  })
+
+  it('refuses places that do not hang together with 422, storing nothing', async () => {
+    const before = await t.db.$count(cities)
+    const cases: [string, object, string[]][] = [
+      ['/admin/cities', { name: 'X', country: 'XX' }, ['body', 'country']],
+      ['/admin/cities', { name: 'X', country: 'RU', latitude: 91 }, ['body', 'latitude']],
+      ['/admin/cities', { name: 'X', country: 'RU', id: 5 }, ['body', 'id']],
+      ['/admin/districts', { city_id: 999999, name: 'X' }, ['body', 'city_id']],
+      ['/admin/districts', { city_id: 1 }, ['body', 'name']],
+      // District 1 is in Moscow, not in Saint Petersburg.
+      ['/admin/residential-complexes', { city_id: 2, district_id: 1, name: 'X' }, ['body', 'district_id']],
+    ]
+    for (const [url, payload, loc] of cases) {
+      const response = await post(url, payload)
+      assert.equal(response.statusCode, 422, `${url} ${JSON.stringify(payload)}: ${response.body}`)
+      assert.deepEqual(response.json().errors[0].loc, loc)
+    }
+    assert.equal(await t.db.$count(cities), before)
+  })
+})

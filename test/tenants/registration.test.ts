@@ -1,0 +1,250 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { eq } from 'drizzle-orm'
+import { registrationRequests } from '../../src/db/schema.js'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { adminHeaders, createTenant, registrationBody, submitRegistration } from '../helpers/factories.js'
+
+describe('POST /tenants/register', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp()
+  })
+  after(() => t.close())
+
+  it('creates a pending request with an unguessable code and stores the normalised phone', async () => {
+    const body = registrationBody({ email: 'Info@Agency.Example', phone: '8 (912) 345-67-89' })
+    const response = await t.app.inject({ method: 'POST', url: '/tenants/register', payload: body })
+    assert.equal(response.statusCode, 201)
+    const created = response.json()
+    assert.deepEqual(Object.keys(created).sort(), ['created_at', 'request_code', 'status'])
+    assert.equal(created.status, 'pending')
+    assert.match(created.request_code, /^reg_[A-Za-z0-9_-]{24}$/)
+    assert.match(created.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/)
+    assert.equal(response.headers.location, `/tenants/register/${created.request_code}`)
+
+    const [row] = await t.db.select().from(registrationRequests).where(eq(registrationRequests.requestCode, created.request_code))
+    assert.equal(row?.phone, '+7 912 345-67-89')
+    assert.equal(row?.country, 'RU')
+    assert.equal(row?.status, 'pending')
+    assert.equal(row?.tenantId, null)
+  })
+
+  it('reads phones as the given country’s', async () => {
+    const { request_code: code } = await submitRegistration(t.app, { country: 'KZ', phone: '8 701 234 5678' })
+    const [row] = await t.db.select().from(registrationRequests).where(eq(registrationRequests.requestCode, code))
+    assert.equal(row?.phone, '+7 701 234-56-78')
+    assert.equal(row?.country, 'KZ')
+  })
+
+  it('gives every request a different code', async () => {
+    const codes = new Set<string>()
+    for (let i = 0; i < 5; i++) codes.add((await submitRegistration(t.app)).request_code)
+    assert.equal(codes.size, 5)
+  })
+
+  const invalidBodies: [string, Record<string, unknown>, string[]][] = [
+    ['no company_name', { email: 'a@b.ru' }, ['body', 'company_name']],
+    ['no email', { company_name: 'A' }, ['body', 'email']],
+    ['a malformed email', { company_name: 'A', email: 'not-an-email' }, ['body', 'email']],
+    ['an unknown field', { company_name: 'A', email: 'a@b.ru', tenant_id: 5 }, ['body', 'tenant_id']],
+    ['a lower-case country', { company_name: 'A', email: 'a@b.ru', country: 'ru' }, ['body', 'country']],
+    ['an unknown country', { company_name: 'A', email: 'a@b.ru', country: 'XX' }, ['body', 'country']],
+    ['an unparseable phone', { company_name: 'A', email: 'a@b.ru', phone: '12' }, ['body', 'phone']],
+    ['an empty company_name', { company_name: '', email: 'a@b.ru' }, ['body', 'company_name']],
+    ['a number for company_name', { company_name: 42, email: 'a@b.ru' }, ['body', 'company_name']],
+  ]
+  for (const [name, payload, loc] of invalidBodies) {
+    it(`answers 422 naming the field for ${name}, and stores nothing`, async () => {
+      const before = await t.db.$count(registrationRequests)
+      const response = await t.app.inject({ method: 'POST', url: '/tenants/register', payload })
+      assert.equal(response.statusCode, 422, response.body)
+      const body = response.json()
+      assert.equal(typeof body.detail, 'string')
+      assert.ok(body.detail.length > 10)
+      assert.ok(
+        body.errors.some((error: { loc: unknown[] }) => JSON.stringify(error.loc) === JSON.stringify(loc)),
+        `expected an error at ${loc.join('.')}: ${response.body}`,
+      )
+      assert.equal(await t.db.$count(registrationRequests), before)
+    })
+  }
+
+  it('answers 400 JSON for a body that is not JSON', async () => {
+    const response = await t.app.inject({
+      method: 'POST',
+      url: '/tenants/register',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"company_name": ',
+    })
+    assert.equal(response.statusCode, 400)
+    assert.match(response.headers['content-type'] as string, /application\/json/)
+    assert.deepEqual(response.json(), { detail: 'The request body is not valid JSON.' })
+  })
+
+  it('answers 415 JSON for a body that is not JSON at all', async () => {
+    const response = await t.app.inject({
+      method: 'POST',
+      url: '/tenants/register',
+      headers: { 'content-type': 'text/plain' },
+      payload: 'hello',
+    })
+    assert.equal(response.statusCode, 415)
+    assert.equal(typeof response.json().detail, 'string')
+  })
+
+  it('answers 413 for a body over 1 MiB', async () => {
+    const response = await t.app.inject({
+      method: 'POST',
+      url: '/tenants/register',
+      payload: { company_name: 'A', email: 'a@b.ru', contact_name: 'x'.repeat(1024 * 1024) },
+    })
+    assert.equal(response.statusCode, 413)
+    assert.equal(response.json().detail, 'The request body is too large.')
+  })
+})
+
+describe('GET /tenants/register/{request_code}', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp()
+  })
+  after(() => t.close())
+
+  const statusOf = (code: string, email?: string) =>
+    t.app.inject({ method: 'GET', url: `/tenants/register/${code}`, query: email === undefined ? {} : { email } })
+
+  it('shows a pending request with exactly request_code and status', async () => {
+    const { request_code: code, email } = await submitRegistration(t.app)
+    const response = await statusOf(code, email)
+    assert.equal(response.statusCode, 200)
+    assert.deepEqual(response.json(), { request_code: code, status: 'pending' })
+    assert.equal(response.headers['cache-control'], 'no-store')
+  })
+
+  it('compares the e-mail without regard to letter case', async () => {
+    const { request_code: code } = await submitRegistration(t.app, { email: 'Case.Test@Example.COM' })
+    const response = await statusOf(code, 'case.test@example.com')
+    assert.equal(response.statusCode, 200)
+  })
+
+  it('returns tenant_id and a working api_key once approved, on every lookup', async () => {
+    const tenant = await createTenant(t.app)
+    for (let i = 0; i < 2; i++) {
+      const response = await statusOf(tenant.requestCode, tenant.email)
+      assert.equal(response.statusCode, 200)
+      assert.deepEqual(response.json(), {
+        request_code: tenant.requestCode,
+        status: 'approved',
+        tenant_id: tenant.tenantId,
+        api_key: tenant.apiKey,
+      })
+    }
+    assert.match(tenant.apiKey, /^mls_live_[A-Za-z0-9_-]{43}$/)
+    const me = await t.app.inject({ method: 'GET', url: '/tenants/me', headers: tenant.headers })
+    assert.equal(me.statusCode, 200)
+    assert.equal(me.json().tenant_id, tenant.tenantId)
+  })
+
+  it('shows a rejected request without a key', async () => {
+    const { request_code: code, email } = await submitRegistration(t.app)
+    const rejected = await t.app.inject({
+      method: 'POST',
+      url: `/admin/registrations/${code}/reject`,
+      headers: adminHeaders,
+      payload: { reason: 'Не удалось подтвердить агентство' },
+    })
+    assert.equal(rejected.statusCode, 200)
+    const response = await statusOf(code, email)
+    assert.deepEqual(response.json(), { request_code: code, status: 'rejected' })
+  })
+
+  it('gives an unknown code and a wrong e-mail the very same 404', async () => {
+    const { request_code: code, email } = await submitRegistration(t.app)
+    const unknownCode = await statusOf('reg_AAAAAAAAAAAAAAAAAAAAAAAA', email)
+    const wrongEmail = await statusOf(code, 'someone.else@example.com')
+    for (const response of [unknownCode, wrongEmail]) {
+      assert.equal(response.statusCode, 404)
+      assert.equal(response.body, '{"detail":"Registration request not found"}')
+    }
+    assert.equal(unknownCode.headers['content-type'], wrongEmail.headers['content-type'])
+    assert.equal(unknownCode.headers['content-length'], wrongEmail.headers['content-length'])
+  })
+
+  it('does not reveal another applicant’s key to someone who knows only the code', async () => {
+    const tenant = await createTenant(t.app)
+    const response = await statusOf(tenant.requestCode, 'attacker@example.com')
+    assert.equal(response.statusCode, 404)
+    assert.ok(!response.body.includes(tenant.apiKey))
+  })
+
+  it('answers 422 when the email query parameter is missing', async () => {
+    const { request_code: code } = await submitRegistration(t.app)
+    const response = await statusOf(code)
+    assert.equal(response.statusCode, 422)
+    assert.deepEqual(response.json().errors[0].loc, ['query', 'email'])
+  })
+})
+
+describe('registration rate limits', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp({
+      RATE_LIMIT_ENABLED: 'true',
+      RATE_LIMIT_REGISTRATION_PER_HOUR: '2',
+      RATE_LIMIT_REGISTRATION_STATUS_PER_MINUTE: '3',
+    })
+  })
+  after(() => t.close())
+
+  it('limits registrations per address with a JSON 429, Retry-After and RateLimit headers', async () => {
+    const send = () => t.app.inject({ method: 'POST', url: '/tenants/register', payload: registrationBody() })
+    const first = await send()
+    assert.equal(first.statusCode, 201)
+    assert.equal(first.headers['ratelimit-limit'], '2')
+    assert.equal((await send()).statusCode, 201)
+    const limited = await send()
+    assert.equal(limited.statusCode, 429)
+    assert.ok(Number(limited.headers['retry-after']) > 0)
+    assert.match(limited.json().detail, /^Too many requests; retry in .+\.$/)
+    // Another address is counted apart.
+    const elsewhere = await t.app.inject({
+      method: 'POST',
+      url: '/tenants/register',
+      payload: registrationBody(),
+      remoteAddress: '203.0.113.7',
+    })
+    assert.equal(elsewhere.statusCode, 201)
+  })
+
+  it('limits status lookups per address', async () => {
+    const codes = [200, 200, 200, 429]
+    for (const expected of codes) {
+      const response = await t.app.inject({
+        method: 'GET',
+        url: '/tenants/register/reg_unknown?email=a@b.ru',
+        remoteAddress: '198.51.100.9',
+      })
+      assert.equal(response.statusCode, expected === 200 ? 404 : 429)
+    }
+  })
+})
+
+describe('rate limits shared through Redis', { skip: !process.env.REDIS_URL && 'needs REDIS_URL' }, () => {
+  const apps: TestApp[] = []
+  before(async () => {
+    const env = { RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REGISTRATION_STATUS_PER_MINUTE: '2', REDIS_URL: process.env.REDIS_URL! }
+    apps.push(await buildTestApp(env), await buildTestApp(env))
+  })
+  after(() => Promise.all(apps.map((t) => t.close())))
+
+  it('counts one client’s requests across two API processes', async () => {
+    // A fresh address per run: Redis keeps counts between runs.
+    const remoteAddress = `198.18.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`
+    const lookup = (t: TestApp) =>
+      t.app.inject({ method: 'GET', url: '/tenants/register/reg_unknown?email=a@b.ru', remoteAddress })
+    assert.equal((await lookup(apps[0]!)).statusCode, 404)
+    assert.equal((await lookup(apps[1]!)).statusCode, 404)
+    assert.equal((await lookup(apps[0]!)).statusCode, 429)
+  })
+})

@@ -4,12 +4,16 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
 import type { DatabaseHandle } from './db/client.js'
 import { SecretBox } from './lib/secrets.js'
+import catalogueRoutes from './modules/catalogue/catalogue.routes.js'
+import moderationAdminRoutes from './modules/moderation/admin.routes.js'
 import operationsRoutes from './modules/operations/operations.routes.js'
 import referenceAdminRoutes from './modules/reference/admin.routes.js'
 import referenceRoutes from './modules/reference/reference.routes.js'
 import registrationAdminRoutes from './modules/tenants/admin.routes.js'
 import meRoutes from './modules/tenants/me.routes.js'
 import registrationRoutes from './modules/tenants/registration.routes.js'
+import propertiesRoutes from './modules/properties/properties.routes.js'
+import { PropertiesService } from './modules/properties/properties.service.js'
 import { TenantsService } from './modules/tenants/tenants.service.js'
 import authPlugin from './plugins/auth.js'
 import databasePlugin from './plugins/database.js'
@@ -25,6 +29,7 @@ declare module 'fastify' {
     /** Encrypts secrets at rest with SECRET_KEY. */
     secrets: SecretBox
     tenants: TenantsService
+    properties: PropertiesService
   }
 }
 
@@ -60,6 +65,7 @@ export async function buildApp({ config, database, logger }: AppOptions): Promis
   app.decorate('secrets', new SecretBox(config.secretKey))
   await app.register(databasePlugin, { database })
   app.decorate('tenants', new TenantsService(app.db, app.secrets))
+  app.decorate('properties', new PropertiesService(app.db))
 
   await app.register(metricsPlugin)
   await app.register(rateLimitPlugin)
@@ -70,12 +76,14 @@ export async function buildApp({ config, database, logger }: AppOptions): Promis
   await app.register(operationsRoutes)
   await app.register(referenceRoutes)
   await app.register(registrationRoutes)
+  await app.register(catalogueRoutes)
 
   // Routes for tenants: every one needs X-API-Key and counts against the tenant's rate limit.
   await app.register(async (tenantScope) => {
     tenantScope.addHook('onRequest', tenantScope.authenticate)
     tenantScope.addHook('onRequest', tenantScope.tenantRateLimit)
     await tenantScope.register(meRoutes)
+    await tenantScope.register(propertiesRoutes)
   })
 
   // Routes for operators: every one needs X-Admin-Key.
@@ -83,6 +91,7 @@ export async function buildApp({ config, database, logger }: AppOptions): Promis
     adminScope.addHook('onRequest', adminScope.authenticateAdmin)
     await adminScope.register(registrationAdminRoutes)
     await adminScope.register(referenceAdminRoutes)
+    await adminScope.register(moderationAdminRoutes)
   })
 
   return app

@@ -11,7 +11,10 @@ import {
   foreignKey,
   index,
   integer,
+  jsonb,
+  numeric,
   pgTable,
+  primaryKey,
   smallint,
   text,
   timestamp,
@@ -152,4 +155,174 @@ export const apiKeys = pgTable(
     revokedAt: timestamp('revoked_at', { withTimezone: true, mode: 'date' }),
   },
   (t) => [uniqueIndex('api_keys_digest_key').on(t.digest)],
+)
+
+// ---------------------------------------------------------------------------------------
+// Properties (D5) and the public catalogue (D6).
+
+export const owners = pgTable(
+  'owners',
+  {
+    id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+    tenantId: integer('tenant_id')
+      .notNull()
+      .references(() => tenants.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    /** Normalised (`+7 912 345-67-89`): the owner's identity within one tenant. */
+    phone: text('phone').notNull(),
+    notes: text('notes'),
+    createdAt: createdAt(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  },
+  (t) => [unique('owners_tenant_id_phone_key').on(t.tenantId, t.phone)],
+)
+
+/** A finding of the internal check: a stable code, the field it is about, a sentence. */
+export interface ModerationReason {
+  code: string
+  field: string | null
+  message: string
+}
+
+export interface ModerationResult {
+  checked_at: string
+  reasons: ModerationReason[]
+}
+
+export type AttributeValues = Record<string, string | number | boolean>
+
+export const PUBLISHED = 2
+
+export const properties = pgTable(
+  'properties',
+  {
+    id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+    tenantId: integer('tenant_id')
+      .notNull()
+      .references(() => tenants.id, { onDelete: 'cascade' }),
+    statusId: smallint('status_id')
+      .notNull()
+      .default(1)
+      .references(() => propertyStatuses.id),
+    propertyTypeId: smallint('property_type_id')
+      .notNull()
+      .references(() => propertyTypes.id),
+    dealTypeId: smallint('deal_type_id')
+      .notNull()
+      .references(() => dealTypes.id),
+    price: numeric('price', { precision: 15, scale: 2, mode: 'number' }),
+    description: text('description'),
+    ownerId: integer('owner_id').references(() => owners.id, { onDelete: 'set null' }),
+    cityId: integer('city_id').references(() => cities.id),
+    districtId: integer('district_id'),
+    residentialComplexId: integer('residential_complex_id'),
+    address: text('address'),
+    street: text('street'),
+    houseNumber: text('house_number'),
+    apartmentNumber: text('apartment_number'),
+    latitude: numeric('latitude', { precision: 9, scale: 6, mode: 'number' }),
+    longitude: numeric('longitude', { precision: 9, scale: 6, mode: 'number' }),
+    /** Typed values (numbers, booleans, strings) keyed by catalogue name. */
+    attributes: jsonb('attributes').$type<AttributeValues>().notNull().default({}),
+    // Copies of the attributes the catalogue filters and shows, kept by the database itself.
+    area: numeric('area', { precision: 12, scale: 2, mode: 'number' }).generatedAlwaysAs(sql`((attributes ->> 'area')::numeric(12,2))`),
+    rooms: integer('rooms').generatedAlwaysAs(sql`((attributes ->> 'rooms')::integer)`),
+    floor: integer('floor').generatedAlwaysAs(sql`((attributes ->> 'floor')::integer)`),
+    totalFloors: integer('total_floors').generatedAlwaysAs(sql`((attributes ->> 'total_floors')::integer)`),
+    moderation: jsonb('moderation').$type<ModerationResult>(),
+    /** Set when the listing waits for the internal check; the worker clears it. */
+    reviewRequestedAt: timestamp('review_requested_at', { withTimezone: true, mode: 'date' }),
+    createdAt: createdAt(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    publishedAt: timestamp('published_at', { withTimezone: true, mode: 'date' }),
+  },
+  (t) => [
+    foreignKey({
+      name: 'properties_district_in_city_fkey',
+      columns: [t.districtId, t.cityId],
+      foreignColumns: [districts.id, districts.cityId],
+    }),
+    foreignKey({
+      name: 'properties_complex_in_city_fkey',
+      columns: [t.residentialComplexId, t.cityId],
+      foreignColumns: [residentialComplexes.id, residentialComplexes.cityId],
+    }),
+    check('properties_published_has_city_check', sql`${t.statusId} <> 2 or ${t.cityId} is not null`),
+    // The tenant's list (GET /properties): its filters narrow a tenant's rows, newest first.
+    index('properties_tenant_recent_idx').on(t.tenantId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    // The moderation queue: only rows waiting for the check are in it.
+    index('properties_review_queue_idx').on(t.reviewRequestedAt).where(sql`${t.reviewRequestedAt} is not null`),
+    // The public catalogue. Every index is partial on published rows (about 85 % of the table,
+    // but the others never need to be skipped) and ends in (created_at, id) desc, the default
+    // order, so a filtered page is a short index range scan with no sort:
+    //   no filter                → catalogue_recent_idx
+    //   city_id                  → catalogue_city_recent_idx
+    //   city_id + type + deal    → catalogue_city_type_deal_recent_idx (price/rooms/area filtered in the scan)
+    //   type and/or deal only    → catalogue_type_deal_recent_idx
+    //   sort=price_asc|desc      → catalogue_city_price_idx / catalogue_price_idx
+    //   tenant_id                → properties_tenant_recent_idx + status filter
+    index('catalogue_recent_idx').on(t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()).where(sql`${t.statusId} = 2`),
+    index('catalogue_city_recent_idx').on(t.cityId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()).where(sql`${t.statusId} = 2`),
+    index('catalogue_city_type_deal_recent_idx')
+      .on(t.cityId, t.propertyTypeId, t.dealTypeId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())
+      .where(sql`${t.statusId} = 2`),
+    index('catalogue_type_deal_recent_idx').on(t.propertyTypeId, t.dealTypeId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()).where(sql`${t.statusId} = 2`),
+    index('catalogue_city_price_idx').on(t.cityId, t.price, t.id).where(sql`${t.statusId} = 2`),
+    index('catalogue_price_idx').on(t.price, t.id).where(sql`${t.statusId} = 2`),
+  ],
+)
+
+export type PropertyRow = typeof properties.$inferSelect
+/** Columns a submission sets (the generated copies of attributes excluded). */
+export type NewPropertyColumns = typeof properties.$inferInsert
+
+/**
+ * The number of published listings per (city, type, deal), kept exact by a trigger on
+ * properties (migration 0002), so the catalogue's `total` for those filters is a sum over a
+ * few hundred rows instead of a count over the whole catalogue.
+ */
+export const catalogueCounts = pgTable(
+  'catalogue_counts',
+  {
+    cityId: integer('city_id').notNull(),
+    propertyTypeId: smallint('property_type_id').notNull(),
+    dealTypeId: smallint('deal_type_id').notNull(),
+    listings: integer('listings').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.cityId, t.propertyTypeId, t.dealTypeId] })],
+)
+
+/** `Idempotency-Key` of POST /properties (D5): the first response, replayed for 24 hours. */
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    tenantId: integer('tenant_id')
+      .notNull()
+      .references(() => tenants.id, { onDelete: 'cascade' }),
+    key: text('key').notNull(),
+    requestDigest: text('request_digest').notNull(),
+    responseStatus: smallint('response_status').notNull(),
+    responseBody: jsonb('response_body').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.key] }), index('idempotency_keys_created_at_idx').on(t.createdAt)],
+)
+
+/**
+ * The outbox: every event, written in the transaction of the change that caused it, so none
+ * is lost or sent for a change that did not commit. Webhook delivery reads from here.
+ */
+export const events = pgTable(
+  'events',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    type: text('type').notNull(),
+    /** The tenant the event belongs to; `mls.new_listing` goes to every subscriber regardless. */
+    tenantId: integer('tenant_id').references(() => tenants.id, { onDelete: 'cascade' }),
+    data: jsonb('data').notNull(),
+    createdAt: createdAt(),
+    /** Set once deliveries have been fanned out to subscriptions. */
+    dispatchedAt: timestamp('dispatched_at', { withTimezone: true, mode: 'date' }),
+  },
+  (t) => [index('events_undispatched_idx').on(t.id).where(sql`${t.dispatchedAt} is null`)],
 )

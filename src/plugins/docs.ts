@@ -34,6 +34,8 @@ export default fp(
         },
         tags: [
           { name: 'Registration', description: 'Becoming a tenant and getting an API key.' },
+          { name: 'Properties', description: 'An agency’s own listings: submit, change, withdraw.' },
+          { name: 'Catalogue', description: 'The public MLS catalogue: published listings, no key needed, never owner data.' },
           { name: 'Reference', description: 'Public dictionaries: types, statuses, places, the attribute catalogue.' },
           { name: 'Admin', description: 'Operator routes, behind X-Admin-Key.' },
           { name: 'Operations', description: 'Health, readiness, metrics.' },

@@ -12,6 +12,13 @@ const commonOptions: Options = {
   removeAdditional: false, // unknown fields are rejected (D2), never silently dropped
   strict: true,
   strictRequired: false,
+  verbose: true, // findings carry their schema, for `x-message`
+}
+
+/** A schema may say in `x-message` how to describe its failure better than ajv would. */
+function withMessages(ajv: Ajv): Ajv {
+  ajv.addVocabulary(['x-message'])
+  return ajv
 }
 
 /**
@@ -20,8 +27,8 @@ const commonOptions: Options = {
  * are coerced to the schema's types.
  */
 export function installValidators(app: FastifyInstance): void {
-  const bodyAjv = addFormats(new Ajv({ ...commonOptions, coerceTypes: false }))
-  const textAjv = addFormats(new Ajv({ ...commonOptions, coerceTypes: 'array' }))
+  const bodyAjv = withMessages(addFormats(new Ajv({ ...commonOptions, coerceTypes: false })))
+  const textAjv = withMessages(addFormats(new Ajv({ ...commonOptions, coerceTypes: 'array' })))
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema))
 }
 
@@ -46,7 +53,15 @@ export function describeValidationFailure(
     entry.findings.push(finding)
     byLocation.set(key, entry)
   }
-  const errors = [...byLocation.values()].map(({ loc, findings }) => ({ loc, msg: messageFor(findings) }))
+  const groups = [...byLocation.values()]
+  // A union (`owner: object | null`) fails as a whole when something inside it fails; the
+  // finding inside says what is wrong, so the union's own complaint is dropped.
+  const explained = groups.filter(
+    (group) =>
+      !group.findings.some((finding) => finding.keyword === 'anyOf') ||
+      !groups.some((other) => other !== group && other.loc.length > group.loc.length && group.loc.every((part, i) => other.loc[i] === part)),
+  )
+  const errors = explained.map(({ loc, findings }) => ({ loc, msg: messageFor(findings) }))
   return { detail: describeFieldErrors(errors), errors }
 }
 
@@ -71,7 +86,10 @@ function messageFor(findings: ErrorObject[]): string {
     return `must be one of: ${allowed.map((value) => JSON.stringify(value)).join(', ')}`
   }
   // A union (anyOf) reports each branch separately; say once what would have been accepted.
-  if (findings.some((finding) => finding.keyword === 'anyOf')) {
+  const union = findings.find((finding) => finding.keyword === 'anyOf')
+  if (union) {
+    const custom = (union.parentSchema as Record<string, unknown> | undefined)?.['x-message']
+    if (typeof custom === 'string') return custom
     const alternatives = findings.flatMap((finding) => {
       const params = finding.params as Record<string, unknown>
       if (finding.keyword === 'type') return [String(params.type)]

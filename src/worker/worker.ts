@@ -2,6 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
 import type { Database } from '../db/client.js'
+import { moderationJob } from '../modules/moderation/moderation.job.js'
+import { idempotencyCleanupJob } from '../modules/properties/idempotency-cleanup.job.js'
 
 /** What a job gets to do its work. */
 export interface JobContext {
@@ -69,5 +71,5 @@ export class Worker {
 
 /** The jobs a worker process runs. Features add theirs here. */
 export function workerJobs(): Job[] {
-  return []
+  return [moderationJob, idempotencyCleanupJob]
 }

@@ -44,3 +44,25 @@ export async function createTenant(app: FastifyInstance, overrides: Registration
   const { tenant_id: tenantId, api_key: apiKey } = approved.json<{ tenant_id: number; api_key: string }>()
   return { tenantId, apiKey, requestCode, email, headers: { 'x-api-key': apiKey } }
 }
+
+export type Tenant = Awaited<ReturnType<typeof createTenant>>
+
+/** A valid submission that passes the internal check; override any field. */
+export function propertyBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    property_type: 'Квартира',
+    deal_type: 'Продажа',
+    price: 8500000,
+    description: 'Светлая двухкомнатная квартира с видом на парк.',
+    owner: { name: 'Иван Петров', phone: '8 (912) 345-67-89', notes: 'Звонить после 18:00' },
+    location: { city_id: 1, district_id: 1, address: `Москва, ул. Тверская, д. ${randomBytes(3).toString('hex')}` },
+    attributes: { area: '54.5', rooms: '2', floor: '5', total_floors: '9', building_type: 'Кирпичный' },
+    ...overrides,
+  }
+}
+
+export async function submitProperty(app: FastifyInstance, tenant: Tenant, overrides: Record<string, unknown> = {}) {
+  const response = await app.inject({ method: 'POST', url: '/properties', headers: tenant.headers, payload: propertyBody(overrides) })
+  assert.equal(response.statusCode, 201, response.body)
+  return response.json<{ id: number; status_id: number; owner: { id: number } | null }>()
+}

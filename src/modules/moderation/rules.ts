@@ -1,0 +1,75 @@
+import { findPhoneNumbersInText, type CountryCode } from 'libphonenumber-js/max'
+import type { ModerationReason, PropertyRow } from '../../db/schema.js'
+import { attributesByName, type PropertyTypeName } from '../reference/attribute-catalogue.js'
+
+export interface ListingUnderCheck {
+  listing: PropertyRow
+  propertyType: PropertyTypeName
+  /** The agency's country, for recognising phone numbers written the national way. */
+  country: CountryCode
+  /** Whether the agency already has the same offer live (see hasEarlierDuplicate). */
+  hasDuplicate: boolean
+}
+
+const EMAIL = /[\p{L}\p{N}._%+-]+@[\p{L}\p{N}.-]+\.\p{L}{2,}/u
+// Ten or more digits in a row, whatever separates them: a phone number written to slip past
+// a parser ("8 9I2..." aside). Prices ("8 500 000") and areas have fewer.
+const LONG_DIGIT_RUN = /(?:\d[\s\-().]*){10,}/
+
+/**
+ * The internal check of D5: every rule that fails gives a reason with a stable code, the
+ * field it concerns and a sentence for the agency. No reasons means the listing may be
+ * published.
+ */
+export function checkListing({ listing, propertyType, country, hasDuplicate }: ListingUnderCheck): ModerationReason[] {
+  const reasons: ModerationReason[] = []
+  const reason = (code: string, field: string | null, message: string) => reasons.push({ code, field, message })
+  const attributes = listing.attributes
+
+  if (listing.cityId === null) {
+    reason('location_missing', 'location.city_id', 'The listing has no location: give at least location.city_id.')
+  }
+  if (listing.price === null) {
+    reason('price_missing', 'price', 'The listing has no price.')
+  } else if (listing.price <= 0) {
+    reason('price_not_positive', 'price', 'The price must be greater than zero.')
+  }
+
+  const floor = attributes.floor
+  const totalFloors = attributes.total_floors
+  if (typeof floor === 'number' && typeof totalFloors === 'number' && floor > totalFloors) {
+    reason('floor_above_total_floors', 'attributes.floor', `Floor ${floor} is above the building’s ${totalFloors} floors.`)
+  }
+
+  const { area, living_area: living, kitchen_area: kitchen } = attributes
+  if (typeof area === 'number' && (typeof living === 'number' || typeof kitchen === 'number')) {
+    const parts = (typeof living === 'number' ? living : 0) + (typeof kitchen === 'number' ? kitchen : 0)
+    if (parts > area) {
+      reason('areas_exceed_total', 'attributes.living_area', `Living and kitchen areas (${parts} m²) add up to more than the total area (${area} m²).`)
+    }
+  }
+
+  for (const name of Object.keys(attributes)) {
+    const definition = attributesByName.get(name)
+    if (definition && !definition.appliesTo.includes(propertyType)) {
+      reason('attribute_not_applicable', `attributes.${name}`, `The attribute ${name} (${definition.meaning}) does not apply to ${propertyType}.`)
+    }
+  }
+
+  if (listing.description && containsContacts(listing.description, country)) {
+    reason(
+      'contacts_in_description',
+      'description',
+      'The description contains a phone number or an e-mail address; the public catalogue must not carry contacts.',
+    )
+  }
+
+  if (hasDuplicate) {
+    reason('duplicate_listing', null, 'The agency already has this offer live: same type, deal, address or coordinates and area.')
+  }
+  return reasons
+}
+
+function containsContacts(text: string, country: CountryCode): boolean {
+  return EMAIL.test(text) || LONG_DIGIT_RUN.test(text) || findPhoneNumbersInText(text, country).length > 0
+}

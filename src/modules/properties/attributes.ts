@@ -1,0 +1,57 @@
+import type { AttributeValues } from '../../db/schema.js'
+import type { FieldError } from '../../lib/errors.js'
+import { attributesByName, type AttributeDefinition } from '../reference/attribute-catalogue.js'
+
+const DECIMAL = /^-?\d+(\.\d+)?$/
+const INTEGER = /^-?\d+$/
+// Bounds keep stored values inside their columns (integer, numeric(12,2)) and out of nonsense.
+const DEFAULT_MAX = { integer: 1_000_000, number: 1_000_000_000 }
+
+/**
+ * Converts the submitted `attributes` (strings, as §2.2 sends them, or native JSON numbers and
+ * booleans) into typed values by the catalogue. Every problem is reported, each naming the
+ * attribute and, for lists, the allowed values.
+ */
+export function parseAttributes(input: Record<string, unknown>): { values: AttributeValues; errors: FieldError[] } {
+  const values: AttributeValues = {}
+  const errors: FieldError[] = []
+  for (const [name, raw] of Object.entries(input)) {
+    const definition = attributesByName.get(name)
+    const loc = ['body', 'attributes', name]
+    if (!definition) {
+      errors.push({ loc, msg: `"${name}" is not a known attribute (see GET /attributes)` })
+      continue
+    }
+    const parsed = parseValue(definition, raw)
+    if (typeof parsed === 'object') errors.push({ loc, msg: parsed.problem })
+    else values[name] = parsed
+  }
+  return { values, errors }
+}
+
+function parseValue(definition: AttributeDefinition, raw: unknown): string | number | boolean | { problem: string } {
+  switch (definition.type) {
+    case 'enum': {
+      const allowed = definition.allowedValues ?? []
+      if (typeof raw === 'string' && allowed.includes(raw)) return raw
+      return { problem: `must be one of: ${allowed.map((value) => `"${value}"`).join(', ')}` }
+    }
+    case 'bool':
+      if (raw === true || raw === 'true') return true
+      if (raw === false || raw === 'false') return false
+      return { problem: 'must be "true" or "false"' }
+    case 'integer':
+    case 'number': {
+      const isInteger = definition.type === 'integer'
+      const pattern = isInteger ? INTEGER : DECIMAL
+      const value = typeof raw === 'number' ? raw : typeof raw === 'string' && pattern.test(raw) ? Number(raw) : Number.NaN
+      const min = definition.min ?? 0
+      const max = definition.max ?? DEFAULT_MAX[definition.type]
+      if (!Number.isFinite(value) || (isInteger && !Number.isInteger(value))) {
+        return { problem: isInteger ? 'must be a whole number, e.g. "3"' : 'must be a decimal number with a dot, e.g. "54.5"' }
+      }
+      if (value < min || value > max) return { problem: `must be from ${min} to ${max}` }
+      return value
+    }
+  }
+}

@@ -1,0 +1,112 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { errorResponses } from '../../lib/schemas.js'
+import { apiKeySecurity } from '../../plugins/auth.js'
+import {
+  IdempotencyHeaders,
+  Property,
+  PropertyIdParams,
+  PropertyListQuery,
+  PropertyPage,
+  PropertyPatch,
+  PropertySubmission,
+  StatusChangeBody,
+} from './properties.schemas.js'
+
+const tenantRoute = { tags: ['Properties'], security: apiKeySecurity }
+
+/** The tenant's own properties (§4.2, D5). Registered behind `authenticate`. */
+const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post(
+    '/properties',
+    {
+      schema: {
+        ...tenantRoute,
+        summary: 'Submit a property to the MLS',
+        description:
+          'Creates the property in status 1 (На проверке). The owner is created, or updated when the agency already has an owner with that phone. The internal check runs in the background within seconds; on approval the listing is published and `mls.new_listing` is sent. With `Idempotency-Key`, a retry with the same body within 24 h replays the first response (`Idempotent-Replayed: true`).',
+        headers: IdempotencyHeaders,
+        body: PropertySubmission,
+        response: { 201: Property, ...errorResponses(400, 401, 409, 413, 415, 422, 429) },
+      },
+    },
+    async (request, reply) => {
+      const result = await app.properties.create(request.tenant, request.body, request.headers['idempotency-key'])
+      if (result.replayed) reply.header('idempotent-replayed', 'true')
+      // Only a 201 is ever stored for replay.
+      return reply.code(201).header('location', `/properties/${result.body.id}`).send(result.body)
+    },
+  )
+
+  app.get(
+    '/properties',
+    {
+      schema: {
+        ...tenantRoute,
+        summary: 'The agency’s properties, newest first',
+        querystring: PropertyListQuery,
+        response: { 200: PropertyPage, ...errorResponses(401, 422, 429) },
+      },
+    },
+    async (request) => app.properties.list(request.tenant.id, request.query),
+  )
+
+  app.get(
+    '/properties/:id',
+    {
+      schema: {
+        ...tenantRoute,
+        summary: 'One of the agency’s properties, with owner, location, attributes and the check’s findings',
+        params: PropertyIdParams,
+        response: { 200: Property, ...errorResponses(401, 404, 422, 429) },
+      },
+    },
+    async (request) => app.properties.get(request.tenant.id, request.params.id),
+  )
+
+  app.patch(
+    '/properties/:id',
+    {
+      schema: {
+        ...tenantRoute,
+        summary: 'Change a property; it goes back through the internal check',
+        params: PropertyIdParams,
+        body: PropertyPatch,
+        response: { 200: Property, ...errorResponses(400, 401, 404, 409, 415, 422, 429) },
+      },
+    },
+    async (request) => app.properties.update(request.tenant, request.params.id, request.body),
+  )
+
+  app.delete(
+    '/properties/:id',
+    {
+      schema: {
+        ...tenantRoute,
+        summary: 'Delete a property with its photos',
+        params: PropertyIdParams,
+        response: { 204: { type: 'null', description: 'Deleted.' }, ...errorResponses(401, 404, 422, 429) },
+      },
+    },
+    async (request, reply) => {
+      await app.properties.remove(request.tenant.id, request.params.id)
+      return reply.code(204).send(null)
+    },
+  )
+
+  app.post(
+    '/properties/:id/status',
+    {
+      schema: {
+        ...tenantRoute,
+        summary: 'Withdraw (2→4), close (2→5) or resubmit (3→1, 4→1) a property',
+        description: 'Any other move is a 409 whose `allowed_moves` lists the moves possible from the current status.',
+        params: PropertyIdParams,
+        body: StatusChangeBody,
+        response: { 200: Property, ...errorResponses(400, 401, 404, 409, 415, 422, 429) },
+      },
+    },
+    async (request) => app.properties.changeStatus(request.tenant.id, request.params.id, request.body.status_id),
+  )
+}
+
+export default propertiesRoutes

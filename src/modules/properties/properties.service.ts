@@ -1,0 +1,256 @@
+import { sql } from 'drizzle-orm'
+import type { CountryCode } from 'libphonenumber-js'
+import stringify from 'safe-stable-stringify'
+import { queryRows, type Database } from '../../db/client.js'
+import type { AttributeValues, NewPropertyColumns } from '../../db/schema.js'
+import { seedDealTypes, seedPropertyTypes } from '../../db/seed/dictionaries.js'
+import { ApiError, type FieldError } from '../../lib/errors.js'
+import { normalisePhone } from '../../lib/phone.js'
+import { digestSecret } from '../../lib/secrets.js'
+import { toOffsetTimestamp } from '../../lib/time.js'
+import type { AuthenticatedTenant } from '../../plugins/auth.js'
+import { parseAttributes } from './attributes.js'
+import { toProperty } from './properties.mapper.js'
+import * as repository from './properties.repository.js'
+import type { Property, PropertyListItem, PropertyListQuery, PropertyPatch, PropertySubmission } from './properties.schemas.js'
+
+export const PROPERTY_NOT_FOUND = 'Property not found'
+
+const propertyTypeIds = new Map<string, number>(seedPropertyTypes.map((type) => [type.name, type.id]))
+const dealTypeIds = new Map<string, number>(seedDealTypes.map((type) => [type.name, type.id]))
+
+/** The moves a tenant may make (D5); any other is a 409 naming these. */
+const tenantMoves: Record<number, number[]> = { 1: [], 2: [4, 5], 3: [1], 4: [1], 5: [] }
+const CLOSED = 5
+const PENDING_REVIEW = 1
+
+export interface CreateResult {
+  body: Property
+  replayed: boolean
+}
+
+/** Submission, the tenant's list, changes and status moves of properties (D5). */
+export class PropertiesService {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * Submits a property. With an Idempotency-Key the whole request, its stored response
+   * included, is one transaction: a crash leaves nothing behind, a retry replays.
+   */
+  async create(tenant: AuthenticatedTenant, body: PropertySubmission, idempotencyKey: string | undefined): Promise<CreateResult> {
+    if (idempotencyKey === undefined) {
+      return { body: await this.db.transaction((tx) => this.insert(tx, tenant, body)), replayed: false }
+    }
+    const requestDigest = digestSecret(stringify(body) ?? '')
+    return this.db.transaction(async (tx) => {
+      if (!(await repository.tryLockIdempotencyKey(tx, tenant.id, idempotencyKey))) {
+        throw ApiError.conflict('A request with this Idempotency-Key is still being processed; retry it shortly.')
+      }
+      const earlier = await repository.findIdempotencyKey(tx, tenant.id, idempotencyKey)
+      if (earlier) {
+        if (earlier.requestDigest !== requestDigest) {
+          throw ApiError.validation(
+            [{ loc: ['header', 'idempotency-key'], msg: 'was already used with a different request body' }],
+            'This Idempotency-Key was already used with a different request body; use a new key for a new request.',
+          )
+        }
+        return { body: earlier.responseBody as Property, replayed: true }
+      }
+      const created = await this.insert(tx, tenant, body)
+      await repository.saveIdempotencyKey(tx, {
+        tenantId: tenant.id,
+        key: idempotencyKey,
+        requestDigest,
+        responseStatus: 201,
+        responseBody: created,
+      })
+      return { body: created, replayed: false }
+    })
+  }
+
+  async get(tenantId: number, id: number): Promise<Property> {
+    const row = await repository.findFullProperty(this.db, tenantId, id)
+    if (!row) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+    return toProperty(row)
+  }
+
+  async list(tenantId: number, query: PropertyListQuery): Promise<{ items: PropertyListItem[]; total: number; limit: number; offset: number }> {
+    const { rows, total } = await repository.listTenantProperties(this.db, tenantId, {
+      statusId: query.status_id,
+      propertyTypeId: query.property_type === undefined ? undefined : propertyTypeIds.get(query.property_type),
+      dealTypeId: query.deal_type === undefined ? undefined : dealTypeIds.get(query.deal_type),
+      cityId: query.city_id,
+      limit: query.limit,
+      offset: query.offset,
+    })
+    return {
+      items: rows.map((row) => ({
+        id: row.id,
+        property_type: row.propertyType,
+        deal_type: row.dealType,
+        price: row.price,
+        status_id: row.statusId,
+        status_name: row.statusName,
+        city: row.cityId === null ? null : { id: row.cityId, name: row.cityName! },
+        district: row.districtId === null ? null : { id: row.districtId, name: row.districtName! },
+        area: row.area,
+        rooms: row.rooms,
+        created_at: toOffsetTimestamp(row.createdAt),
+        updated_at: toOffsetTimestamp(row.updatedAt),
+      })),
+      total,
+      limit: query.limit,
+      offset: query.offset,
+    }
+  }
+
+  /** PATCH: the changed submission goes back through the internal check (D5). */
+  async update(tenant: AuthenticatedTenant, id: number, patch: PropertyPatch): Promise<Property> {
+    return this.db.transaction(async (tx) => {
+      const current = await repository.lockProperty(tx, tenant.id, id)
+      if (!current) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+      if (current.statusId === CLOSED) throw ApiError.conflict('This listing’s deal is closed; it can no longer be changed.')
+
+      const attributes: Record<string, unknown> = { ...current.attributes }
+      for (const [name, value] of Object.entries(patch.attributes ?? {})) {
+        if (value === null) delete attributes[name]
+        else attributes[name] = value
+      }
+      const resolved = await this.resolve(tx, tenant, {
+        property_type: patch.property_type,
+        deal_type: patch.deal_type,
+        price: patch.price,
+        owner: patch.owner,
+        location: patch.location,
+        attributes,
+      })
+      await repository.updateProperty(tx, id, {
+        ...resolved.columns,
+        ...(patch.description === undefined ? {} : { description: patch.description }),
+        ...(resolved.owner === undefined ? {} : { ownerId: resolved.owner && (await repository.upsertOwner(tx, tenant.id, resolved.owner)) }),
+        statusId: PENDING_REVIEW,
+        reviewRequestedAt: new Date(),
+      })
+      return toProperty((await repository.findFullProperty(tx, tenant.id, id))!)
+    })
+  }
+
+  async remove(tenantId: number, id: number): Promise<void> {
+    if (!(await repository.deleteProperty(this.db, tenantId, id))) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+  }
+
+  /** POST /properties/{id}/status: withdraw, close or resubmit (D5). */
+  async changeStatus(tenantId: number, id: number, statusId: number): Promise<Property> {
+    return this.db.transaction(async (tx) => {
+      const current = await repository.lockProperty(tx, tenantId, id)
+      if (!current) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+      const allowed = tenantMoves[current.statusId] ?? []
+      if (!allowed.includes(statusId)) {
+        const moves = allowed.length === 0 ? 'none' : allowed.join(', ')
+        throw ApiError.conflict(
+          `A listing in status ${current.statusId} cannot move to status ${statusId}; allowed moves from here: ${moves}.`,
+          { allowed_moves: allowed },
+        )
+      }
+      await repository.updateProperty(tx, id, {
+        statusId,
+        ...(statusId === PENDING_REVIEW ? { reviewRequestedAt: new Date() } : {}),
+      })
+      return toProperty((await repository.findFullProperty(tx, tenantId, id))!)
+    })
+  }
+
+  private async insert(tx: Database, tenant: AuthenticatedTenant, body: PropertySubmission): Promise<Property> {
+    const resolved = await this.resolve(tx, tenant, { ...body, attributes: body.attributes ?? {} })
+    const ownerId = resolved.owner ? await repository.upsertOwner(tx, tenant.id, resolved.owner) : null
+    const id = await repository.insertProperty(tx, {
+      tenantId: tenant.id,
+      propertyTypeId: propertyTypeIds.get(body.property_type)!,
+      dealTypeId: dealTypeIds.get(body.deal_type)!,
+      ...resolved.columns,
+      description: body.description ?? null,
+      ownerId,
+      reviewRequestedAt: new Date(),
+    })
+    return toProperty((await repository.findFullProperty(tx, tenant.id, id))!)
+  }
+
+  /**
+   * Turns submitted fields into columns, checking what the schema cannot: the phone for the
+   * tenant's country, that places exist and lie in the city, the attributes by the catalogue.
+   * Fields left undefined are left out of the result (unchanged by a PATCH). All problems
+   * are reported at once.
+   */
+  private async resolve(
+    tx: Database,
+    tenant: AuthenticatedTenant,
+    input: Pick<PropertyPatch, 'property_type' | 'deal_type' | 'price' | 'owner' | 'location'> & { attributes: Record<string, unknown> },
+  ): Promise<{ columns: Partial<NewPropertyColumns>; owner: { name: string; phone: string; notes: string | null | undefined } | null | undefined }> {
+    const errors: FieldError[] = []
+    const columns: Partial<NewPropertyColumns> = {}
+    if (input.property_type !== undefined) columns.propertyTypeId = propertyTypeIds.get(input.property_type)!
+    if (input.deal_type !== undefined) columns.dealTypeId = dealTypeIds.get(input.deal_type)!
+    if (input.price !== undefined) columns.price = input.price === null ? null : Number(input.price)
+
+    let owner: { name: string; phone: string; notes: string | null | undefined } | null | undefined = input.owner === null ? null : undefined
+    if (input.owner) {
+      const phone = normalisePhone(input.owner.phone, tenant.country as CountryCode)
+      if (!phone) errors.push({ loc: ['body', 'owner', 'phone'], msg: `is not a valid phone number for ${tenant.country}` })
+      owner = { name: input.owner.name.trim(), phone: phone ?? '', notes: input.owner.notes }
+    }
+
+    if (input.location === null) {
+      Object.assign(columns, {
+        cityId: null,
+        districtId: null,
+        residentialComplexId: null,
+        address: null,
+        street: null,
+        houseNumber: null,
+        apartmentNumber: null,
+        latitude: null,
+        longitude: null,
+      })
+    } else if (input.location) {
+      const location = input.location
+      errors.push(...(await checkPlaces(tx, location.city_id, location.district_id ?? null, location.residential_complex_id ?? null)))
+      Object.assign(columns, {
+        cityId: location.city_id,
+        districtId: location.district_id ?? null,
+        residentialComplexId: location.residential_complex_id ?? null,
+        address: location.address ?? null,
+        street: location.street ?? null,
+        houseNumber: location.house_number ?? null,
+        apartmentNumber: location.apartment_number ?? null,
+        latitude: location.latitude == null ? null : Number(location.latitude),
+        longitude: location.longitude == null ? null : Number(location.longitude),
+      })
+    }
+
+    const attributes = parseAttributes(input.attributes)
+    errors.push(...attributes.errors)
+    columns.attributes = attributes.values satisfies AttributeValues
+
+    if (errors.length > 0) throw ApiError.validation(errors)
+    return { columns, owner }
+  }
+}
+
+/** One round trip: the city exists, and the district and complex (if any) lie in it. */
+async function checkPlaces(db: Database, cityId: number, districtId: number | null, complexId: number | null): Promise<FieldError[]> {
+  const [found] = await queryRows<{ city: boolean; district_city: number | null; complex_city: number | null }>(
+    db,
+    sql`select exists(select 1 from cities where id = ${cityId}) as city,
+               (select city_id from districts where id = ${districtId}) as district_city,
+               (select city_id from residential_complexes where id = ${complexId}) as complex_city`,
+  )
+  const errors: FieldError[] = []
+  if (!found?.city) errors.push({ loc: ['body', 'location', 'city_id'], msg: `there is no city with id ${cityId} (see GET /cities)` })
+  if (districtId !== null && found?.district_city !== cityId) {
+    errors.push({ loc: ['body', 'location', 'district_id'], msg: `there is no district with id ${districtId} in city ${cityId}` })
+  }
+  if (complexId !== null && found?.complex_city !== cityId) {
+    errors.push({ loc: ['body', 'location', 'residential_complex_id'], msg: `there is no residential complex with id ${complexId} in city ${cityId}` })
+  }
+  return errors
+}

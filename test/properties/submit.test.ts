@@ -1,0 +1,283 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { eq } from 'drizzle-orm'
+import { owners, properties } from '../../src/db/schema.js'
+import { attributeCatalogue } from '../../src/modules/reference/attribute-catalogue.js'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { createTenant, propertyBody, submitProperty, type Tenant } from '../helpers/factories.js'
+
+describe('POST /properties', () => {
+  let t: TestApp
+  let agency: Tenant
+  let other: Tenant
+  before(async () => {
+    t = await buildTestApp()
+    agency = await createTenant(t.app, { company_name: 'Агентство А' })
+    other = await createTenant(t.app, { company_name: 'Агентство Б' })
+  })
+  after(() => t.close())
+
+  const submit = (payload: unknown, headers: Record<string, string> = agency.headers) =>
+    t.app.inject({ method: 'POST', url: '/properties', headers, payload: payload as object })
+
+  it('creates the property in status 1 and answers 201 with the full property', async () => {
+    const body = propertyBody({
+      price: '8500000.50',
+      location: {
+        city_id: 1,
+        district_id: 1,
+        residential_complex_id: 4,
+        address: 'Москва, ул. Тверская, д. 7, кв. 12',
+        street: 'Тверская',
+        house_number: '7',
+        apartment_number: '12',
+        latitude: '55.7577',
+        longitude: 37.6133,
+      },
+      attributes: { area: '54.5', rooms: '2', elevator: 'true', balcony_glazed: false, bathroom: 'Совмещённый', ceiling_height: 2.7 },
+    })
+    const response = await submit(body)
+    assert.equal(response.statusCode, 201, response.body)
+    const created = response.json()
+    assert.equal(response.headers.location, `/properties/${created.id}`)
+    assert.equal(created.status_id, 1)
+    assert.equal(created.status_name, 'На проверке')
+    assert.equal(created.property_type, 'Квартира')
+    assert.equal(created.deal_type, 'Продажа')
+    assert.equal(created.price, 8500000.5)
+    assert.deepEqual(created.owner, { id: created.owner.id, name: 'Иван Петров', phone: '+7 912 345-67-89', notes: 'Звонить после 18:00' })
+    assert.deepEqual(created.location, {
+      city_id: 1,
+      district_id: 1,
+      residential_complex_id: 4,
+      address: 'Москва, ул. Тверская, д. 7, кв. 12',
+      street: 'Тверская',
+      house_number: '7',
+      apartment_number: '12',
+      latitude: 55.7577,
+      longitude: 37.6133,
+      city: { id: 1, name: 'Москва' },
+      district: { id: 1, name: 'Центральный административный округ' },
+      residential_complex: { id: 4, name: 'Алые Паруса' },
+    })
+    assert.deepEqual(created.attributes, { area: 54.5, rooms: 2, elevator: true, balcony_glazed: false, bathroom: 'Совмещённый', ceiling_height: 2.7 })
+    assert.equal(created.moderation, null)
+    assert.deepEqual(created.images, [])
+    assert.equal(created.published_at, null)
+    assert.match(created.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/)
+
+    const [row] = await t.db.select().from(properties).where(eq(properties.id, created.id))
+    assert.equal(row?.tenantId, agency.tenantId)
+    assert.equal(row?.area, 54.5)
+    assert.equal(row?.rooms, 2)
+    assert.deepEqual(row?.attributes, created.attributes)
+    assert.ok(row?.reviewRequestedAt instanceof Date, 'waits for the internal check')
+  })
+
+  it('needs only property_type and deal_type', async () => {
+    const response = await submit({ property_type: 'Земля', deal_type: 'Долгосрочная аренда' })
+    assert.equal(response.statusCode, 201, response.body)
+    const created = response.json()
+    assert.equal(created.owner, null)
+    assert.equal(created.location, null)
+    assert.equal(created.price, null)
+    assert.deepEqual(created.attributes, {})
+  })
+
+  it('upserts the owner by normalised phone within the tenant only', async () => {
+    const first = await submitProperty(t.app, agency, { owner: { name: 'Пётр Сидоров', phone: '+7 (903) 111-22-33', notes: 'первый' } })
+    const second = await submitProperty(t.app, agency, { owner: { name: 'Пётр Сидоров-Иванов', phone: '89031112233' } })
+    assert.equal(second.owner!.id, first.owner!.id)
+    const [owner] = await t.db.select().from(owners).where(eq(owners.id, first.owner!.id))
+    assert.equal(owner?.name, 'Пётр Сидоров-Иванов')
+    assert.equal(owner?.phone, '+7 903 111-22-33')
+    assert.equal(owner?.notes, 'первый', 'notes not sent are kept')
+
+    const elsewhere = await submitProperty(t.app, other, { owner: { name: 'Другой владелец', phone: '8 903 111 22 33', notes: 'чужой' } })
+    assert.notEqual(elsewhere.owner!.id, first.owner!.id)
+    const [untouched] = await t.db.select().from(owners).where(eq(owners.id, first.owner!.id))
+    assert.equal(untouched?.name, 'Пётр Сидоров-Иванов')
+    assert.equal(untouched?.notes, 'первый')
+  })
+
+  it('reads owner phones as the agency’s country’s', async () => {
+    const kazakh = await createTenant(t.app, { country: 'KZ', email: 'kz@agency.example' })
+    const created = await submitProperty(t.app, kazakh, { owner: { name: 'Айгерим', phone: '8 701 234 5678' }, location: { city_id: 17 } })
+    const [owner] = await t.db.select().from(owners).where(eq(owners.id, created.owner!.id))
+    assert.equal(owner?.phone, '+7 701 234-56-78')
+    const german = await createTenant(t.app, { country: 'DE', email: 'de@agency.example', phone: '+49 30 1234567' })
+    const berlin = await submitProperty(t.app, german, { owner: { name: 'Hans', phone: '030 1234567' } })
+    const [berliner] = await t.db.select().from(owners).where(eq(owners.id, berlin.owner!.id))
+    assert.equal(berliner?.phone, '+49 30 1234567')
+  })
+
+  const rejectedBodies: [string, Record<string, unknown>, (string | number)[]][] = [
+    ['no property_type', { property_type: undefined }, ['body', 'property_type']],
+    ['no deal_type', { deal_type: undefined }, ['body', 'deal_type']],
+    ['an unknown field', { status_id: 2 }, ['body', 'status_id']],
+    ['a tenant_id', { tenant_id: 1 }, ['body', 'tenant_id']],
+    ['a negative price', { price: -5 }, ['body', 'price']],
+    ['a price that is not a number', { price: 'дорого' }, ['body', 'price']],
+    ['an owner without phone', { owner: { name: 'Иван' } }, ['body', 'owner', 'phone']],
+    ['an owner without name', { owner: { phone: '89123456789' } }, ['body', 'owner', 'name']],
+    ['an unparseable owner phone', { owner: { name: 'Иван', phone: '12345' } }, ['body', 'owner', 'phone']],
+    ['an unknown owner field', { owner: { name: 'Иван', phone: '89123456789', email: 'x@y.z' } }, ['body', 'owner', 'email']],
+    ['a location without city_id', { location: { address: 'Где-то' } }, ['body', 'location', 'city_id']],
+    ['an unknown city', { location: { city_id: 99999 } }, ['body', 'location', 'city_id']],
+    ['a district of another city', { location: { city_id: 2, district_id: 1 } }, ['body', 'location', 'district_id']],
+    ['a complex of another city', { location: { city_id: 2, residential_complex_id: 1 } }, ['body', 'location', 'residential_complex_id']],
+    ['a latitude out of range', { location: { city_id: 1, latitude: 91 } }, ['body', 'location', 'latitude']],
+    ['an unknown attribute', { attributes: { sauna: 'true' } }, ['body', 'attributes', 'sauna']],
+    ['a number attribute that is not a number', { attributes: { area: 'много' } }, ['body', 'attributes', 'area']],
+    ['a number with a decimal comma', { attributes: { area: '54,5' } }, ['body', 'attributes', 'area']],
+    ['an integer attribute with a fraction', { attributes: { rooms: '2.5' } }, ['body', 'attributes', 'rooms']],
+    ['a negative integer attribute', { attributes: { rooms: '-1' } }, ['body', 'attributes', 'rooms']],
+    ['a bool attribute that is not true/false', { attributes: { elevator: 'да' } }, ['body', 'attributes', 'elevator']],
+    ['an empty attribute value', { attributes: { area: '' } }, ['body', 'attributes', 'area']],
+    ['attributes that are not an object', { attributes: ['area'] }, ['body', 'attributes']],
+  ]
+  for (const [name, overrides, loc] of rejectedBodies) {
+    it(`answers 422 naming ${loc.slice(1).join('.')} for ${name}, storing nothing`, async () => {
+      const before = await t.db.$count(properties)
+      const body = propertyBody(overrides)
+      for (const [key, value] of Object.entries(overrides)) if (value === undefined) delete body[key]
+      const response = await submit(body)
+      assert.equal(response.statusCode, 422, response.body)
+      const problem = response.json()
+      assert.ok(
+        problem.errors.some((error: { loc: unknown[] }) => JSON.stringify(error.loc) === JSON.stringify(loc)),
+        `expected an error at ${loc.join('.')}: ${response.body}`,
+      )
+      assert.match(problem.detail, /^Invalid /)
+      assert.equal(await t.db.$count(properties), before)
+    })
+  }
+
+  it('reports every problem at once', async () => {
+    const response = await submit(
+      propertyBody({ owner: { name: 'Иван', phone: '1' }, location: { city_id: 2, district_id: 1 }, attributes: { rooms: 'два', sauna: '1' } }),
+    )
+    assert.equal(response.statusCode, 422)
+    const locs = response.json().errors.map((error: { loc: string[] }) => error.loc.join('.'))
+    assert.deepEqual(locs.sort(), ['body.attributes.rooms', 'body.attributes.sauna', 'body.location.district_id', 'body.owner.phone'])
+  })
+
+  const misspelledTypes = ['квартира', 'КВАРТИРА', 'Квартиры', 'Kvartira', 'Таунхаус ', 'Комерция', 'земля']
+  for (const value of misspelledTypes) {
+    it(`rejects the property_type ${JSON.stringify(value)} and lists the allowed values`, async () => {
+      const response = await submit(propertyBody({ property_type: value }))
+      assert.equal(response.statusCode, 422)
+      const error = response.json().errors[0]
+      assert.deepEqual(error.loc, ['body', 'property_type'])
+      assert.equal(error.msg, 'must be one of: "Квартира", "Дом", "Таунхаус", "Коммерция", "Земля"')
+    })
+  }
+
+  for (const value of ['продажа', 'Долгосрочная Аренда', 'Долгосрочная  аренда', 'Посуточная', 'Аренда']) {
+    it(`rejects the deal_type ${JSON.stringify(value)}`, async () => {
+      const response = await submit(propertyBody({ deal_type: value }))
+      assert.equal(response.statusCode, 422)
+      assert.deepEqual(response.json().errors[0].loc, ['body', 'deal_type'])
+      assert.match(response.json().errors[0].msg, /"Долгосрочная аренда"/)
+    })
+  }
+
+  // Every enumerated attribute: its first value misspelled the usual ways is refused, the exact value accepted.
+  for (const attribute of attributeCatalogue.filter((entry) => entry.type === 'enum')) {
+    const exact = attribute.allowedValues![0]!
+    const misspellings = new Set([exact.toLowerCase(), exact.toUpperCase(), exact.replace(/ё/g, 'е'), `${exact} `].filter((v) => v !== exact))
+    it(`checks ${attribute.name} against its exact values`, async () => {
+      for (const value of misspellings) {
+        const response = await submit(propertyBody({ attributes: { [attribute.name]: value } }))
+        assert.equal(response.statusCode, 422, `${attribute.name}=${value}`)
+        const error = response.json().errors[0]
+        assert.deepEqual(error.loc, ['body', 'attributes', attribute.name])
+        assert.equal(error.msg, `must be one of: ${attribute.allowedValues!.map((v) => `"${v}"`).join(', ')}`)
+      }
+      const accepted = await submit(propertyBody({ attributes: { [attribute.name]: exact } }))
+      assert.equal(accepted.statusCode, 201, accepted.body)
+      assert.equal(accepted.json().attributes[attribute.name], exact)
+    })
+  }
+
+  it('stores every attribute type typed', async () => {
+    const attributes: Record<string, string> = {}
+    for (const attribute of attributeCatalogue) {
+      attributes[attribute.name] =
+        attribute.type === 'enum' ? attribute.allowedValues!.at(-1)! : attribute.type === 'bool' ? 'true' : attribute.type === 'integer' ? '3' : '12.5'
+    }
+    const response = await submit(propertyBody({ attributes }))
+    assert.equal(response.statusCode, 201, response.body)
+    const stored = response.json().attributes
+    assert.equal(Object.keys(stored).length, attributeCatalogue.length)
+    assert.equal(stored.rooms, 3)
+    assert.equal(stored.area, 12.5)
+    assert.equal(stored.elevator, true)
+    assert.equal(stored.ownership_type, 'Государственная')
+  })
+
+  it('answers 401 without a valid key and stores nothing', async () => {
+    const before = await t.db.$count(properties)
+    for (const headers of [{}, { 'x-api-key': 'mls_live_wrong' }]) {
+      const response = await submit(propertyBody(), headers)
+      assert.equal(response.statusCode, 401)
+      assert.deepEqual(response.json(), { detail: 'Invalid or missing API key' })
+    }
+    assert.equal(await t.db.$count(properties), before)
+  })
+})
+
+describe('POST /properties with Idempotency-Key', () => {
+  let t: TestApp
+  let agency: Tenant
+  before(async () => {
+    t = await buildTestApp()
+    agency = await createTenant(t.app)
+  })
+  after(() => t.close())
+
+  const submit = (key: string, payload: object, tenant: Tenant = agency) =>
+    t.app.inject({ method: 'POST', url: '/properties', headers: { ...tenant.headers, 'idempotency-key': key }, payload })
+
+  it('replays the first response for the same key and body', async () => {
+    const body = propertyBody()
+    const first = await submit('order-1', body)
+    assert.equal(first.statusCode, 201)
+    const again = await submit('order-1', body)
+    assert.equal(again.statusCode, 201)
+    assert.equal(again.headers['idempotent-replayed'], 'true')
+    assert.deepEqual(again.json(), first.json())
+    assert.equal(await t.db.$count(properties, eq(properties.tenantId, agency.tenantId)), 1)
+  })
+
+  it('refuses the same key with another body with 422', async () => {
+    assert.equal((await submit('order-2', propertyBody({ price: 1000000 }))).statusCode, 201)
+    const response = await submit('order-2', propertyBody({ price: 2000000 }))
+    assert.equal(response.statusCode, 422)
+    assert.match(response.json().detail, /Idempotency-Key was already used with a different request body/)
+  })
+
+  it('does not keep a key whose request failed validation', async () => {
+    assert.equal((await submit('order-3', propertyBody({ price: -1 }))).statusCode, 422)
+    assert.equal((await submit('order-3', propertyBody())).statusCode, 201)
+  })
+
+  it('creates one property for two concurrent requests with one key', async () => {
+    const body = propertyBody()
+    const before = await t.db.$count(properties)
+    const responses = await Promise.all([submit('order-4', body), submit('order-4', body)])
+    const statuses = responses.map((response) => response.statusCode).sort()
+    assert.ok(['201,201', '201,409'].includes(statuses.join(',')), statuses.join(','))
+    const ids = new Set(responses.filter((r) => r.statusCode === 201).map((r) => r.json().id))
+    assert.equal(ids.size, 1)
+    assert.equal(await t.db.$count(properties), before + 1)
+  })
+
+  it('keeps keys apart per tenant', async () => {
+    const other = await createTenant(t.app, { email: 'other@agency.example' })
+    const mine = await submit('shared-key', propertyBody())
+    const theirs = await submit('shared-key', propertyBody({ price: 1 }), other)
+    assert.equal(theirs.statusCode, 201)
+    assert.notEqual(theirs.json().id, mine.json().id)
+  })
+})

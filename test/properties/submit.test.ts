@@ -218,7 +218,7 @@ describe('POST /properties', () => {
 
   it('answers 401 without a valid key and stores nothing', async () => {
     const before = await t.db.$count(properties)
-    for (const headers of [{}, { 'x-api-key': 'mls_live_wrong' }]) {
+    for (const headers of [{}, { 'x-api-key': 'mls_live_wrong' }] as Record<string, string>[]) {
       const response = await submit(propertyBody(), headers)
       assert.equal(response.statusCode, 401)
       assert.deepEqual(response.json(), { detail: 'Invalid or missing API key' })

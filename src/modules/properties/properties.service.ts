@@ -1,5 +1,4 @@
 import { sql } from 'drizzle-orm'
-import type { CountryCode } from 'libphonenumber-js'
 import stringify from 'safe-stable-stringify'
 import { queryRows, type Database } from '../../db/client.js'
 import type { AttributeValues, NewPropertyColumns } from '../../db/schema.js'
@@ -194,7 +193,7 @@ export class PropertiesService {
 
     let owner: { name: string; phone: string; notes: string | null | undefined } | null | undefined = input.owner === null ? null : undefined
     if (input.owner) {
-      const phone = normalisePhone(input.owner.phone, tenant.country as CountryCode)
+      const phone = normalisePhone(input.owner.phone, tenant.country)
       if (!phone) errors.push({ loc: ['body', 'owner', 'phone'], msg: `is not a valid phone number for ${tenant.country}` })
       owner = { name: input.owner.name.trim(), phone: phone ?? '', notes: input.owner.notes }
     }

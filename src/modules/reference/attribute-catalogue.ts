@@ -4,7 +4,7 @@
  * storage of values and `GET /attributes` all read it. Values and names are exact, including
  * the Cyrillic spelling (Совмещённый with ё).
  */
-import { seedPropertyTypes } from '../../db/seed/dictionaries.js'
+import type { seedPropertyTypes } from '../../db/seed/dictionaries.js'
 
 export type AttributeType = 'number' | 'integer' | 'bool' | 'enum'
 export type PropertyTypeName = (typeof seedPropertyTypes)[number]['name']

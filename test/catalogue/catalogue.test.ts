@@ -1,0 +1,177 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { sql } from 'drizzle-orm'
+import { queryRows } from '../../src/db/client.js'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
+import { runInternalCheck } from '../helpers/moderation.js'
+
+describe('the public MLS catalogue', () => {
+  let t: TestApp
+  let agency: Tenant
+  let rival: Tenant
+  const ids: Record<string, number> = {}
+
+  before(async () => {
+    t = await buildTestApp()
+    agency = await createTenant(t.app, { company_name: 'Агентство Альфа', email: 'alpha@agency.example', phone: '+7 495 111-22-33' })
+    rival = await createTenant(t.app, { company_name: 'Агентство Бета', email: 'beta@agency.example' })
+    const owner = { name: 'Секретный Владелец', phone: '+7 916 555-44-33', notes: 'ключи у консьержа' }
+    ids.moscowFlat = (await submitProperty(t.app, agency, { owner, price: 12000000, location: { city_id: 1, district_id: 1, residential_complex_id: 4 }, attributes: { area: '60', rooms: '2', floor: '3', total_floors: '12' } })).id
+    ids.moscowRent = (await submitProperty(t.app, agency, { owner, deal_type: 'Долгосрочная аренда', price: 90000, location: { city_id: 1, district_id: 6 }, attributes: { area: '40', rooms: '1' } })).id
+    ids.spbHouse = (await submitProperty(t.app, rival, { property_type: 'Дом', price: 25000000, location: { city_id: 2 }, attributes: { area: '180', rooms: '5' } })).id
+    ids.spbFlat = (await submitProperty(t.app, rival, { price: 9000000, location: { city_id: 2, district_id: 13 }, attributes: { area: '45', rooms: '1' } })).id
+    ids.rejected = (await submitProperty(t.app, agency, { price: null, location: { city_id: 1 } })).id
+    await runInternalCheck(t.db)
+    ids.waiting = (await submitProperty(t.app, agency, { location: { city_id: 1 } })).id
+  })
+  after(() => t.close())
+
+  const search = async (query = '') => {
+    const response = await t.app.inject(`/mls/properties${query}`)
+    assert.equal(response.statusCode, 200, response.body)
+    return response.json<{ items: { id: number }[]; total: number; limit: number; offset: number }>()
+  }
+  const idsOf = (page: { items: { id: number }[] }) => page.items.map((item) => item.id)
+
+  it('lists only published listings, newest first, as §2.4 objects, without a key', async () => {
+    const page = await search()
+    assert.deepEqual(idsOf(page), [ids.spbFlat, ids.spbHouse, ids.moscowRent, ids.moscowFlat])
+    assert.equal(page.total, 4)
+    assert.equal(page.limit, 50)
+    assert.equal(page.offset, 0)
+    const flat = page.items.find((item) => item.id === ids.moscowFlat) as { id: number; created_at: string }
+    assert.deepEqual(flat, {
+      id: ids.moscowFlat,
+      property_type: { id: 1, name: 'Квартира' },
+      deal_type: { id: 1, name: 'Продажа' },
+      city: { id: 1, name: 'Москва' },
+      district: { id: 1, name: 'Центральный административный округ' },
+      residential_complex: { id: 4, name: 'Алые Паруса' },
+      price: 12000000,
+      area: 60,
+      rooms: 2,
+      floor: 3,
+      total_floors: 12,
+      thumbnail_url: null,
+      created_at: flat.created_at,
+    })
+    assert.match(flat.created_at, /\+00:00$/)
+  })
+
+  it('filters by every parameter of §4.3 and D6, with exact totals', async () => {
+    const cases: [string, number[]][] = [
+      ['?city_id=1', [ids.moscowRent!, ids.moscowFlat!]],
+      ['?city_id=2&property_type_id=2', [ids.spbHouse!]],
+      ['?deal_type_id=2', [ids.moscowRent!]],
+      ['?property_type_id=1&deal_type_id=1', [ids.spbFlat!, ids.moscowFlat!]],
+      [`?tenant_id=${0}`, []],
+      ['?min_price=9000000', [ids.spbFlat!, ids.spbHouse!, ids.moscowFlat!]],
+      ['?max_price=9000000', [ids.spbFlat!, ids.moscowRent!]],
+      ['?min_price=1000000&max_price=15000000', [ids.spbFlat!, ids.moscowFlat!]],
+      ['?district_id=1', [ids.moscowFlat!]],
+      ['?residential_complex_id=4', [ids.moscowFlat!]],
+      ['?rooms=1', [ids.spbFlat!, ids.moscowRent!]],
+      ['?min_area=45&max_area=60', [ids.spbFlat!, ids.moscowFlat!]],
+      ['?city_id=3', []],
+    ]
+    cases[4] = [`?tenant_id=${rival.tenantId}`, [ids.spbFlat!, ids.spbHouse!]]
+    for (const [query, expected] of cases) {
+      const page = await search(query)
+      assert.deepEqual(idsOf(page), expected, query)
+      assert.equal(page.total, expected.length, `total for ${query}`)
+    }
+  })
+
+  it('sorts by price both ways', async () => {
+    assert.deepEqual(idsOf(await search('?sort=price_asc')), [ids.moscowRent, ids.spbFlat, ids.moscowFlat, ids.spbHouse])
+    assert.deepEqual(idsOf(await search('?sort=price_desc')), [ids.spbHouse, ids.moscowFlat, ids.spbFlat, ids.moscowRent])
+    assert.deepEqual(idsOf(await search('?sort=created_desc')), idsOf(await search()))
+  })
+
+  it('pages with limit and offset', async () => {
+    const first = await search('?limit=3')
+    assert.equal(first.items.length, 3)
+    assert.equal(first.total, 4)
+    const rest = await search('?limit=3&offset=3')
+    assert.deepEqual(idsOf(rest), [ids.moscowFlat])
+    assert.equal(rest.offset, 3)
+    const beyond = await search('?offset=50000')
+    assert.deepEqual(beyond.items, [])
+    assert.equal(beyond.total, 4)
+  })
+
+  for (const query of ['limit=0', 'limit=101', 'offset=-1', 'city_id=abc', 'min_price=-1', 'min_price=10&max_price=5', 'min_area=50&max_area=10', 'sort=cheapest', 'property_type_id=0']) {
+    it(`answers 422 for ${query}`, async () => {
+      const response = await t.app.inject(`/mls/properties?${query}`)
+      assert.equal(response.statusCode, 422)
+      assert.ok(response.json().detail)
+    })
+  }
+
+  it('shows one published listing with description, attributes, images and published_at', async () => {
+    const response = await t.app.inject(`/mls/properties/${ids.moscowFlat}`)
+    assert.equal(response.statusCode, 200)
+    const detail = response.json()
+    assert.equal(detail.id, ids.moscowFlat)
+    assert.equal(detail.description, 'Светлая двухкомнатная квартира с видом на парк.')
+    assert.deepEqual(detail.attributes, { area: 60, rooms: 2, floor: 3, total_floors: 12 })
+    assert.deepEqual(detail.images, [])
+    assert.match(detail.published_at, /\+00:00$/)
+  })
+
+  it('answers 404 Property not found for unknown, rejected and waiting listings', async () => {
+    for (const id of [999999, ids.rejected, ids.waiting]) {
+      const response = await t.app.inject(`/mls/properties/${id}`)
+      assert.equal(response.statusCode, 404)
+      assert.deepEqual(response.json(), { detail: 'Property not found' })
+    }
+    assert.equal((await t.app.inject('/mls/properties/abc')).statusCode, 422)
+  })
+
+  it('never shows an owner’s or an agency’s contacts', async () => {
+    const bodies = [
+      (await t.app.inject('/mls/properties')).body,
+      (await t.app.inject(`/mls/properties/${ids.moscowFlat}`)).body,
+      (await t.app.inject(`/mls/properties?tenant_id=${agency.tenantId}`)).body,
+    ]
+    for (const body of bodies) {
+      for (const secret of ['Секретный', 'Владелец', '916', '555-44-33', 'консьерж', 'alpha@agency.example', 'Альфа', '495 111', 'owner', 'phone', 'email', 'notes', 'tenant']) {
+        assert.ok(!body.includes(secret), `${secret} leaked in ${body.slice(0, 200)}`)
+      }
+    }
+  })
+
+  it('sends an ETag, answers 304 to If-None-Match, and lets caches keep it briefly', async () => {
+    const first = await t.app.inject('/mls/properties?city_id=1')
+    const tag = first.headers.etag as string
+    assert.ok(tag)
+    assert.equal(first.headers['cache-control'], 'public, max-age=30')
+    const again = await t.app.inject({ url: '/mls/properties?city_id=1', headers: { 'if-none-match': tag } })
+    assert.equal(again.statusCode, 304)
+    assert.equal(again.body, '')
+    const detail = await t.app.inject(`/mls/properties/${ids.moscowFlat}`)
+    assert.ok(detail.headers.etag)
+    assert.equal((await t.app.inject({ url: `/mls/properties/${ids.moscowFlat}`, headers: { 'if-none-match': detail.headers.etag } })).statusCode, 304)
+  })
+
+  it('keeps the trigger-maintained counts exact through withdrawals, deletions and moves', async () => {
+    const counted = async () =>
+      (await queryRows<{ n: number }>(t.db, sql`select coalesce(sum(listings), 0)::int as n from catalogue_counts`))[0]!.n
+    const actual = async () => (await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from properties where status_id = 2`))[0]!.n
+    const extra = await submitProperty(t.app, rival, { location: { city_id: 3 } })
+    await runInternalCheck(t.db)
+    assert.equal((await search('?city_id=3')).total, 1)
+    await t.app.inject({ method: 'POST', url: `/properties/${extra.id}/status`, headers: rival.headers, payload: { status_id: 4 } })
+    assert.equal((await search('?city_id=3')).total, 0)
+    await t.app.inject({ method: 'POST', url: `/properties/${extra.id}/status`, headers: rival.headers, payload: { status_id: 1 } })
+    await runInternalCheck(t.db)
+    await t.app.inject({ method: 'PATCH', url: `/properties/${extra.id}`, headers: rival.headers, payload: { location: { city_id: 4 } } })
+    await runInternalCheck(t.db)
+    assert.equal((await search('?city_id=3')).total, 0)
+    assert.equal((await search('?city_id=4')).total, 1)
+    await t.app.inject({ method: 'DELETE', url: `/properties/${extra.id}`, headers: rival.headers })
+    assert.equal((await search('?city_id=4')).total, 0)
+    assert.equal(await counted(), await actual())
+  })
+})

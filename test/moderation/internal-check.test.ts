@@ -1,0 +1,174 @@
+import assert from 'node:assert/strict'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { after, before, describe, it } from 'node:test'
+import { asc, eq } from 'drizzle-orm'
+import pino from 'pino'
+import { events, properties } from '../../src/db/schema.js'
+import { Worker, workerJobs } from '../../src/worker/worker.js'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { adminHeaders, createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
+import { runInternalCheck } from '../helpers/moderation.js'
+
+describe('the internal check (auto mode)', () => {
+  let t: TestApp
+  let agency: Tenant
+  before(async () => {
+    t = await buildTestApp()
+    agency = await createTenant(t.app)
+  })
+  after(() => t.close())
+
+  const get = async (id: number) => (await t.app.inject({ method: 'GET', url: `/properties/${id}`, headers: agency.headers })).json()
+  const eventsOf = (propertyId: number) =>
+    t.db
+      .select()
+      .from(events)
+      .orderBy(asc(events.id))
+      .then((rows) => rows.filter((row) => JSON.stringify(row.data).includes(`"id":${propertyId},`) || (row.data as { property_id?: number }).property_id === propertyId))
+
+  it('publishes a listing that passes, with published_at and its events in the outbox', async () => {
+    const created = await submitProperty(t.app, agency)
+    assert.deepEqual(await eventsOf(created.id), [], 'nothing is announced before the check')
+    await runInternalCheck(t.db)
+    const listing = await get(created.id)
+    assert.equal(listing.status_id, 2)
+    assert.equal(listing.status_name, 'Опубликовано')
+    assert.match(listing.published_at, /\+00:00$/)
+    assert.deepEqual(listing.moderation.reasons, [])
+
+    const written = await eventsOf(created.id)
+    assert.deepEqual(written.map((event) => event.type), ['mls.new_listing', 'property.published'])
+    const announcement = written[0]!
+    assert.equal(announcement.tenantId, agency.tenantId)
+    const catalogue = (await t.app.inject(`/mls/properties/${created.id}`)).json()
+    const { description: _d, attributes: _a, images: _i, published_at: _p, ...item } = catalogue
+    assert.deepEqual(announcement.data, item, 'mls.new_listing carries the §2.4 object')
+    assert.ok(!JSON.stringify(announcement.data).includes('Иван Петров'))
+    assert.ok(!JSON.stringify(announcement.data).includes('912'))
+  })
+
+  const failing: [string, Record<string, unknown>, string, string | null][] = [
+    ['no location', { location: null }, 'location_missing', 'location.city_id'],
+    ['no price', { price: null }, 'price_missing', 'price'],
+    ['a zero price', { price: 0 }, 'price_not_positive', 'price'],
+    ['a floor above the building', { attributes: { floor: '10', total_floors: '9' } }, 'floor_above_total_floors', 'attributes.floor'],
+    ['areas that do not add up', { attributes: { area: '50', living_area: '40', kitchen_area: '15' } }, 'areas_exceed_total', 'attributes.living_area'],
+    ['rooms on land', { property_type: 'Земля', attributes: { area_land: '6', rooms: '3' } }, 'attribute_not_applicable', 'attributes.rooms'],
+    ['a land category on an apartment', { attributes: { land_category: 'ИЖС' } }, 'attribute_not_applicable', 'attributes.land_category'],
+    ['a phone in the description', { description: 'Звоните: 8 (912) 345-67-89, без посредников' }, 'contacts_in_description', 'description'],
+    ['a spaced-out phone in the description', { description: 'тел 8 9 1 2 3 4 5 6 7 8 9' }, 'contacts_in_description', 'description'],
+    ['an e-mail in the description', { description: 'Пишите на owner@mail.ru' }, 'contacts_in_description', 'description'],
+  ]
+  for (const [name, overrides, code, field] of failing) {
+    it(`rejects a listing with ${name} (${code}) and tells the agency why`, async () => {
+      const created = await submitProperty(t.app, agency, overrides)
+      await runInternalCheck(t.db)
+      const listing = await get(created.id)
+      assert.equal(listing.status_id, 3)
+      assert.equal(listing.status_name, 'Отклонено')
+      assert.equal(listing.published_at, null)
+      const reason = listing.moderation.reasons.find((r: { code: string }) => r.code === code)
+      assert.ok(reason, `expected ${code} in ${JSON.stringify(listing.moderation.reasons)}`)
+      assert.equal(reason.field, field)
+      assert.ok(reason.message.length > 15)
+      const written = await eventsOf(created.id)
+      assert.deepEqual(written.map((event) => event.type), ['property.rejected'])
+      assert.deepEqual((written[0]!.data as { reasons: unknown }).reasons, listing.moderation.reasons)
+      assert.equal((await t.app.inject(`/mls/properties/${created.id}`)).statusCode, 404)
+    })
+  }
+
+  it('passes prices and areas in the description, and a valid land listing', async () => {
+    const priced = await submitProperty(t.app, agency, { description: 'Цена 8 500 000 руб., 54.5 м², 5/9 этаж, 2020 год.' })
+    const land = await submitProperty(t.app, agency, {
+      property_type: 'Земля',
+      attributes: { area_land: '12', land_category: 'ИЖС', electricity: 'Есть', road_access: 'Асфальт' },
+    })
+    await runInternalCheck(t.db)
+    assert.equal((await get(priced.id)).status_id, 2)
+    assert.equal((await get(land.id)).status_id, 2)
+  })
+
+  it('rejects a duplicate of the agency’s live listing but not the original, nor another agency’s copy', async () => {
+    const address = 'Москва, Ленинский проспект, 10'
+    const same = { location: { city_id: 1, address }, attributes: { area: '70' } }
+    const original = await submitProperty(t.app, agency, same)
+    const copy = await submitProperty(t.app, agency, { ...same, location: { city_id: 1, address: `  ${address.toUpperCase()} ` } })
+    const otherAgency = await createTenant(t.app, { email: 'dup@agency.example' })
+    const theirs = await submitProperty(t.app, otherAgency, same)
+    const differentArea = await submitProperty(t.app, agency, { ...same, attributes: { area: '71' } })
+    await runInternalCheck(t.db)
+    assert.equal((await get(original.id)).status_id, 2)
+    const rejected = await get(copy.id)
+    assert.equal(rejected.status_id, 3)
+    assert.equal(rejected.moderation.reasons[0].code, 'duplicate_listing')
+    const [theirRow] = await t.db.select().from(properties).where(eq(properties.id, theirs.id))
+    assert.equal(theirRow?.statusId, 2)
+    assert.equal((await get(differentArea.id)).status_id, 2)
+  })
+
+  it('runs in the background worker and publishes within seconds', async () => {
+    const worker = new Worker({ db: t.db, config: t.config, log: pino({ level: 'silent' }) }, workerJobs())
+    worker.start()
+    try {
+      const created = await submitProperty(t.app, agency)
+      const deadline = Date.now() + 5000
+      let status = 1
+      while (status === 1 && Date.now() < deadline) {
+        await sleep(100)
+        status = (await get(created.id)).status_id
+      }
+      assert.equal(status, 2)
+    } finally {
+      await worker.stop()
+    }
+  })
+})
+
+describe('the internal check (manual mode) and the admin decisions', () => {
+  let t: TestApp
+  let agency: Tenant
+  before(async () => {
+    t = await buildTestApp({ MODERATION_MODE: 'manual' })
+    agency = await createTenant(t.app)
+  })
+  after(() => t.close())
+
+  const get = async (id: number) => (await t.app.inject({ method: 'GET', url: `/properties/${id}`, headers: agency.headers })).json()
+  const admin = (url: string, payload?: object) => t.app.inject({ method: 'POST', url, headers: adminHeaders, ...(payload ? { payload } : {}) })
+
+  it('records the findings and leaves the decision to an operator', async () => {
+    const good = await submitProperty(t.app, agency)
+    const bad = await submitProperty(t.app, agency, { price: null })
+    await runInternalCheck(t.db, 'manual')
+    assert.equal((await get(good.id)).status_id, 1)
+    const waiting = await get(bad.id)
+    assert.equal(waiting.status_id, 1)
+    assert.equal(waiting.moderation.reasons[0].code, 'price_missing')
+    assert.equal(await t.db.$count(events), 0)
+
+    const queue = await t.app.inject({ method: 'GET', url: '/admin/properties?status_id=1', headers: adminHeaders })
+    assert.equal(queue.statusCode, 200)
+    const listed = queue.json().items.find((item: { id: number }) => item.id === bad.id)
+    assert.equal(listed.moderation.reasons[0].code, 'price_missing')
+    assert.equal(listed.waiting_for_check, false)
+
+    assert.equal((await admin(`/admin/properties/${good.id}/approve`)).statusCode, 204)
+    assert.equal((await get(good.id)).status_id, 2)
+    assert.deepEqual((await t.db.select().from(events)).map((event) => event.type).sort(), ['mls.new_listing', 'property.published'])
+
+    assert.equal((await admin(`/admin/properties/${bad.id}/reject`, { reason: 'Укажите цену' })).statusCode, 204)
+    const rejected = await get(bad.id)
+    assert.equal(rejected.status_id, 3)
+    assert.deepEqual(
+      rejected.moderation.reasons.map((r: { code: string }) => r.code),
+      ['price_missing', 'rejected_by_moderator'],
+    )
+    assert.equal(rejected.moderation.reasons[1].message, 'Укажите цену')
+
+    assert.equal((await admin(`/admin/properties/${good.id}/approve`)).statusCode, 409)
+    assert.equal((await admin(`/admin/properties/${bad.id}/reject`)).statusCode, 409)
+    assert.equal((await admin('/admin/properties/999999/approve')).statusCode, 404)
+    assert.equal((await t.app.inject({ method: 'POST', url: `/admin/properties/${good.id}/approve` })).statusCode, 401)
+  })
+})

@@ -88,7 +88,7 @@ function messageFor(findings: ErrorObject[]): string {
   // A union (anyOf) reports each branch separately; say once what would have been accepted.
   const union = findings.find((finding) => finding.keyword === 'anyOf')
   if (union) {
-    const custom: unknown = (union.parentSchema as Record<string, unknown> | undefined)?.['x-message']
+    const custom: unknown = (union.parentSchema)?.['x-message']
     if (typeof custom === 'string') return custom
     const alternatives = findings.flatMap((finding) => {
       const params = finding.params as Record<string, unknown>

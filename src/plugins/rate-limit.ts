@@ -4,15 +4,17 @@ import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
 import { ApiError } from '../lib/errors.js'
 
-/** The limits of D9, each a name routes refer to. */
-export type RateLimitPolicy = 'registration' | 'registrationStatus' | 'catalogue'
+/** Limits of D9 that apply to one route each. */
+export type RateLimitPolicy = 'registration' | 'registrationStatus'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Route `config.rateLimit` for a policy; `false` when RATE_LIMIT_ENABLED=false. */
     rateLimitFor(policy: RateLimitPolicy): RateLimitOptions | false
-    /** onRequest hook for authenticated scopes, after `authenticate`: counts per tenant. */
+    /** onRequest hook for authenticated scopes, after `authenticate`: one count per tenant. */
     tenantRateLimit: onRequestHookHandler
+    /** onRequest hook for the public catalogue: one count per client address across its routes. */
+    catalogueRateLimit: onRequestHookHandler
   }
 }
 
@@ -47,18 +49,16 @@ export default fp(
     const policies: Record<RateLimitPolicy, RateLimitOptions> = {
       registration: { max: limits.registrationPerHour, timeWindow: '1 hour', groupId: 'registration' },
       registrationStatus: { max: limits.registrationStatusPerMinute, timeWindow: '1 minute', groupId: 'registration-status' },
-      catalogue: { max: limits.cataloguePerMinute, timeWindow: '1 minute', groupId: 'catalogue' },
     }
     app.decorate('rateLimitFor', (policy: RateLimitPolicy) => (limits.enabled ? policies[policy] : false))
 
-    // One limit per API key across every authenticated route; counted by tenant, so it runs
-    // after authentication and every key of a tenant shares the budget.
-    const perTenant = app.rateLimit({
-      max: limits.apiKeyPerMinute,
-      timeWindow: '1 minute',
-      keyGenerator: (request: FastifyRequest) => `tenant:${request.tenant.id}`,
-    })
-    app.decorate('tenantRateLimit', limits.enabled ? (perTenant as onRequestHookHandler) : async () => {})
+    // Limits shared by several routes are hooks on one store (route configs each get their
+    // own); the key prefix keeps their counts apart.
+    const sharedLimit = (max: number, key: (request: FastifyRequest) => string): onRequestHookHandler =>
+      limits.enabled ? (app.rateLimit({ max, timeWindow: '1 minute', keyGenerator: key }) as onRequestHookHandler) : async () => {}
+    // Counted by tenant, so it runs after authentication and all keys of a tenant share it.
+    app.decorate('tenantRateLimit', sharedLimit(limits.apiKeyPerMinute, (request) => `tenant:${request.tenant.id}`))
+    app.decorate('catalogueRateLimit', sharedLimit(limits.cataloguePerMinute, (request) => `catalogue:${request.ip}`))
   },
   { name: 'rate-limit', decorators: { fastify: ['config'] } },
 )

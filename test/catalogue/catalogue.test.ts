@@ -175,3 +175,22 @@ describe('the public MLS catalogue', () => {
     assert.equal(await counted(), await actual())
   })
 })
+
+describe('catalogue rate limit', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_CATALOGUE_PER_MINUTE: '3' })
+  })
+  after(() => t.close())
+
+  it('counts list and detail requests together per address', async () => {
+    const from = (url: string, remoteAddress = '192.0.2.10') => t.app.inject({ url, remoteAddress })
+    assert.equal((await from('/mls/properties')).statusCode, 200)
+    assert.equal((await from('/mls/properties/1')).statusCode, 404)
+    assert.equal((await from('/mls/properties?city_id=1')).statusCode, 200)
+    const limited = await from('/mls/properties')
+    assert.equal(limited.statusCode, 429)
+    assert.ok(limited.headers['retry-after'])
+    assert.equal((await from('/mls/properties', '192.0.2.11')).statusCode, 200)
+  })
+})

@@ -54,6 +54,17 @@ describe('operations and HTTP conventions', () => {
       ['/attributes', 'get'],
       ['/healthz', 'get'],
       ['/readyz', 'get'],
+      ['/properties', 'post'],
+      ['/properties', 'get'],
+      ['/properties/{id}', 'get'],
+      ['/properties/{id}', 'patch'],
+      ['/properties/{id}', 'delete'],
+      ['/properties/{id}/status', 'post'],
+      ['/mls/properties', 'get'],
+      ['/mls/properties/{id}', 'get'],
+      ['/admin/properties', 'get'],
+      ['/admin/properties/{id}/approve', 'post'],
+      ['/admin/properties/{id}/reject', 'post'],
     ]
     for (const [path, method] of expected) {
       const operation = document.paths[path]?.[method]
@@ -66,6 +77,10 @@ describe('operations and HTTP conventions', () => {
     assert.ok(register.responses['201'] && register.responses['422'] && register.responses['429'])
     assert.ok(register.requestBody.content['application/json'].example)
     assert.equal(document.paths['/openapi.json'], undefined)
+    assert.deepEqual(document.paths['/properties'].post.security, [{ ApiKey: [] }])
+    assert.equal(document.paths['/mls/properties'].get.security, undefined)
+    const submission = document.paths['/properties'].post.requestBody.content['application/json'].schema
+    assert.deepEqual(submission.properties.property_type.enum, ['Квартира', 'Дом', 'Таунхаус', 'Коммерция', 'Земля'])
   })
 
   it('serves the interactive reference at /docs', async () => {

@@ -17,6 +17,7 @@ const catalogue = { tags: ['Catalogue'] }
 const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // ETag on every answer of this scope; a matching If-None-Match gets a 304 with no body.
   await app.register(etag)
+  app.addHook('onRequest', app.catalogueRateLimit)
   app.addHook('onSend', async (_request, reply) => {
     if (reply.statusCode === 200 || reply.statusCode === 304) reply.header('cache-control', CACHE_CONTROL)
   })
@@ -24,7 +25,6 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/mls/properties',
     {
-      config: { rateLimit: app.rateLimitFor('catalogue') },
       schema: {
         ...catalogue,
         summary: 'Search the published listings',
@@ -61,7 +61,6 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/mls/properties/:id',
     {
-      config: { rateLimit: app.rateLimitFor('catalogue') },
       schema: {
         ...catalogue,
         summary: 'One published listing',

@@ -55,7 +55,7 @@ export default fp(
     // Limits shared by several routes are hooks on one store (route configs each get their
     // own); the key prefix keeps their counts apart.
     const sharedLimit = (max: number, key: (request: FastifyRequest) => string): onRequestHookHandler =>
-      limits.enabled ? (app.rateLimit({ max, timeWindow: '1 minute', keyGenerator: key }) as onRequestHookHandler) : async () => {}
+      limits.enabled ? (app.rateLimit({ max, timeWindow: '1 minute', keyGenerator: key })) : async () => {}
     // Counted by tenant, so it runs after authentication and all keys of a tenant share it.
     app.decorate('tenantRateLimit', sharedLimit(limits.apiKeyPerMinute, (request) => `tenant:${request.tenant.id}`))
     app.decorate('catalogueRateLimit', sharedLimit(limits.cataloguePerMinute, (request) => `catalogue:${request.ip}`))

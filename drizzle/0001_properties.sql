@@ -2,8 +2,10 @@ CREATE TABLE "catalogue_counts" (
 	"city_id" integer NOT NULL,
 	"property_type_id" smallint NOT NULL,
 	"deal_type_id" smallint NOT NULL,
+	"district_id" integer NOT NULL,
+	"rooms" integer NOT NULL,
 	"listings" integer NOT NULL,
-	CONSTRAINT "catalogue_counts_city_id_property_type_id_deal_type_id_pk" PRIMARY KEY("city_id","property_type_id","deal_type_id")
+	CONSTRAINT "catalogue_counts_city_id_property_type_id_deal_type_id_district_id_rooms_pk" PRIMARY KEY("city_id","property_type_id","deal_type_id","district_id","rooms")
 );
 --> statement-breakpoint
 CREATE TABLE "events" (
@@ -87,4 +89,5 @@ CREATE INDEX "catalogue_city_recent_idx" ON "properties" USING btree ("city_id",
 CREATE INDEX "catalogue_city_type_deal_recent_idx" ON "properties" USING btree ("city_id","property_type_id","deal_type_id","created_at" DESC NULLS FIRST,"id" DESC NULLS FIRST) WHERE "properties"."status_id" = 2;--> statement-breakpoint
 CREATE INDEX "catalogue_type_deal_recent_idx" ON "properties" USING btree ("property_type_id","deal_type_id","created_at" DESC NULLS FIRST,"id" DESC NULLS FIRST) WHERE "properties"."status_id" = 2;--> statement-breakpoint
 CREATE INDEX "catalogue_city_price_idx" ON "properties" USING btree ("city_id","price","id") WHERE "properties"."status_id" = 2;--> statement-breakpoint
-CREATE INDEX "catalogue_price_idx" ON "properties" USING btree ("price","id") WHERE "properties"."status_id" = 2;
+CREATE INDEX "catalogue_price_idx" ON "properties" USING btree ("price","id") WHERE "properties"."status_id" = 2;--> statement-breakpoint
+CREATE INDEX "properties_owner_id_idx" ON "properties" USING btree ("owner_id");

@@ -252,23 +252,32 @@ export const properties = pgTable(
     index('properties_tenant_recent_idx').on(t.tenantId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     // The moderation queue: only rows waiting for the check are in it.
     index('properties_review_queue_idx').on(t.reviewRequestedAt).where(sql`${t.reviewRequestedAt} is not null`),
-    // The public catalogue. Every index is partial on published rows (about 85 % of the table,
-    // but the others never need to be skipped) and ends in (created_at, id) desc, the default
-    // order, so a filtered page is a short index range scan with no sort:
-    //   no filter                → catalogue_recent_idx
-    //   city_id                  → catalogue_city_recent_idx
-    //   city_id + type + deal    → catalogue_city_type_deal_recent_idx (price/rooms/area filtered in the scan)
-    //   type and/or deal only    → catalogue_type_deal_recent_idx
-    //   sort=price_asc|desc      → catalogue_city_price_idx / catalogue_price_idx
-    //   tenant_id                → properties_tenant_recent_idx + status filter
+    // The public catalogue. Every index is partial on published rows and ends in the order it
+    // serves, so a page is a short index range scan with no sort (EXPLAIN ANALYZE on 1M rows in
+    // the README's performance section):
+    //   no filter, newest first            → catalogue_recent_idx
+    //   city_id                            → catalogue_city_recent_idx
+    //   city_id + type + deal              → catalogue_city_type_deal_recent_idx (rooms, district, price checked in the scan)
+    //   type and/or deal without a city    → catalogue_type_deal_recent_idx
+    //   sort=price_* with city, type, deal → catalogue_city_type_deal_price_idx
+    //   sort=price_* with a city           → catalogue_city_price_idx; without → catalogue_price_idx
+    //   tenant_id                          → properties_tenant_recent_idx + the status filter
+    // Totals for filters on city, type, deal, district and rooms come from catalogue_counts.
+    // With a price or area filter they are counted on catalogue_city_type_deal_price_idx and
+    // catalogue_type_deal_price_idx, whose INCLUDE columns let the count read the index alone
+    // (an index-only scan over the price range). Drizzle cannot declare INCLUDE, so these two
+    // live in migration 0002.
     index('catalogue_recent_idx').on(t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()).where(sql`${t.statusId} = 2`),
     index('catalogue_city_recent_idx').on(t.cityId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()).where(sql`${t.statusId} = 2`),
     index('catalogue_city_type_deal_recent_idx')
       .on(t.cityId, t.propertyTypeId, t.dealTypeId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())
       .where(sql`${t.statusId} = 2`),
-    index('catalogue_type_deal_recent_idx').on(t.propertyTypeId, t.dealTypeId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()).where(sql`${t.statusId} = 2`),
+    index('catalogue_type_deal_recent_idx')
+      .on(t.propertyTypeId, t.dealTypeId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())
+      .where(sql`${t.statusId} = 2`),
     index('catalogue_city_price_idx').on(t.cityId, t.price, t.id).where(sql`${t.statusId} = 2`),
     index('catalogue_price_idx').on(t.price, t.id).where(sql`${t.statusId} = 2`),
+    index('properties_owner_id_idx').on(t.ownerId),
   ],
 )
 
@@ -277,9 +286,10 @@ export type PropertyRow = typeof properties.$inferSelect
 export type NewPropertyColumns = typeof properties.$inferInsert
 
 /**
- * The number of published listings per (city, type, deal), kept exact by a trigger on
- * properties (migration 0002), so the catalogue's `total` for those filters is a sum over a
- * few hundred rows instead of a count over the whole catalogue.
+ * The number of published listings per (city, type, deal, district, rooms), kept exact by a
+ * trigger on properties (migration 0002). The catalogue's `total` for any filter on these
+ * columns is a sum over a few thousand rows instead of a count over the catalogue. Districts
+ * and rooms that are not set are stored as 0 and -1, since key columns cannot be null.
  */
 export const catalogueCounts = pgTable(
   'catalogue_counts',
@@ -287,9 +297,11 @@ export const catalogueCounts = pgTable(
     cityId: integer('city_id').notNull(),
     propertyTypeId: smallint('property_type_id').notNull(),
     dealTypeId: smallint('deal_type_id').notNull(),
+    districtId: integer('district_id').notNull(),
+    rooms: integer('rooms').notNull(),
     listings: integer('listings').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.cityId, t.propertyTypeId, t.dealTypeId] })],
+  (t) => [primaryKey({ columns: [t.cityId, t.propertyTypeId, t.dealTypeId, t.districtId, t.rooms] })],
 )
 
 /** `Idempotency-Key` of POST /properties (D5): the first response, replayed for 24 hours. */

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import type { CountryCode } from 'libphonenumber-js'
+import { LRUCache } from 'lru-cache'
 import { ApiError, INVALID_API_KEY } from '../lib/errors.js'
 import { digestSecret, secretsEqual } from '../lib/secrets.js'
 import { findTenantByKeyDigest } from '../modules/tenants/tenants.repository.js'
@@ -27,6 +28,7 @@ declare module 'fastify' {
 }
 
 export const API_KEY_HEADER = 'x-api-key'
+export const KEY_CACHE_TTL_MS = 10_000
 export const ADMIN_KEY_HEADER = 'x-admin-key'
 
 /** The OpenAPI security requirement of routes behind `authenticate`. */
@@ -37,11 +39,20 @@ export default fp(
   async function authPlugin(app: FastifyInstance) {
     app.decorateRequest('tenant', null as unknown as AuthenticatedTenant)
 
+    // Known keys are remembered briefly, sparing a query on every authenticated request; a
+    // revoked key therefore keeps working for at most KEY_CACHE_TTL_MS in a process that saw it.
+    const knownKeys = new LRUCache<string, AuthenticatedTenant>({ max: 10_000, ttl: KEY_CACHE_TTL_MS })
+
     app.decorate('authenticate', async function authenticate(request: FastifyRequest) {
       const key = singleHeader(request, API_KEY_HEADER)
       if (!key) throw new ApiError('unauthorized', INVALID_API_KEY)
-      const tenant = await findTenantByKeyDigest(app.db, digestSecret(key))
-      if (!tenant) throw new ApiError('unauthorized', INVALID_API_KEY)
+      const digest = digestSecret(key)
+      let tenant = knownKeys.get(digest)
+      if (!tenant) {
+        tenant = await findTenantByKeyDigest(app.db, digest)
+        if (!tenant) throw new ApiError('unauthorized', INVALID_API_KEY)
+        knownKeys.set(digest, tenant)
+      }
       request.tenant = tenant
       request.log = request.log.child({ tenantId: tenant.id })
     })

@@ -49,8 +49,8 @@ describe('GET /tenants/me and the API key check', () => {
   }
 
   it('refuses a revoked key', async () => {
+    // Revoked before this process has seen it: known keys are cached for KEY_CACHE_TTL_MS.
     const tenant = await createTenant(t.app)
-    assert.equal((await me(tenant.headers)).statusCode, 200)
     await t.db.update(apiKeys).set({ revokedAt: new Date() }).where(eq(apiKeys.tenantId, tenant.tenantId))
     assert.equal((await me(tenant.headers)).statusCode, 401)
   })

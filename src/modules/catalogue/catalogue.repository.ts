@@ -1,17 +1,9 @@
+import { createHash } from 'node:crypto'
 import { and, asc, desc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm'
-import { alias, type SelectedFields } from 'drizzle-orm/pg-core'
 import type { Database } from '../../db/client.js'
-import {
-  catalogueCounts,
-  cities,
-  dealTypes,
-  districts,
-  properties,
-  propertyTypes,
-  PUBLISHED,
-  residentialComplexes,
-} from '../../db/schema.js'
+import { catalogueCounts, properties, PUBLISHED } from '../../db/schema.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
+import { referenceNamesFor, type ReferenceNames } from '../reference/reference-names.js'
 import type { CatalogueDetail, CatalogueItem, CatalogueQuery } from './catalogue.schemas.js'
 
 export interface CatalogueFilter {
@@ -27,6 +19,7 @@ export interface CatalogueFilter {
   minArea?: number | undefined
   maxArea?: number | undefined
 }
+type FilterKey = keyof CatalogueFilter
 
 export function filterFromQuery(query: CatalogueQuery): CatalogueFilter {
   return {
@@ -44,48 +37,72 @@ export function filterFromQuery(query: CatalogueQuery): CatalogueFilter {
   }
 }
 
-function conditions(filter: CatalogueFilter): SQL {
-  const optional = <T>(value: T | undefined, condition: (value: T) => SQL) => (value === undefined ? undefined : condition(value))
-  return and(
-    eq(properties.statusId, PUBLISHED),
-    optional(filter.cityId, (v) => eq(properties.cityId, v)),
-    optional(filter.propertyTypeId, (v) => eq(properties.propertyTypeId, v)),
-    optional(filter.dealTypeId, (v) => eq(properties.dealTypeId, v)),
-    optional(filter.tenantId, (v) => eq(properties.tenantId, v)),
-    optional(filter.minPrice, (v) => gte(properties.price, v)),
-    optional(filter.maxPrice, (v) => lte(properties.price, v)),
-    optional(filter.districtId, (v) => eq(properties.districtId, v)),
-    optional(filter.residentialComplexId, (v) => eq(properties.residentialComplexId, v)),
-    optional(filter.rooms, (v) => eq(properties.rooms, v)),
-    optional(filter.minArea, (v) => gte(properties.area, v)),
-    optional(filter.maxArea, (v) => lte(properties.area, v)),
-  )!
+/** Each filter as a condition on a placeholder of its own name. */
+const filterConditions: Record<FilterKey, () => SQL> = {
+  cityId: () => eq(properties.cityId, sql.placeholder('cityId')),
+  propertyTypeId: () => eq(properties.propertyTypeId, sql.placeholder('propertyTypeId')),
+  dealTypeId: () => eq(properties.dealTypeId, sql.placeholder('dealTypeId')),
+  tenantId: () => eq(properties.tenantId, sql.placeholder('tenantId')),
+  minPrice: () => gte(properties.price, sql.placeholder('minPrice')),
+  maxPrice: () => lte(properties.price, sql.placeholder('maxPrice')),
+  districtId: () => eq(properties.districtId, sql.placeholder('districtId')),
+  residentialComplexId: () => eq(properties.residentialComplexId, sql.placeholder('residentialComplexId')),
+  rooms: () => eq(properties.rooms, sql.placeholder('rooms')),
+  minArea: () => gte(properties.area, sql.placeholder('minArea')),
+  maxArea: () => lte(properties.area, sql.placeholder('maxArea')),
+}
+
+/** Filters the counts table answers: its key columns. */
+const facetConditions: Partial<Record<FilterKey, () => SQL>> = {
+  cityId: () => eq(catalogueCounts.cityId, sql.placeholder('cityId')),
+  propertyTypeId: () => eq(catalogueCounts.propertyTypeId, sql.placeholder('propertyTypeId')),
+  dealTypeId: () => eq(catalogueCounts.dealTypeId, sql.placeholder('dealTypeId')),
+  districtId: () => eq(catalogueCounts.districtId, sql.placeholder('districtId')),
+  rooms: () => eq(catalogueCounts.rooms, sql.placeholder('rooms')),
 }
 
 const orderings = {
-  created_desc: [desc(properties.createdAt), desc(properties.id)],
-  price_asc: [asc(properties.price), asc(properties.id)],
-  price_desc: [desc(properties.price), desc(properties.id)],
+  created_desc: () => [desc(properties.createdAt), desc(properties.id)],
+  price_asc: () => [asc(properties.price), asc(properties.id)],
+  price_desc: () => [desc(properties.price), desc(properties.id)],
 } as const
-
 export type CatalogueSort = keyof typeof orderings
 
-const district = alias(districts, 'district')
-const complex = alias(residentialComplexes, 'complex')
+const usedKeys = (filter: CatalogueFilter) => (Object.keys(filter) as FilterKey[]).filter((key) => filter[key] !== undefined).sort()
 
-/** The §2.4 columns with every name joined in, so a page costs one query, not one per row. */
+function publishedWhere(keys: FilterKey[]): SQL {
+  return and(eq(properties.statusId, PUBLISHED), ...keys.map((key) => filterConditions[key]()))!
+}
+
+/**
+ * Prepared statements, one per shape of query (which filters, which order), each built once
+ * per database and named so PostgreSQL parses and plans it once per connection. A catalogue
+ * request then costs no query building and little planning.
+ */
+const statementsByDatabase = new WeakMap<Database, Map<string, { execute(values?: Record<string, unknown>): Promise<unknown> }>>()
+
+function prepared<T>(db: Database, shape: string, build: (name: string) => { execute(values?: Record<string, unknown>): Promise<T> }) {
+  let statements = statementsByDatabase.get(db)
+  if (!statements) {
+    statements = new Map()
+    statementsByDatabase.set(db, statements)
+  }
+  let statement = statements.get(shape)
+  if (!statement) {
+    // Statement names are cut at 63 bytes by PostgreSQL: a digest keeps them unique.
+    statement = build(`mls_${createHash('sha1').update(shape).digest('hex').slice(0, 20)}`)
+    statements.set(shape, statement)
+  }
+  return statement as { execute(values?: Record<string, unknown>): Promise<T> }
+}
+
 const itemColumns = {
   id: properties.id,
   propertyTypeId: properties.propertyTypeId,
-  propertyTypeName: propertyTypes.name,
   dealTypeId: properties.dealTypeId,
-  dealTypeName: dealTypes.name,
   cityId: properties.cityId,
-  cityName: cities.name,
   districtId: properties.districtId,
-  districtName: district.name,
   complexId: properties.residentialComplexId,
-  complexName: complex.name,
   price: properties.price,
   area: properties.area,
   rooms: properties.rooms,
@@ -94,29 +111,13 @@ const itemColumns = {
   createdAt: properties.createdAt,
 }
 
-function selectItems<T extends SelectedFields>(db: Database, extra: T) {
-  return db
-    .select({ ...itemColumns, ...extra })
-    .from(properties)
-    .innerJoin(propertyTypes, eq(propertyTypes.id, properties.propertyTypeId))
-    .innerJoin(dealTypes, eq(dealTypes.id, properties.dealTypeId))
-    .innerJoin(cities, eq(cities.id, properties.cityId))
-    .leftJoin(district, eq(district.id, properties.districtId))
-    .leftJoin(complex, eq(complex.id, properties.residentialComplexId))
-}
-
-type ItemRow = {
+interface ItemRow {
   id: number
   propertyTypeId: number
-  propertyTypeName: string
   dealTypeId: number
-  dealTypeName: string
   cityId: number | null
-  cityName: string
   districtId: number | null
-  districtName: string | null
   complexId: number | null
-  complexName: string | null
   price: number | null
   area: number | null
   rooms: number | null
@@ -125,14 +126,24 @@ type ItemRow = {
   createdAt: Date
 }
 
-function toItem(row: ItemRow): CatalogueItem {
-  return {
+/** §2.4 objects from rows, named from the in-memory reference names (loaded on a miss). */
+async function toItems(db: Database, rows: ItemRow[], names = referenceNamesFor(db)): Promise<CatalogueItem[]> {
+  await names.ensure(
+    {
+      cityIds: rows.map((row) => row.cityId),
+      districtIds: rows.map((row) => row.districtId),
+      complexIds: rows.map((row) => row.complexId),
+    },
+    db,
+  )
+  const named = (id: number | null, place: (id: number) => { name: string } | undefined) => (id === null ? null : { id, name: place(id)!.name })
+  return rows.map((row) => ({
     id: row.id,
-    property_type: { id: row.propertyTypeId, name: row.propertyTypeName },
-    deal_type: { id: row.dealTypeId, name: row.dealTypeName },
-    city: { id: row.cityId!, name: row.cityName },
-    district: row.districtId === null ? null : { id: row.districtId, name: row.districtName! },
-    residential_complex: row.complexId === null ? null : { id: row.complexId, name: row.complexName! },
+    property_type: { id: row.propertyTypeId, name: names.propertyTypes.get(row.propertyTypeId)! },
+    deal_type: { id: row.dealTypeId, name: names.dealTypes.get(row.dealTypeId)! },
+    city: named(row.cityId, (id) => names.city(id))!,
+    district: named(row.districtId, (id) => names.district(id)),
+    residential_complex: named(row.complexId, (id) => names.complex(id)),
     price: row.price,
     area: row.area,
     rooms: row.rooms,
@@ -140,13 +151,13 @@ function toItem(row: ItemRow): CatalogueItem {
     total_floors: row.totalFloors,
     thumbnail_url: null,
     created_at: toOffsetTimestamp(row.createdAt),
-  }
+  }))
 }
 
 /**
- * One page of the catalogue. The ids of the page are found first on the partial indexes of
- * schema.ts (an index scan that reads no other column), then only those rows are read and
- * named, so a deep offset skips index entries, not joined rows.
+ * One page of the catalogue. The page's ids are found first, on the partial indexes of
+ * schema.ts and reading nothing else, then only those rows are read; so a deep offset skips
+ * index entries, not table rows.
  */
 export async function findCataloguePage(
   db: Database,
@@ -155,64 +166,78 @@ export async function findCataloguePage(
   limit: number,
   offset: number,
 ): Promise<CatalogueItem[]> {
-  const ids = db
-    .select({ id: properties.id })
-    .from(properties)
-    .where(conditions(filter))
-    .orderBy(...orderings[sort])
-    .limit(limit)
-    .offset(offset)
-  const rows = await selectItems(db, {})
-    .where(inArray(properties.id, ids))
-    .orderBy(...orderings[sort])
-  return rows.map(toItem)
-}
-
-const countableByFacets = new Set<keyof CatalogueFilter>(['cityId', 'propertyTypeId', 'dealTypeId'])
-
-/**
- * The exact number of published listings matching the filter. Filters on city, type and deal
- * alone (the landing page and the most common searches) are summed from catalogue_counts,
- * which a trigger keeps exact; narrower filters are counted on the same indexes as the page.
- */
-export async function countCatalogue(db: Database, filter: CatalogueFilter): Promise<number> {
-  const used = (Object.keys(filter) as (keyof CatalogueFilter)[]).filter((key) => filter[key] !== undefined)
-  if (used.every((key) => countableByFacets.has(key))) {
-    const [row] = await db
-      .select({ total: sql<number>`coalesce(sum(${catalogueCounts.listings}), 0)::int` })
-      .from(catalogueCounts)
+  const keys = usedKeys(filter)
+  const statement = prepared<ItemRow[]>(db, `page:${sort}:${keys.join(',')}`, (name) =>
+    db
+      .select(itemColumns)
+      .from(properties)
       .where(
-        and(
-          filter.cityId === undefined ? undefined : eq(catalogueCounts.cityId, filter.cityId),
-          filter.propertyTypeId === undefined ? undefined : eq(catalogueCounts.propertyTypeId, filter.propertyTypeId),
-          filter.dealTypeId === undefined ? undefined : eq(catalogueCounts.dealTypeId, filter.dealTypeId),
+        inArray(
+          properties.id,
+          db
+            .select({ id: properties.id })
+            .from(properties)
+            .where(publishedWhere(keys))
+            .orderBy(...orderings[sort]())
+            .limit(sql.placeholder('limit'))
+            .offset(sql.placeholder('offset')),
         ),
       )
-    return row?.total ?? 0
-  }
-  const [row] = await db.select({ total: sql<number>`count(*)::int` }).from(properties).where(conditions(filter))
+      .orderBy(...orderings[sort]())
+      .prepare(name),
+  )
+  return toItems(db, await statement.execute({ ...filter, limit, offset }))
+}
+
+/**
+ * The exact number of published listings matching the filter. Filters on city, type, deal,
+ * district and rooms (the landing page and most searches) are summed from catalogue_counts,
+ * which a trigger keeps exact; price, area, complex and agency filters are counted on the
+ * catalogue indexes (see schema.ts).
+ */
+export async function countCatalogue(db: Database, filter: CatalogueFilter): Promise<number> {
+  const keys = usedKeys(filter)
+  const fromFacets = keys.every((key) => facetConditions[key] !== undefined)
+  const statement = prepared<{ total: number }[]>(db, `count:${fromFacets ? 'facets' : 'rows'}:${keys.join(',')}`, (name) =>
+    fromFacets
+      ? db
+          .select({ total: sql<number>`coalesce(sum(${catalogueCounts.listings}), 0)::int` })
+          .from(catalogueCounts)
+          .where(and(...keys.map((key) => facetConditions[key]!())))
+          .prepare(name)
+      : db
+          .select({ total: sql<number>`count(*)::int` })
+          .from(properties)
+          .where(publishedWhere(keys))
+          .prepare(name),
+  )
+  const [row] = await statement.execute(filter as Record<string, unknown>)
   return row?.total ?? 0
 }
 
 /** One published listing as the catalogue shows it (D6), or undefined. */
 export async function findCatalogueDetail(db: Database, id: number): Promise<CatalogueDetail | undefined> {
-  const [row] = await selectItems(db, {
-    description: properties.description,
-    attributes: properties.attributes,
-    publishedAt: properties.publishedAt,
-  }).where(and(eq(properties.id, id), eq(properties.statusId, PUBLISHED)))
+  const statement = prepared<(ItemRow & { description: string | null; attributes: CatalogueDetail['attributes']; publishedAt: Date | null })[]>(
+    db,
+    'detail',
+    (name) =>
+      db
+        .select({ ...itemColumns, description: properties.description, attributes: properties.attributes, publishedAt: properties.publishedAt })
+        .from(properties)
+        .where(and(eq(properties.id, sql.placeholder('id')), eq(properties.statusId, PUBLISHED)))
+        .prepare(name),
+  )
+  const [row] = await statement.execute({ id })
   if (!row) return undefined
-  return {
-    ...toItem(row),
-    description: row.description,
-    attributes: row.attributes,
-    images: [],
-    published_at: toOffsetTimestamp(row.publishedAt!),
-  }
+  const [item] = await toItems(db, [row])
+  return { ...item!, description: row.description, attributes: row.attributes, images: [], published_at: toOffsetTimestamp(row.publishedAt!) }
 }
 
-/** The §2.4 object of one listing whatever its status (the payload of `mls.new_listing`). */
-export async function findCatalogueItem(db: Database, id: number): Promise<CatalogueItem | undefined> {
-  const [row] = await selectItems(db, {}).where(eq(properties.id, id))
-  return row && toItem(row)
+/**
+ * The §2.4 object of one listing whatever its status (the payload of `mls.new_listing`).
+ * Inside a transaction, pass the names of the root database so its cache is reused.
+ */
+export async function findCatalogueItem(db: Database, id: number, names: ReferenceNames = referenceNamesFor(db)): Promise<CatalogueItem | undefined> {
+  const rows = await db.select(itemColumns).from(properties).where(eq(properties.id, id))
+  return (await toItems(db, rows, names))[0]
 }

@@ -9,6 +9,7 @@ import { findCatalogueItem } from '../catalogue/catalogue.repository.js'
 import { recordEvent } from '../events/events.repository.js'
 import { hasEarlierDuplicate } from '../properties/properties.repository.js'
 import type { PropertyTypeName } from '../reference/attribute-catalogue.js'
+import { referenceNamesFor, type ReferenceNames } from '../reference/reference-names.js'
 import { checkListing } from './rules.js'
 
 const PENDING_REVIEW = 1
@@ -22,10 +23,14 @@ const statusName = (id: number) => seedPropertyStatuses.find((status) => status.
  * operator decides. Publication writes its events in the same transaction.
  */
 export class ModerationService {
+  private readonly names: ReferenceNames
+
   constructor(
     private readonly db: Database,
     private readonly mode: 'auto' | 'manual',
-  ) {}
+  ) {
+    this.names = referenceNamesFor(db)
+  }
 
   /**
    * Checks up to `batchSize` waiting listings, oldest first. Rows are claimed with
@@ -54,7 +59,7 @@ export class ModerationService {
             .set({ moderation: result(reasons), reviewRequestedAt: null })
             .where(eq(properties.id, listing.id))
         } else if (reasons.length === 0) {
-          await publish(tx, listing)
+          await publish(tx, listing, this.names)
         } else {
           await reject(tx, listing, reasons)
         }
@@ -65,7 +70,7 @@ export class ModerationService {
 
   /** An operator publishes a listing waiting for review (manual mode, or overruling the check). */
   async approve(id: number): Promise<void> {
-    await this.db.transaction(async (tx) => publish(tx, await this.lockWaiting(tx, id)))
+    await this.db.transaction(async (tx) => publish(tx, await this.lockWaiting(tx, id), this.names))
   }
 
   /** An operator rejects a waiting listing; the check's findings are kept beside the reason. */
@@ -129,13 +134,13 @@ function result(reasons: ModerationReason[]): ModerationResult {
 }
 
 /** Publishes the listing and announces it: `mls.new_listing` to the MLS, `property.published` to its agency. */
-async function publish(tx: Database, listing: PropertyRow): Promise<void> {
+async function publish(tx: Database, listing: PropertyRow, names: ReferenceNames): Promise<void> {
   const [published] = await tx
     .update(properties)
     .set({ statusId: PUBLISHED, publishedAt: sql`now()`, moderation: result([]), reviewRequestedAt: null, updatedAt: sql`now()` })
     .where(eq(properties.id, listing.id))
     .returning({ publishedAt: properties.publishedAt })
-  const item = await findCatalogueItem(tx, listing.id)
+  const item = await findCatalogueItem(tx, listing.id, names)
   await recordEvent(tx, { type: 'mls.new_listing', tenantId: listing.tenantId, data: item })
   await recordEvent(tx, {
     type: 'property.published',

@@ -1,19 +1,30 @@
+import type { PropertyRow } from '../../db/schema.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
-import type { FullPropertyRow } from './properties.repository.js'
+import type { ReferenceNames } from '../reference/reference-names.js'
 import type { Property } from './properties.schemas.js'
 
-/** The full property of D5 from its joined row. */
-export function toProperty(row: FullPropertyRow, images: Property['images'] = []): Property {
-  const p = row.property
+export interface OwnerView {
+  id: number
+  name: string
+  phone: string
+  notes: string | null
+}
+
+/**
+ * The full property of D5 from its row and owner, named from the reference names (the caller
+ * has ensured the row's places are loaded).
+ */
+export function toProperty(p: PropertyRow, owner: OwnerView | null, names: ReferenceNames, images: Property['images'] = []): Property {
+  const named = (id: number | null, place: (id: number) => { name: string } | undefined) => (id === null ? null : { id, name: place(id)!.name })
   return {
     id: p.id,
     status_id: p.statusId,
-    status_name: row.statusName,
-    property_type: row.propertyType,
-    deal_type: row.dealType,
+    status_name: names.statuses.get(p.statusId)!,
+    property_type: names.propertyTypes.get(p.propertyTypeId)!,
+    deal_type: names.dealTypes.get(p.dealTypeId)!,
     price: p.price,
     description: p.description,
-    owner: row.owner,
+    owner,
     location:
       p.cityId === null
         ? null
@@ -27,9 +38,9 @@ export function toProperty(row: FullPropertyRow, images: Property['images'] = []
             apartment_number: p.apartmentNumber,
             latitude: p.latitude,
             longitude: p.longitude,
-            city: { id: p.cityId, name: row.cityName! },
-            district: p.districtId === null ? null : { id: p.districtId, name: row.districtName! },
-            residential_complex: p.residentialComplexId === null ? null : { id: p.residentialComplexId, name: row.complexName! },
+            city: named(p.cityId, (id) => names.city(id))!,
+            district: named(p.districtId, (id) => names.district(id)),
+            residential_complex: named(p.residentialComplexId, (id) => names.complex(id)),
           },
     attributes: p.attributes,
     moderation: p.moderation,

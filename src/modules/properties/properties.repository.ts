@@ -1,5 +1,6 @@
 import { and, count, desc, eq, ne, or, sql, type SQL } from 'drizzle-orm'
 import { queryRows, type Database } from '../../db/client.js'
+import type { OwnerView } from './properties.mapper.js'
 import {
   cities,
   dealTypes,
@@ -11,51 +12,22 @@ import {
   type NewPropertyColumns,
   type PropertyRow,
   propertyTypes,
-  residentialComplexes,
 } from '../../db/schema.js'
 
 export type { PropertyRow } from '../../db/schema.js'
 export type NewProperty = NewPropertyColumns
 
-/** Everything the full property of D5 shows, in one query with the names joined in. */
-const fullColumns = {
-  property: properties,
-  statusName: propertyStatuses.name,
-  propertyType: propertyTypes.name,
-  dealType: dealTypes.name,
-  owner: { id: owners.id, name: owners.name, phone: owners.phone, notes: owners.notes },
-  cityName: cities.name,
-  districtName: districts.name,
-  complexName: residentialComplexes.name,
-}
-
-export type FullPropertyRow = {
-  property: PropertyRow
-  statusName: string
-  propertyType: string
-  dealType: string
-  owner: { id: number; name: string; phone: string; notes: string | null } | null
-  cityName: string | null
-  districtName: string | null
-  complexName: string | null
-}
-
-function selectFull(db: Database) {
-  return db
-    .select(fullColumns)
+/** A property of one tenant with its owner; another tenant's id finds nothing. */
+export async function findPropertyWithOwner(
+  db: Database,
+  tenantId: number,
+  id: number,
+): Promise<{ property: PropertyRow; owner: OwnerView | null } | undefined> {
+  const [row] = await db
+    .select({ property: properties, owner: { id: owners.id, name: owners.name, phone: owners.phone, notes: owners.notes } })
     .from(properties)
-    .innerJoin(propertyStatuses, eq(propertyStatuses.id, properties.statusId))
-    .innerJoin(propertyTypes, eq(propertyTypes.id, properties.propertyTypeId))
-    .innerJoin(dealTypes, eq(dealTypes.id, properties.dealTypeId))
     .leftJoin(owners, eq(owners.id, properties.ownerId))
-    .leftJoin(cities, eq(cities.id, properties.cityId))
-    .leftJoin(districts, eq(districts.id, properties.districtId))
-    .leftJoin(residentialComplexes, eq(residentialComplexes.id, properties.residentialComplexId))
-}
-
-/** One property of one tenant; another tenant's id finds nothing. */
-export async function findFullProperty(db: Database, tenantId: number, id: number): Promise<FullPropertyRow | undefined> {
-  const [row] = await selectFull(db).where(and(eq(properties.tenantId, tenantId), eq(properties.id, id)))
+    .where(and(eq(properties.tenantId, tenantId), eq(properties.id, id)))
   return row
 }
 
@@ -69,16 +41,23 @@ export async function lockProperty(db: Database, tenantId: number, id: number): 
   return row
 }
 
-export async function insertProperty(db: Database, values: NewProperty): Promise<number> {
-  const [row] = await db.insert(properties).values(values).returning({ id: properties.id })
-  return row!.id
+export async function insertProperty(db: Database, values: NewProperty): Promise<PropertyRow> {
+  const [row] = await db.insert(properties).values(values).returning()
+  return row!
 }
 
-export async function updateProperty(db: Database, id: number, values: Partial<NewProperty>): Promise<void> {
-  await db
+export async function updateProperty(db: Database, id: number, values: Partial<NewProperty>): Promise<PropertyRow> {
+  const [row] = await db
     .update(properties)
     .set({ ...values, updatedAt: sql`now()` })
     .where(eq(properties.id, id))
+    .returning()
+  return row!
+}
+
+export async function findOwner(db: Database, ownerId: number): Promise<OwnerView | undefined> {
+  const [row] = await db.select({ id: owners.id, name: owners.name, phone: owners.phone, notes: owners.notes }).from(owners).where(eq(owners.id, ownerId))
+  return row
 }
 
 export async function deleteProperty(db: Database, tenantId: number, id: number): Promise<boolean> {
@@ -97,7 +76,7 @@ export async function upsertOwner(
   db: Database,
   tenantId: number,
   owner: { name: string; phone: string; notes: string | null | undefined },
-): Promise<number> {
+): Promise<OwnerView> {
   const [row] = await db
     .insert(owners)
     .values({ tenantId, name: owner.name, phone: owner.phone, notes: owner.notes ?? null })
@@ -109,8 +88,8 @@ export async function upsertOwner(
         updatedAt: sql`now()`,
       },
     })
-    .returning({ id: owners.id })
-  return row!.id
+    .returning({ id: owners.id, name: owners.name, phone: owners.phone, notes: owners.notes })
+  return row!
 }
 
 export interface TenantListFilter {

@@ -1,7 +1,6 @@
-import { sql } from 'drizzle-orm'
 import stringify from 'safe-stable-stringify'
-import { queryRows, type Database } from '../../db/client.js'
-import type { AttributeValues, NewPropertyColumns } from '../../db/schema.js'
+import type { Database } from '../../db/client.js'
+import type { AttributeValues, NewPropertyColumns, PropertyRow } from '../../db/schema.js'
 import { seedDealTypes, seedPropertyTypes } from '../../db/seed/dictionaries.js'
 import { ApiError, type FieldError } from '../../lib/errors.js'
 import { normalisePhone } from '../../lib/phone.js'
@@ -9,7 +8,8 @@ import { digestSecret } from '../../lib/secrets.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
 import type { AuthenticatedTenant } from '../../plugins/auth.js'
 import { parseAttributes } from './attributes.js'
-import { toProperty } from './properties.mapper.js'
+import { referenceNamesFor, type ReferenceNames } from '../reference/reference-names.js'
+import { toProperty, type OwnerView } from './properties.mapper.js'
 import * as repository from './properties.repository.js'
 import type { Property, PropertyListItem, PropertyListQuery, PropertyPatch, PropertySubmission } from './properties.schemas.js'
 
@@ -30,7 +30,11 @@ export interface CreateResult {
 
 /** Submission, the tenant's list, changes and status moves of properties (D5). */
 export class PropertiesService {
-  constructor(private readonly db: Database) {}
+  private readonly names: ReferenceNames
+
+  constructor(private readonly db: Database) {
+    this.names = referenceNamesFor(db)
+  }
 
   /**
    * Submits a property. With an Idempotency-Key the whole request, its stored response
@@ -68,9 +72,9 @@ export class PropertiesService {
   }
 
   async get(tenantId: number, id: number): Promise<Property> {
-    const row = await repository.findFullProperty(this.db, tenantId, id)
-    if (!row) throw ApiError.notFound(PROPERTY_NOT_FOUND)
-    return toProperty(row)
+    const found = await repository.findPropertyWithOwner(this.db, tenantId, id)
+    if (!found) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+    return this.view(found.property, found.owner)
   }
 
   async list(tenantId: number, query: PropertyListQuery): Promise<{ items: PropertyListItem[]; total: number; limit: number; offset: number }> {
@@ -123,14 +127,15 @@ export class PropertiesService {
         location: patch.location,
         attributes,
       })
-      await repository.updateProperty(tx, id, {
+      const owner = resolved.owner ? await repository.upsertOwner(tx, tenant.id, resolved.owner) : resolved.owner
+      const updated = await repository.updateProperty(tx, id, {
         ...resolved.columns,
         ...(patch.description === undefined ? {} : { description: patch.description }),
-        ...(resolved.owner === undefined ? {} : { ownerId: resolved.owner && (await repository.upsertOwner(tx, tenant.id, resolved.owner)) }),
+        ...(owner === undefined ? {} : { ownerId: owner?.id ?? null }),
         statusId: PENDING_REVIEW,
         reviewRequestedAt: new Date(),
       })
-      return toProperty((await repository.findFullProperty(tx, tenant.id, id))!)
+      return this.view(updated, owner === undefined ? await this.ownerOf(tx, updated) : owner, tx)
     })
   }
 
@@ -151,27 +156,36 @@ export class PropertiesService {
           { allowed_moves: allowed },
         )
       }
-      await repository.updateProperty(tx, id, {
+      const updated = await repository.updateProperty(tx, id, {
         statusId,
         ...(statusId === PENDING_REVIEW ? { reviewRequestedAt: new Date() } : {}),
       })
-      return toProperty((await repository.findFullProperty(tx, tenantId, id))!)
+      return this.view(updated, await this.ownerOf(tx, updated), tx)
     })
   }
 
   private async insert(tx: Database, tenant: AuthenticatedTenant, body: PropertySubmission): Promise<Property> {
     const resolved = await this.resolve(tx, tenant, { ...body, attributes: body.attributes ?? {} })
-    const ownerId = resolved.owner ? await repository.upsertOwner(tx, tenant.id, resolved.owner) : null
-    const id = await repository.insertProperty(tx, {
+    const owner = resolved.owner ? await repository.upsertOwner(tx, tenant.id, resolved.owner) : null
+    const created = await repository.insertProperty(tx, {
       tenantId: tenant.id,
       propertyTypeId: propertyTypeIds.get(body.property_type)!,
       dealTypeId: dealTypeIds.get(body.deal_type)!,
       ...resolved.columns,
       description: body.description ?? null,
-      ownerId,
+      ownerId: owner?.id ?? null,
       reviewRequestedAt: new Date(),
     })
-    return toProperty((await repository.findFullProperty(tx, tenant.id, id))!)
+    return this.view(created, owner, tx)
+  }
+
+  private async view(property: PropertyRow, owner: OwnerView | null, via: Database = this.db): Promise<Property> {
+    await this.names.ensure({ cityIds: [property.cityId], districtIds: [property.districtId], complexIds: [property.residentialComplexId] }, via)
+    return toProperty(property, owner, this.names)
+  }
+
+  private async ownerOf(tx: Database, property: PropertyRow): Promise<OwnerView | null> {
+    return property.ownerId === null ? null : ((await repository.findOwner(tx, property.ownerId)) ?? null)
   }
 
   /**
@@ -212,7 +226,7 @@ export class PropertiesService {
       })
     } else if (input.location) {
       const location = input.location
-      errors.push(...(await checkPlaces(tx, location.city_id, location.district_id ?? null, location.residential_complex_id ?? null)))
+      errors.push(...(await this.checkPlaces(tx, location.city_id, location.district_id ?? null, location.residential_complex_id ?? null)))
       Object.assign(columns, {
         cityId: location.city_id,
         districtId: location.district_id ?? null,
@@ -233,23 +247,18 @@ export class PropertiesService {
     if (errors.length > 0) throw ApiError.validation(errors)
     return { columns, owner }
   }
-}
 
-/** One round trip: the city exists, and the district and complex (if any) lie in it. */
-async function checkPlaces(db: Database, cityId: number, districtId: number | null, complexId: number | null): Promise<FieldError[]> {
-  const [found] = await queryRows<{ city: boolean; district_city: number | null; complex_city: number | null }>(
-    db,
-    sql`select exists(select 1 from cities where id = ${cityId}) as city,
-               (select city_id from districts where id = ${districtId}) as district_city,
-               (select city_id from residential_complexes where id = ${complexId}) as complex_city`,
-  )
-  const errors: FieldError[] = []
-  if (!found?.city) errors.push({ loc: ['body', 'location', 'city_id'], msg: `there is no city with id ${cityId} (see GET /cities)` })
-  if (districtId !== null && found?.district_city !== cityId) {
-    errors.push({ loc: ['body', 'location', 'district_id'], msg: `there is no district with id ${districtId} in city ${cityId}` })
+  /** The city exists and the district and complex (if any) lie in it; from the name cache. */
+  private async checkPlaces(tx: Database, cityId: number, districtId: number | null, complexId: number | null): Promise<FieldError[]> {
+    await this.names.ensure({ cityIds: [cityId], districtIds: [districtId], complexIds: [complexId] }, tx)
+    const errors: FieldError[] = []
+    if (!this.names.city(cityId)) errors.push({ loc: ['body', 'location', 'city_id'], msg: `there is no city with id ${cityId} (see GET /cities)` })
+    if (districtId !== null && this.names.district(districtId)?.cityId !== cityId) {
+      errors.push({ loc: ['body', 'location', 'district_id'], msg: `there is no district with id ${districtId} in city ${cityId}` })
+    }
+    if (complexId !== null && this.names.complex(complexId)?.cityId !== cityId) {
+      errors.push({ loc: ['body', 'location', 'residential_complex_id'], msg: `there is no residential complex with id ${complexId} in city ${cityId}` })
+    }
+    return errors
   }
-  if (complexId !== null && found?.complex_city !== cityId) {
-    errors.push({ loc: ['body', 'location', 'residential_complex_id'], msg: `there is no residential complex with id ${complexId} in city ${cityId}` })
-  }
-  return errors
 }

@@ -1,0 +1,99 @@
+/** One scenario under load: autocannon's programmatic API with a fresh request every time. */
+import autocannon from 'autocannon'
+import type { BenchRequest } from './requests.js'
+
+export type ScenarioId = 'a' | 'a1' | 'b' | 'c' | 'd'
+
+export interface Scenario {
+  id: ScenarioId
+  title: string
+  /** Server to hit (the ceiling or the service). */
+  baseUrl: string
+  /** The next request; called by autocannon before each one it sends. */
+  next: () => BenchRequest
+}
+
+export interface ScenarioResult {
+  id: ScenarioId
+  title: string
+  /** Mean of the per-second samples, as autocannon reports it. */
+  requests_per_second: number
+  requests_total: number
+  latency_avg_ms: number
+  latency_p50_ms: number
+  latency_p99_ms: number
+  latency_max_ms: number
+  non_2xx: number
+  /** Connection errors and timeouts. */
+  errors: number
+  timeouts: number
+  status_codes: Record<string, number>
+  /** The first few non-2xx answers, to tell what went wrong without rerunning. */
+  failure_samples: { status: number; body: string }[]
+}
+
+export interface LoadOptions {
+  connections: number
+  /** Seconds measured. */
+  duration: number
+  /** Seconds run first and thrown away: JIT, connection pools and caches warm up. */
+  warmup: number
+}
+
+const FAILURE_SAMPLES = 5
+
+export async function runScenario(scenario: Scenario, options: LoadOptions): Promise<ScenarioResult> {
+  process.stderr.write(`(${scenario.id}) ${scenario.title}: warm-up ${options.warmup} s, then ${options.duration} s… `)
+  await fire(scenario, options.connections, options.warmup, [])
+  const failures: ScenarioResult['failure_samples'] = []
+  const result = await fire(scenario, options.connections, options.duration, failures)
+  process.stderr.write('done\n')
+  return {
+    id: scenario.id,
+    title: scenario.title,
+    requests_per_second: round(result.requests.average),
+    requests_total: result.requests.total,
+    latency_avg_ms: round(result.latency.average),
+    latency_p50_ms: result.latency.p50,
+    latency_p99_ms: result.latency.p99,
+    latency_max_ms: result.latency.max,
+    non_2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    status_codes: Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, stats.count ?? 0])),
+    failure_samples: failures,
+  }
+}
+
+function fire(
+  scenario: Scenario,
+  connections: number,
+  seconds: number,
+  failures: ScenarioResult['failure_samples'],
+): Promise<autocannon.Result> {
+  return autocannon({
+    url: scenario.baseUrl,
+    connections,
+    duration: seconds,
+    requests: [
+      {
+        // Called for every request, so each one gets a new path, key or body.
+        setupRequest: (request) => {
+          const next = scenario.next()
+          return {
+            ...request,
+            method: next.method,
+            path: next.path,
+            headers: { ...request.headers, ...next.headers },
+            ...(next.body === undefined ? {} : { body: next.body }),
+          }
+        },
+        onResponse: (status, body) => {
+          if ((status < 200 || status > 299) && failures.length < FAILURE_SAMPLES) failures.push({ status, body: String(body).slice(0, 500) })
+        },
+      },
+    ],
+  })
+}
+
+const round = (value: number) => Math.round(value * 100) / 100

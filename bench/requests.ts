@@ -1,0 +1,162 @@
+/**
+ * What the load looks like: a new random request for every one autocannon sends, drawn from
+ * the same market the seed built (data.ts), so the database cannot answer from one hot page.
+ */
+import type { PropertySubmission } from '../src/modules/properties/properties.schemas.js'
+import {
+  AREA_BANDS,
+  benchApiKey,
+  BOOL_ATTRIBUTES,
+  CITY_WEIGHTS,
+  cityById,
+  dealFor,
+  dealName,
+  DEAL_WEIGHTS,
+  DISTRICTS_BY_CITY,
+  drawFromBand,
+  ENUM_ATTRIBUTES,
+  enumValues,
+  FEMALE_NAMES,
+  FEMALE_SURNAMES,
+  FLAT,
+  FLOOR_BANDS,
+  LAND,
+  MALE_NAMES,
+  MALE_SURNAMES,
+  PHRASES,
+  pick,
+  pickWeighted,
+  PRICE_BANDS,
+  randomInt,
+  roomsFor,
+  STREETS,
+  TYPE_WEIGHTS,
+  typeName,
+  typesFor,
+} from './data.js'
+
+export interface BenchRequest {
+  method: 'GET' | 'POST'
+  path: string
+  headers?: Record<string, string>
+  body?: string
+}
+
+/**
+ * (b) One catalogue search. A fifth of visitors browse (no filter, or only a city); the rest
+ * narrow by city, type and deal, often a price band of that deal, sometimes rooms or a
+ * district, sometimes cheapest first; pages are 20 or 50 and rarely deeper than 200.
+ */
+export function catalogueSearch(): BenchRequest {
+  const query = new URLSearchParams()
+  const roll = Math.random()
+  if (roll < 0.08) {
+    // the landing page: everything, newest first
+  } else if (roll < 0.2) {
+    query.set('city_id', String(pickWeighted(CITY_WEIGHTS)))
+  } else {
+    const city = Math.random() < 0.9 ? pickWeighted(CITY_WEIGHTS) : undefined
+    const type = Math.random() < 0.75 ? pickWeighted(TYPE_WEIGHTS) : undefined
+    const deal = Math.random() < 0.85 ? dealFor(type ?? 0, pickWeighted(DEAL_WEIGHTS)) : undefined
+    if (city !== undefined) query.set('city_id', String(city))
+    if (type !== undefined) query.set('property_type_id', String(type))
+    if (deal !== undefined) query.set('deal_type_id', String(deal))
+    if (deal !== undefined && Math.random() < 0.5) {
+      const [low, high] = [drawFromBand(PRICE_BANDS[deal]!), drawFromBand(PRICE_BANDS[deal]!)].sort((x, y) => x - y)
+      // some set a budget only, the others a band
+      if (Math.random() < 0.7) query.set('min_price', String(low))
+      query.set('max_price', String(high))
+    }
+    if (type !== LAND && Math.random() < 0.2) query.set('rooms', String(randomInt(1, 4)))
+    const districts = city === undefined ? [] : (DISTRICTS_BY_CITY.get(city) ?? [])
+    if (districts.length > 0 && Math.random() < 0.15) query.set('district_id', String(pick(districts)))
+  }
+  if (Math.random() < 0.15) query.set('sort', 'price_asc')
+  const limit = Math.random() < 0.5 ? 20 : 50
+  query.set('limit', String(limit))
+  // most read the first page; the others page on, at most to offset 200
+  query.set('offset', String(Math.random() < 0.6 ? 0 : limit * randomInt(1, Math.floor(200 / limit))))
+  return { method: 'GET', path: `/mls/properties?${query.toString()}` }
+}
+
+/** (c) One published listing, picked from a few thousand. */
+export function catalogueDetail(publishedIds: readonly number[]): BenchRequest {
+  return { method: 'GET', path: `/mls/properties/${pick(publishedIds)}` }
+}
+
+/** (d) A valid submission by a random bench agency. */
+export function submission(tenants: number): BenchRequest {
+  return {
+    method: 'POST',
+    path: '/properties',
+    headers: { 'content-type': 'application/json', 'x-api-key': benchApiKey(randomInt(1, tenants)) },
+    body: JSON.stringify(submissionBody()),
+  }
+}
+
+export function submissionBody(): PropertySubmission {
+  const type = pickWeighted(TYPE_WEIGHTS)
+  const deal = dealFor(type, pickWeighted(DEAL_WEIGHTS))
+  const cityId = pickWeighted(CITY_WEIGHTS)
+  const city = cityById.get(cityId)!
+  const districts = DISTRICTS_BY_CITY.get(cityId) ?? []
+  const street = pick(STREETS)
+  const house = String(randomInt(1, 150))
+  const apartment = type === FLAT ? String(randomInt(1, 300)) : undefined
+  const attributes = submittedAttributes(type)
+  const male = Math.random() < 0.5
+  return {
+    property_type: typeName(type) as PropertySubmission['property_type'],
+    deal_type: dealName(deal) as PropertySubmission['deal_type'],
+    price: drawFromBand(PRICE_BANDS[deal]!),
+    description: `${typeName(type)}, ${attributes.area} м². ${pick(PHRASES)}`,
+    owner: {
+      name: male ? `${pick(MALE_NAMES)} ${pick(MALE_SURNAMES)}` : `${pick(FEMALE_NAMES)} ${pick(FEMALE_SURNAMES)}`,
+      phone: russianMobile(),
+    },
+    location: {
+      city_id: cityId,
+      ...(districts.length > 0 && Math.random() < 0.7 ? { district_id: pick(districts) } : {}),
+      address: `${city.name}, ул. ${street}, д. ${house}${apartment ? `, кв. ${apartment}` : ''}`,
+      street,
+      house_number: house,
+      ...(apartment ? { apartment_number: apartment } : {}),
+      latitude: Number((city.latitude + (Math.random() - 0.5) * 0.2).toFixed(6)),
+      longitude: Number((city.longitude + (Math.random() - 0.5) * 0.3).toFixed(6)),
+    },
+    attributes,
+  }
+}
+
+/** Attributes as §2.2 sends them, strings, each only where the catalogue allows it. */
+function submittedAttributes(type: number): Record<string, string> {
+  const area = drawFromBand(AREA_BANDS[type]!)
+  const attributes: Record<string, string> = { area: String(area) }
+  const rooms = roomsFor(type, area)
+  if (rooms !== undefined) attributes.rooms = String(rooms)
+  const floors = FLOOR_BANDS[type]
+  if (floors) {
+    const total = drawFromBand(floors)
+    attributes.total_floors = String(total)
+    if (type === FLAT || type === 4) attributes.floor = String(randomInt(1, total))
+  }
+  for (const name of ENUM_ATTRIBUTES) {
+    if (typesFor(name).includes(type) && Math.random() < 0.8) attributes[name] = pick(enumValues(name))
+  }
+  for (const name of BOOL_ATTRIBUTES) {
+    if (typesFor(name).includes(type)) attributes[name] = String(Math.random() < 0.5)
+  }
+  return attributes
+}
+
+/**
+ * `+7 9xx xxx-xx-xx`, valid for libphonenumber. Codes 930… are partly unassigned (found by
+ * checking normalisePhone over random numbers), so the bench leaves them out.
+ */
+function russianMobile(): string {
+  let code: number
+  do code = randomInt(900, 999)
+  while (code === 930)
+  const digits = String(randomInt(0, 9_999_999)).padStart(7, '0')
+  return `+7 ${code} ${digits.slice(0, 3)}-${digits.slice(3, 5)}-${digits.slice(5)}`
+}

@@ -1,0 +1,85 @@
+import { inArray } from 'drizzle-orm'
+import type { Database } from '../../db/client.js'
+import { cities, districts, residentialComplexes } from '../../db/schema.js'
+import { seedDealTypes, seedPropertyStatuses, seedPropertyTypes } from '../../db/seed/dictionaries.js'
+
+export interface Place {
+  name: string
+  cityId: number
+}
+
+/**
+ * Names of reference data in memory, so a catalogue page or a submission names its types and
+ * places without a join or a query per row. Names never change once created; a place added
+ * after start (by an admin, possibly in another process) is simply loaded the first time it is
+ * asked for, so every process stays exact without any invalidation.
+ */
+export class ReferenceNames {
+  readonly propertyTypes = new Map<number, string>(seedPropertyTypes.map((type) => [type.id, type.name]))
+  readonly dealTypes = new Map<number, string>(seedDealTypes.map((type) => [type.id, type.name]))
+  readonly statuses = new Map<number, string>(seedPropertyStatuses.map((status) => [status.id, status.name]))
+  private readonly cities = new Map<number, Place>()
+  private readonly districts = new Map<number, Place>()
+  private readonly complexes = new Map<number, Place>()
+
+  constructor(private readonly db: Database) {}
+
+  /**
+   * Loads whatever of these ids is not known yet (one query per kind, only on a miss). Inside a
+   * transaction pass it as `via`: PGlite has one connection, which the transaction holds.
+   */
+  async ensure(
+    ids: { cityIds?: Iterable<number | null>; districtIds?: Iterable<number | null>; complexIds?: Iterable<number | null> },
+    via: Database = this.db,
+  ): Promise<void> {
+    const missing = (known: Map<number, Place>, wanted: Iterable<number | null> = []) =>
+      [...new Set(wanted)].filter((id): id is number => id !== null && !known.has(id))
+    const cityIds = missing(this.cities, ids.cityIds)
+    const districtIds = missing(this.districts, ids.districtIds)
+    const complexIds = missing(this.complexes, ids.complexIds)
+    await Promise.all([
+      cityIds.length > 0 &&
+        via
+          .select({ id: cities.id, name: cities.name })
+          .from(cities)
+          .where(inArray(cities.id, cityIds))
+          .then((rows) => rows.forEach((row) => this.cities.set(row.id, { name: row.name, cityId: row.id }))),
+      districtIds.length > 0 &&
+        via
+          .select({ id: districts.id, name: districts.name, cityId: districts.cityId })
+          .from(districts)
+          .where(inArray(districts.id, districtIds))
+          .then((rows) => rows.forEach((row) => this.districts.set(row.id, row))),
+      complexIds.length > 0 &&
+        via
+          .select({ id: residentialComplexes.id, name: residentialComplexes.name, cityId: residentialComplexes.cityId })
+          .from(residentialComplexes)
+          .where(inArray(residentialComplexes.id, complexIds))
+          .then((rows) => rows.forEach((row) => this.complexes.set(row.id, row))),
+    ])
+  }
+
+  city(id: number): Place | undefined {
+    return this.cities.get(id)
+  }
+
+  district(id: number): Place | undefined {
+    return this.districts.get(id)
+  }
+
+  complex(id: number): Place | undefined {
+    return this.complexes.get(id)
+  }
+}
+
+const namesByDatabase = new WeakMap<Database, ReferenceNames>()
+
+/** The one cache for a database handle, shared by the API and the worker in a process. */
+export function referenceNamesFor(db: Database): ReferenceNames {
+  let names = namesByDatabase.get(db)
+  if (!names) {
+    names = new ReferenceNames(db)
+    namesByDatabase.set(db, names)
+  }
+  return names
+}

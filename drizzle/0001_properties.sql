@@ -8,6 +8,14 @@ CREATE TABLE "catalogue_counts" (
 	CONSTRAINT "catalogue_counts_city_id_property_type_id_deal_type_id_district_id_rooms_pk" PRIMARY KEY("city_id","property_type_id","deal_type_id","district_id","rooms")
 );
 --> statement-breakpoint
+CREATE TABLE "catalogue_counts_by_city" (
+	"city_id" integer NOT NULL,
+	"property_type_id" smallint NOT NULL,
+	"deal_type_id" smallint NOT NULL,
+	"listings" integer NOT NULL,
+	CONSTRAINT "catalogue_counts_by_city_city_id_property_type_id_deal_type_id_pk" PRIMARY KEY("city_id","property_type_id","deal_type_id")
+);
+--> statement-breakpoint
 CREATE TABLE "events" (
 	"id" bigint PRIMARY KEY GENERATED ALWAYS AS IDENTITY (sequence name "events_id_seq" INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START WITH 1 CACHE 1),
 	"type" text NOT NULL,

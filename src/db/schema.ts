@@ -304,6 +304,21 @@ export const catalogueCounts = pgTable(
   (t) => [primaryKey({ columns: [t.cityId, t.propertyTypeId, t.dealTypeId, t.districtId, t.rooms] })],
 )
 
+/**
+ * The same counts summed over district and rooms: the landing page and the city, type and deal
+ * filters (most of the traffic) sum a few hundred rows here instead of thousands above.
+ */
+export const catalogueCountsByCity = pgTable(
+  'catalogue_counts_by_city',
+  {
+    cityId: integer('city_id').notNull(),
+    propertyTypeId: smallint('property_type_id').notNull(),
+    dealTypeId: smallint('deal_type_id').notNull(),
+    listings: integer('listings').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.cityId, t.propertyTypeId, t.dealTypeId] })],
+)
+
 /** `Idempotency-Key` of POST /properties (D5): the first response, replayed for 24 hours. */
 export const idempotencyKeys = pgTable(
   'idempotency_keys',

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { and, asc, desc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm'
 import type { Database } from '../../db/client.js'
-import { catalogueCounts, properties, PUBLISHED } from '../../db/schema.js'
+import { catalogueCounts, catalogueCountsByCity, properties, PUBLISHED } from '../../db/schema.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
 import { referenceNamesFor, type ReferenceNames } from '../reference/reference-names.js'
 import type { CatalogueDetail, CatalogueItem, CatalogueQuery } from './catalogue.schemas.js'
@@ -52,7 +52,14 @@ const filterConditions: Record<FilterKey, () => SQL> = {
   maxArea: () => lte(properties.area, sql.placeholder('maxArea')),
 }
 
-/** Filters the counts table answers: its key columns. */
+/** Filters the coarse counts table answers. */
+const cityFacetConditions: Partial<Record<FilterKey, () => SQL>> = {
+  cityId: () => eq(catalogueCountsByCity.cityId, sql.placeholder('cityId')),
+  propertyTypeId: () => eq(catalogueCountsByCity.propertyTypeId, sql.placeholder('propertyTypeId')),
+  dealTypeId: () => eq(catalogueCountsByCity.dealTypeId, sql.placeholder('dealTypeId')),
+}
+
+/** Filters the detailed counts table answers: its key columns. */
 const facetConditions: Partial<Record<FilterKey, () => SQL>> = {
   cityId: () => eq(catalogueCounts.cityId, sql.placeholder('cityId')),
   propertyTypeId: () => eq(catalogueCounts.propertyTypeId, sql.placeholder('propertyTypeId')),
@@ -190,27 +197,36 @@ export async function findCataloguePage(
 }
 
 /**
- * The exact number of published listings matching the filter. Filters on city, type, deal,
- * district and rooms (the landing page and most searches) are summed from catalogue_counts,
- * which a trigger keeps exact; price, area, complex and agency filters are counted on the
- * catalogue indexes (see schema.ts).
+ * The exact number of published listings matching the filter. Filters on city, type and deal
+ * (the landing page and most searches) are summed from catalogue_counts_by_city, with district
+ * and rooms from catalogue_counts; a trigger keeps both exact. Price, area, complex and agency
+ * filters are counted on the catalogue indexes (see schema.ts).
  */
 export async function countCatalogue(db: Database, filter: CatalogueFilter): Promise<number> {
   const keys = usedKeys(filter)
-  const fromFacets = keys.every((key) => facetConditions[key] !== undefined)
-  const statement = prepared<{ total: number }[]>(db, `count:${fromFacets ? 'facets' : 'rows'}:${keys.join(',')}`, (name) =>
-    fromFacets
-      ? db
+  const source = keys.every((key) => cityFacetConditions[key])
+    ? 'city-facets'
+    : keys.every((key) => facetConditions[key])
+      ? 'facets'
+      : 'rows'
+  const statement = prepared<{ total: number }[]>(db, `count:${source}:${keys.join(',')}`, (name) => {
+    switch (source) {
+      case 'city-facets':
+        return db
+          .select({ total: sql<number>`coalesce(sum(${catalogueCountsByCity.listings}), 0)::int` })
+          .from(catalogueCountsByCity)
+          .where(and(...keys.map((key) => cityFacetConditions[key]!())))
+          .prepare(name)
+      case 'facets':
+        return db
           .select({ total: sql<number>`coalesce(sum(${catalogueCounts.listings}), 0)::int` })
           .from(catalogueCounts)
           .where(and(...keys.map((key) => facetConditions[key]!())))
           .prepare(name)
-      : db
-          .select({ total: sql<number>`count(*)::int` })
-          .from(properties)
-          .where(publishedWhere(keys))
-          .prepare(name),
-  )
+      case 'rows':
+        return db.select({ total: sql<number>`count(*)::int` }).from(properties).where(publishedWhere(keys)).prepare(name)
+    }
+  })
   const [row] = await statement.execute(filter as Record<string, unknown>)
   return row?.total ?? 0
 }

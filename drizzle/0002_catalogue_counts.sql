@@ -48,3 +48,10 @@ CREATE INDEX catalogue_city_type_deal_price_idx ON properties (city_id, property
 --> statement-breakpoint
 CREATE INDEX catalogue_type_deal_price_idx ON properties (property_type_id, deal_type_id, price, id)
   INCLUDE (rooms, district_id, area, city_id) WHERE status_id = 2;
+--> statement-breakpoint
+-- A city and deal with a price but no type: counted and paged on the index alone.
+CREATE INDEX catalogue_city_deal_price_idx ON properties (city_id, deal_type_id, price, id)
+  INCLUDE (property_type_id, rooms, district_id, area) WHERE status_id = 2;
+--> statement-breakpoint
+-- A district is a small part of its city: its pages start from its own entries.
+CREATE INDEX catalogue_district_recent_idx ON properties (district_id, created_at DESC, id DESC) WHERE status_id = 2;

@@ -259,14 +259,15 @@ export const properties = pgTable(
     //   city_id                            → catalogue_city_recent_idx
     //   city_id + type + deal              → catalogue_city_type_deal_recent_idx (rooms, district, price checked in the scan)
     //   type and/or deal without a city    → catalogue_type_deal_recent_idx
+    //   district_id                        → catalogue_district_recent_idx
     //   sort=price_* with city, type, deal → catalogue_city_type_deal_price_idx
     //   sort=price_* with a city           → catalogue_city_price_idx; without → catalogue_price_idx
     //   tenant_id                          → properties_tenant_recent_idx + the status filter
     // Totals for filters on city, type, deal, district and rooms come from catalogue_counts.
-    // With a price or area filter they are counted on catalogue_city_type_deal_price_idx and
-    // catalogue_type_deal_price_idx, whose INCLUDE columns let the count read the index alone
-    // (an index-only scan over the price range). Drizzle cannot declare INCLUDE, so these two
-    // live in migration 0002.
+    // With a price or area filter they are counted on catalogue_city_type_deal_price_idx,
+    // catalogue_city_deal_price_idx and catalogue_type_deal_price_idx, whose INCLUDE columns let
+    // the count read the index alone (an index-only scan over the price range). Drizzle cannot
+    // declare INCLUDE, so these and catalogue_district_recent_idx live in migration 0002.
     index('catalogue_recent_idx').on(t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()).where(sql`${t.statusId} = 2`),
     index('catalogue_city_recent_idx').on(t.cityId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()).where(sql`${t.statusId} = 2`),
     index('catalogue_city_type_deal_recent_idx')

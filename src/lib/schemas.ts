@@ -68,4 +68,9 @@ export function Page<T extends TSchema>(item: T) {
   })
 }
 
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+
+/** A reference shown by id and name, `{id, name}` (§2.3, §2.4). */
+export const Named = Type.Object({ id: Type.Integer(), name: Type.String() })
+
 export const Timestamp = Type.String({ format: 'date-time', examples: ['2026-11-22T09:15:02.123+00:00'] })

@@ -143,14 +143,13 @@ async function toItems(db: Database, rows: ItemRow[], names = referenceNamesFor(
     },
     db,
   )
-  const named = (id: number | null, place: (id: number) => { name: string } | undefined) => (id === null ? null : { id, name: place(id)!.name })
   return rows.map((row) => ({
     id: row.id,
     property_type: { id: row.propertyTypeId, name: names.propertyTypes.get(row.propertyTypeId)! },
     deal_type: { id: row.dealTypeId, name: names.dealTypes.get(row.dealTypeId)! },
-    city: named(row.cityId, (id) => names.city(id))!,
-    district: named(row.districtId, (id) => names.district(id)),
-    residential_complex: named(row.complexId, (id) => names.complex(id)),
+    city: names.ref('city', row.cityId)!,
+    district: names.ref('district', row.districtId),
+    residential_complex: names.ref('complex', row.complexId),
     price: row.price,
     area: row.area,
     rooms: row.rooms,

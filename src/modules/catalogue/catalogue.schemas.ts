@@ -1,8 +1,6 @@
-import { Type, type Static, type TSchema } from 'typebox'
-import { Id, Page, PageQuery, Timestamp } from '../../lib/schemas.js'
+import { Type, type Static } from 'typebox'
+import { Id, Named, Nullable, Page, PageQuery, Timestamp } from '../../lib/schemas.js'
 
-const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
-const Named = Type.Object({ id: Type.Integer(), name: Type.String() })
 
 /** §2.4 to the letter: never an owner, a phone, an e-mail or a tenant's contact. */
 export const CatalogueItem = Type.Object({

@@ -15,7 +15,6 @@ export interface OwnerView {
  * has ensured the row's places are loaded).
  */
 export function toProperty(p: PropertyRow, owner: OwnerView | null, names: ReferenceNames, images: Property['images'] = []): Property {
-  const named = (id: number | null, place: (id: number) => { name: string } | undefined) => (id === null ? null : { id, name: place(id)!.name })
   return {
     id: p.id,
     status_id: p.statusId,
@@ -38,9 +37,9 @@ export function toProperty(p: PropertyRow, owner: OwnerView | null, names: Refer
             apartment_number: p.apartmentNumber,
             latitude: p.latitude,
             longitude: p.longitude,
-            city: named(p.cityId, (id) => names.city(id))!,
-            district: named(p.districtId, (id) => names.district(id)),
-            residential_complex: named(p.residentialComplexId, (id) => names.complex(id)),
+            city: names.ref('city', p.cityId)!,
+            district: names.ref('district', p.districtId),
+            residential_complex: names.ref('complex', p.residentialComplexId),
           },
     attributes: p.attributes,
     moderation: p.moderation,

@@ -1,11 +1,10 @@
-import { Type, type Static, type TSchema } from 'typebox'
+import { Type, type Static } from 'typebox'
 import { seedDealTypes, seedPropertyStatuses, seedPropertyTypes } from '../../db/seed/dictionaries.js'
-import { Id, Page, PageQuery, Timestamp } from '../../lib/schemas.js'
+import { Id, Named, Nullable, Page, PageQuery, Timestamp } from '../../lib/schemas.js'
 
 export const propertyTypeNames = seedPropertyTypes.map((type) => type.name)
 export const dealTypeNames = seedDealTypes.map((type) => type.name)
 
-const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
 /** A decimal as a JSON number or a numeric string (D2), within bounds. */
 const Decimal = (options: { minimum: number; maximum: number; example: string }) =>
@@ -98,7 +97,6 @@ export const IdempotencyHeaders = Type.Object({
   ),
 })
 
-const Named = Type.Object({ id: Type.Integer(), name: Type.String() })
 
 export const ModerationReasonSchema = Type.Object({
   code: Type.String({ examples: ['price_missing'] }),

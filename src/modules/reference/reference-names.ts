@@ -59,6 +59,14 @@ export class ReferenceNames {
     ])
   }
 
+  /** `{id, name}` of a loaded place, or null for no place. */
+  ref(kind: 'city' | 'district' | 'complex', id: number | null): { id: number; name: string } | null {
+    if (id === null) return null
+    const place = this[kind](id)
+    if (!place) throw new Error(`${kind} ${id} is not loaded; call ensure() first`)
+    return { id, name: place.name }
+  }
+
   city(id: number): Place | undefined {
     return this.cities.get(id)
   }

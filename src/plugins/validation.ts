@@ -1,6 +1,6 @@
 import { Ajv, type ErrorObject, type Options } from 'ajv'
 import addFormatsModule from 'ajv-formats'
-import type { FastifyInstance, FastifySchemaValidationError } from 'fastify'
+import type { FastifyInstance, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import { describeFieldErrors, type FieldError } from '../lib/errors.js'
 
 // ajv-formats is CommonJS with a default export.
@@ -30,6 +30,11 @@ export function installValidators(app: FastifyInstance): void {
   const bodyAjv = withMessages(addFormats(new Ajv({ ...commonOptions, coerceTypes: false })))
   const textAjv = withMessages(addFormats(new Ajv({ ...commonOptions, coerceTypes: 'array' })))
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema))
+}
+
+/** preValidation hook for routes whose body is all optional: a bare POST counts as `{}`. */
+export async function allowEmptyBody(request: FastifyRequest): Promise<void> {
+  request.body ??= {}
 }
 
 const locationOfPart: Record<string, string> = {

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { Id, Page, PageQuery, Timestamp, errorResponses } from '../../lib/schemas.js'
 import { adminKeySecurity } from '../../plugins/auth.js'
+import { allowEmptyBody } from '../../plugins/validation.js'
 import { ModerationReasonSchema } from '../properties/properties.schemas.js'
 import { ModerationService } from './moderation.service.js'
 
@@ -62,9 +63,7 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/admin/properties/:id/reject',
     {
-      preValidation: async (request) => {
-        request.body ??= {}
-      },
+      preValidation: allowEmptyBody,
       schema: {
         ...admin,
         summary: 'Reject a listing waiting for review, with a reason the agency sees',

@@ -1,18 +1,7 @@
 import { and, count, desc, eq, ne, or, sql, type SQL } from 'drizzle-orm'
 import { queryRows, type Database } from '../../db/client.js'
 import type { OwnerView } from './properties.mapper.js'
-import {
-  cities,
-  dealTypes,
-  districts,
-  idempotencyKeys,
-  owners,
-  properties,
-  propertyStatuses,
-  type NewPropertyColumns,
-  type PropertyRow,
-  propertyTypes,
-} from '../../db/schema.js'
+import { idempotencyKeys, owners, properties, type NewPropertyColumns, type PropertyRow } from '../../db/schema.js'
 
 export type { PropertyRow } from '../../db/schema.js'
 export type NewProperty = NewPropertyColumns
@@ -115,26 +104,18 @@ export async function listTenantProperties(db: Database, tenantId: number, filte
     db
       .select({
         id: properties.id,
-        propertyType: propertyTypes.name,
-        dealType: dealTypes.name,
+        propertyTypeId: properties.propertyTypeId,
+        dealTypeId: properties.dealTypeId,
         price: properties.price,
         statusId: properties.statusId,
-        statusName: propertyStatuses.name,
         cityId: properties.cityId,
-        cityName: cities.name,
         districtId: properties.districtId,
-        districtName: districts.name,
         area: properties.area,
         rooms: properties.rooms,
         createdAt: properties.createdAt,
         updatedAt: properties.updatedAt,
       })
       .from(properties)
-      .innerJoin(propertyStatuses, eq(propertyStatuses.id, properties.statusId))
-      .innerJoin(propertyTypes, eq(propertyTypes.id, properties.propertyTypeId))
-      .innerJoin(dealTypes, eq(dealTypes.id, properties.dealTypeId))
-      .leftJoin(cities, eq(cities.id, properties.cityId))
-      .leftJoin(districts, eq(districts.id, properties.districtId))
       .where(where)
       .orderBy(desc(properties.createdAt), desc(properties.id))
       .limit(filter.limit)

@@ -86,16 +86,17 @@ export class PropertiesService {
       limit: query.limit,
       offset: query.offset,
     })
+    await this.names.ensure({ cityIds: rows.map((row) => row.cityId), districtIds: rows.map((row) => row.districtId) })
     return {
       items: rows.map((row) => ({
         id: row.id,
-        property_type: row.propertyType,
-        deal_type: row.dealType,
+        property_type: this.names.propertyTypes.get(row.propertyTypeId)!,
+        deal_type: this.names.dealTypes.get(row.dealTypeId)!,
         price: row.price,
         status_id: row.statusId,
-        status_name: row.statusName,
-        city: row.cityId === null ? null : { id: row.cityId, name: row.cityName! },
-        district: row.districtId === null ? null : { id: row.districtId, name: row.districtName! },
+        status_name: this.names.statuses.get(row.statusId)!,
+        city: this.names.ref('city', row.cityId),
+        district: this.names.ref('district', row.districtId),
         area: row.area,
         rooms: row.rooms,
         created_at: toOffsetTimestamp(row.createdAt),

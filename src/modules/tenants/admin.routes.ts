@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses } from '../../lib/schemas.js'
 import { adminKeySecurity } from '../../plugins/auth.js'
+import { allowEmptyBody } from '../../plugins/validation.js'
 import { AdminRegistrationListQuery, AdminRegistrationPage, RegistrationCodeParams, RegistrationStatus, RejectBody } from './tenants.schemas.js'
 
 const admin = { tags: ['Admin'], security: adminKeySecurity }
@@ -40,9 +41,7 @@ const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/admin/registrations/:request_code/reject',
     {
       // The reason is optional, so is the whole body: a bare POST rejects.
-      preValidation: async (request) => {
-        request.body ??= {}
-      },
+      preValidation: allowEmptyBody,
       schema: {
         ...admin,
         summary: 'Reject a pending request',

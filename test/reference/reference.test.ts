@@ -92,11 +92,18 @@ describe('public reference data', () => {
   it('publishes the attribute catalogue of §2.2 with exact values', async () => {
     const response = await get('/attributes')
     assert.equal(response.statusCode, 200)
-    const list = response.json<{ name: string; type: string; allowed_values: string[] | null; meaning: string }[]>()
+    const list = response.json<{ name: string; type: string; allowed_values: string[] | null; meaning: string; property_types: string[] }[]>()
     assert.equal(list.length, attributeCatalogue.length)
     assert.equal(list.length, 63)
     const byName = new Map(list.map((attribute) => [attribute.name, attribute]))
-    assert.deepEqual(byName.get('rooms'), { name: 'rooms', type: 'integer', allowed_values: null, meaning: 'number of rooms' })
+    assert.deepEqual(byName.get('rooms'), {
+      name: 'rooms',
+      type: 'integer',
+      allowed_values: null,
+      meaning: 'number of rooms',
+      property_types: ['Квартира', 'Дом', 'Таунхаус', 'Коммерция'],
+    })
+    assert.deepEqual(byName.get('land_category')?.property_types, ['Дом', 'Таунхаус', 'Коммерция', 'Земля'])
     assert.equal(byName.get('area')?.type, 'number')
     assert.equal(byName.get('elevator')?.type, 'bool')
     assert.deepEqual(byName.get('bathroom')?.allowed_values, ['Совмещённый', 'Раздельный'])

@@ -15,6 +15,7 @@ const attributes = attributeCatalogue.map((attribute) => ({
   type: attribute.type,
   allowed_values: attribute.allowedValues ? [...attribute.allowedValues] : null,
   meaning: attribute.meaning,
+  property_types: [...attribute.appliesTo],
 }))
 
 /** The public, read-only dictionaries of D4. */

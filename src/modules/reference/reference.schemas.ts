@@ -28,6 +28,9 @@ export const Attribute = Type.Object({
   type: Type.Enum(['number', 'integer', 'bool', 'enum']),
   allowed_values: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'For `enum`: the exact allowed strings.' }),
   meaning: Type.String(),
+  property_types: Type.Array(Type.String(), {
+    description: 'The property types the attribute applies to; on others the internal check rejects it.',
+  }),
 })
 
 export const CitiesQuery = Type.Object({

@@ -37,9 +37,16 @@ async function applyMigrations(kind: DatabaseHandle['kind'], db: Database): Prom
   else await migratePostgres(db as unknown as NodePgDatabase, { migrationsFolder })
 }
 
+/** Read from disk once: the checked-in migrations do not change while the process runs. */
+let checkedInCount: number | undefined
+function checkedInMigrations(): number {
+  checkedInCount ??= readMigrationFiles({ migrationsFolder }).length
+  return checkedInCount
+}
+
 /** How many checked-in migrations the database has not applied yet (for /readyz). */
 export async function countPendingMigrations(db: Database): Promise<number> {
-  const expected = readMigrationFiles({ migrationsFolder }).length
+  const expected = checkedInMigrations()
   const [table] = await queryRows<{ exists: boolean }>(
     db,
     sql`select to_regclass('drizzle.__drizzle_migrations') is not null as exists`,

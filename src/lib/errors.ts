@@ -55,6 +55,8 @@ export class ApiError extends Error {
 }
 
 export const INVALID_API_KEY = 'Invalid or missing API key'
+/** §7: the detail of a missing property, in the catalogue and (D2) for another tenant's too. */
+export const PROPERTY_NOT_FOUND = 'Property not found'
 
 export function describeFieldErrors(errors: FieldError[]): string {
   const [first, ...rest] = errors

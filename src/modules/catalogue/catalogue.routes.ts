@@ -1,11 +1,10 @@
 import etag from '@fastify/etag'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { ApiError } from '../../lib/errors.js'
+import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import { errorResponses } from '../../lib/schemas.js'
 import * as repository from './catalogue.repository.js'
 import { CatalogueDetail, CatalogueIdParams, CataloguePage, CatalogueQuery } from './catalogue.schemas.js'
 
-export const PROPERTY_NOT_FOUND = 'Property not found'
 /** Deeper pages cost more to find; past this, narrow the search with filters instead. */
 export const MAX_CATALOGUE_OFFSET = 10_000
 /** Short enough that a new listing shows within a minute, long enough to absorb bursts. */

@@ -2,8 +2,8 @@ import { and, asc, count, desc, eq, isNotNull, sql } from 'drizzle-orm'
 import type { CountryCode } from 'libphonenumber-js'
 import type { Database } from '../../db/client.js'
 import { properties, PUBLISHED, tenants, type ModerationReason, type ModerationResult, type PropertyRow } from '../../db/schema.js'
-import { seedPropertyStatuses, seedPropertyTypes } from '../../db/seed/dictionaries.js'
-import { ApiError } from '../../lib/errors.js'
+import { seedPropertyTypes } from '../../db/seed/dictionaries.js'
+import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
 import { findCatalogueItem } from '../catalogue/catalogue.repository.js'
 import { recordEvent } from '../events/events.repository.js'
@@ -15,7 +15,6 @@ import { checkListing } from './rules.js'
 const PENDING_REVIEW = 1
 const REJECTED = 3
 const propertyTypeNames = new Map<number, PropertyTypeName>(seedPropertyTypes.map((type) => [type.id, type.name]))
-const statusName = (id: number) => seedPropertyStatuses.find((status) => status.id === id)!.name
 
 /**
  * The internal check (D5): the worker runs the rules on listings waiting for review and, in
@@ -61,7 +60,7 @@ export class ModerationService {
         } else if (reasons.length === 0) {
           await publish(tx, listing, this.names)
         } else {
-          await reject(tx, listing, reasons)
+          await reject(tx, listing, reasons, this.names)
         }
       }
       return waiting.length
@@ -81,7 +80,7 @@ export class ModerationService {
       await reject(tx, listing, [
         ...findings,
         { code: 'rejected_by_moderator', field: null, message: reason?.trim() || 'Rejected by a moderator.' },
-      ])
+      ], this.names)
     })
   }
 
@@ -121,7 +120,7 @@ export class ModerationService {
 
   private async lockWaiting(tx: Database, id: number): Promise<PropertyRow> {
     const [listing] = await tx.select().from(properties).where(eq(properties.id, id)).for('update')
-    if (!listing) throw ApiError.notFound('Property not found')
+    if (!listing) throw ApiError.notFound(PROPERTY_NOT_FOUND)
     if (listing.statusId !== PENDING_REVIEW) {
       throw ApiError.conflict(`Only a listing waiting for review (status 1) can be decided; this one is in status ${listing.statusId}.`)
     }
@@ -148,14 +147,14 @@ async function publish(tx: Database, listing: PropertyRow, names: ReferenceNames
     data: {
       property_id: listing.id,
       status_id: PUBLISHED,
-      status_name: statusName(PUBLISHED),
+      status_name: names.statuses.get(PUBLISHED)!,
       published_at: toOffsetTimestamp(published!.publishedAt!),
       listing: item,
     },
   })
 }
 
-async function reject(tx: Database, listing: PropertyRow, reasons: ModerationReason[]): Promise<void> {
+async function reject(tx: Database, listing: PropertyRow, reasons: ModerationReason[], names: ReferenceNames): Promise<void> {
   await tx
     .update(properties)
     .set({ statusId: REJECTED, moderation: result(reasons), reviewRequestedAt: null, updatedAt: sql`now()` })
@@ -163,6 +162,6 @@ async function reject(tx: Database, listing: PropertyRow, reasons: ModerationRea
   await recordEvent(tx, {
     type: 'property.rejected',
     tenantId: listing.tenantId,
-    data: { property_id: listing.id, status_id: REJECTED, status_name: statusName(REJECTED), reasons },
+    data: { property_id: listing.id, status_id: REJECTED, status_name: names.statuses.get(REJECTED)!, reasons },
   })
 }

@@ -2,7 +2,7 @@ import stringify from 'safe-stable-stringify'
 import type { Database } from '../../db/client.js'
 import type { AttributeValues, NewPropertyColumns, PropertyRow } from '../../db/schema.js'
 import { seedDealTypes, seedPropertyTypes } from '../../db/seed/dictionaries.js'
-import { ApiError, type FieldError } from '../../lib/errors.js'
+import { ApiError, PROPERTY_NOT_FOUND, type FieldError } from '../../lib/errors.js'
 import { normalisePhone } from '../../lib/phone.js'
 import { digestSecret } from '../../lib/secrets.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
@@ -12,8 +12,6 @@ import { referenceNamesFor, type ReferenceNames } from '../reference/reference-n
 import { toProperty, type OwnerView } from './properties.mapper.js'
 import * as repository from './properties.repository.js'
 import type { Property, PropertyListItem, PropertyListQuery, PropertyPatch, PropertySubmission } from './properties.schemas.js'
-
-export const PROPERTY_NOT_FOUND = 'Property not found'
 
 const propertyTypeIds = new Map<string, number>(seedPropertyTypes.map((type) => [type.name, type.id]))
 const dealTypeIds = new Map<string, number>(seedDealTypes.map((type) => [type.name, type.id]))

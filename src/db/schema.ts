@@ -261,13 +261,17 @@ export const properties = pgTable(
     //   type and/or deal without a city    → catalogue_type_deal_recent_idx
     //   district_id                        → catalogue_district_recent_idx
     //   sort=price_* with city, type, deal → catalogue_city_type_deal_price_idx
-    //   sort=price_* with a city           → catalogue_city_price_idx; without → catalogue_price_idx
+    //   sort=price_* with a city           → catalogue_city_price_covering_idx; with a deal → catalogue_deal_price_idx
+    //   sort=price_* with neither          → catalogue_price_idx
+    //   a deal without city or type        → catalogue_deal_recent_idx (a sale page skips no rents)
     //   tenant_id                          → properties_tenant_recent_idx + the status filter
     // Totals for filters on city, type, deal, district and rooms come from catalogue_counts.
     // With a price or area filter they are counted on catalogue_city_type_deal_price_idx,
     // catalogue_city_deal_price_idx and catalogue_type_deal_price_idx, whose INCLUDE columns let
-    // the count read the index alone (an index-only scan over the price range). Drizzle cannot
-    // declare INCLUDE, so these and catalogue_district_recent_idx live in migration 0002.
+    // the count read the index alone (an index-only scan over the price range); so do
+    // catalogue_city_price_covering_idx and catalogue_deal_price_idx when the type or the deal is missing.
+    // Drizzle cannot declare INCLUDE, so these and catalogue_district_recent_idx live in the
+    // hand-written parts of migrations 0002 and 0003.
     index('catalogue_recent_idx').on(t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()).where(sql`${t.statusId} = 2`),
     index('catalogue_city_recent_idx').on(t.cityId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()).where(sql`${t.statusId} = 2`),
     index('catalogue_city_type_deal_recent_idx')
@@ -276,7 +280,7 @@ export const properties = pgTable(
     index('catalogue_type_deal_recent_idx')
       .on(t.propertyTypeId, t.dealTypeId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())
       .where(sql`${t.statusId} = 2`),
-    index('catalogue_city_price_idx').on(t.cityId, t.price, t.id).where(sql`${t.statusId} = 2`),
+    index('catalogue_deal_recent_idx').on(t.dealTypeId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()).where(sql`${t.statusId} = 2`),
     index('catalogue_price_idx').on(t.price, t.id).where(sql`${t.statusId} = 2`),
     index('properties_owner_id_idx').on(t.ownerId),
   ],

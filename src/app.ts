@@ -6,6 +6,11 @@ import type { DatabaseHandle } from './db/client.js'
 import { SecretBox } from './lib/secrets.js'
 import catalogueRoutes from './modules/catalogue/catalogue.routes.js'
 import moderationAdminRoutes from './modules/moderation/admin.routes.js'
+import { ImageProcessor } from './modules/images/image-processing.js'
+import imagesRoutes from './modules/images/images.routes.js'
+import { ImagesService } from './modules/images/images.service.js'
+import mediaRoutes from './modules/images/media.routes.js'
+import { createStorage, mediaBaseUrl } from './modules/images/storage.js'
 import operationsRoutes from './modules/operations/operations.routes.js'
 import referenceAdminRoutes from './modules/reference/admin.routes.js'
 import referenceRoutes from './modules/reference/reference.routes.js'
@@ -30,6 +35,7 @@ declare module 'fastify' {
     secrets: SecretBox
     tenants: TenantsService
     properties: PropertiesService
+    images: ImagesService
   }
 }
 
@@ -65,7 +71,10 @@ export async function buildApp({ config, database, logger }: AppOptions): Promis
   app.decorate('secrets', new SecretBox(config.secretKey))
   await app.register(databasePlugin, { database })
   app.decorate('tenants', new TenantsService(app.db, app.secrets))
-  app.decorate('properties', new PropertiesService(app.db))
+  const storage = createStorage(config)
+  const media = { storage, baseUrl: mediaBaseUrl(config) }
+  app.decorate('properties', new PropertiesService(app.db, media))
+  app.decorate('images', new ImagesService(app.db, storage, new ImageProcessor(config.images), config, media.baseUrl))
 
   await app.register(metricsPlugin)
   await app.register(rateLimitPlugin)
@@ -77,6 +86,7 @@ export async function buildApp({ config, database, logger }: AppOptions): Promis
   await app.register(referenceRoutes)
   await app.register(registrationRoutes)
   await app.register(catalogueRoutes)
+  if (config.storageDriver === 'local') await app.register(mediaRoutes)
 
   // Routes for tenants: every one needs X-API-Key and counts against the tenant's rate limit.
   await app.register(async (tenantScope) => {
@@ -84,6 +94,7 @@ export async function buildApp({ config, database, logger }: AppOptions): Promis
     tenantScope.addHook('onRequest', tenantScope.tenantRateLimit)
     await tenantScope.register(meRoutes)
     await tenantScope.register(propertiesRoutes)
+    await tenantScope.register(imagesRoutes)
   })
 
   // Routes for operators: every one needs X-Admin-Key.

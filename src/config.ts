@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import path from 'node:path'
 
 /**
@@ -26,9 +27,31 @@ export interface Config {
   webhookRetryScheduleMs: number[]
   webhookTimeoutMs: number
   storageDriver: 'local' | 's3'
+  /** Set when storageDriver is `s3` (all but the endpoint are then required). */
+  s3: S3Config | undefined
+  images: ImageLimits
   redisUrl: string | undefined
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   rateLimits: RateLimitConfig
+}
+
+export interface S3Config {
+  bucket: string
+  /** Any S3-compatible service; unset = AWS itself. */
+  endpoint: string | undefined
+  region: string
+  accessKeyId: string | undefined
+  secretAccessKey: string | undefined
+  /** Base of the photo URLs the API returns (a CDN or the bucket's public address). */
+  publicUrl: string
+}
+
+export interface ImageLimits {
+  maxBytes: number
+  maxPixels: number
+  perProperty: number
+  /** Photos re-encoded at once; the others wait, so catalogue reads keep a core. */
+  processingConcurrency: number
 }
 
 export interface RateLimitConfig {
@@ -75,6 +98,13 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetryScheduleMs: read('WEBHOOK_RETRY_SCHEDULE', parseDurationList('5s,5m,30m,2h,5h,10h,10h'), parseDurationList),
     webhookTimeoutMs: read('WEBHOOK_TIMEOUT_MS', 10_000, integerIn(100, 120_000)),
     storageDriver: read('STORAGE_DRIVER', 'local' as const, oneOf(['local', 's3'] as const)),
+    s3: undefined,
+    images: {
+      maxBytes: read('IMAGE_MAX_BYTES', 15 * 1024 * 1024, integerIn(1024, 1024 * 1024 * 1024)),
+      maxPixels: read('IMAGE_MAX_PIXELS', 50_000_000, integerIn(1, 1_000_000_000)),
+      perProperty: read('IMAGE_MAX_PER_PROPERTY', 50, integerIn(1, 10_000)),
+      processingConcurrency: read('IMAGE_PROCESSING_CONCURRENCY', Math.max(1, Math.floor(availableParallelism() / 2)), integerIn(1, 256)),
+    },
     redisUrl: read('REDIS_URL', undefined, redisUrl),
     logLevel: read('LOG_LEVEL', 'info' as const, oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const)),
     rateLimits: {
@@ -84,6 +114,21 @@ export function loadConfig(env: Env = process.env): Config {
       cataloguePerMinute: read('RATE_LIMIT_CATALOGUE_PER_MINUTE', 600, integerIn(1, 1_000_000)),
       apiKeyPerMinute: read('RATE_LIMIT_API_KEY_PER_MINUTE', 1200, integerIn(1, 1_000_000)),
     },
+  }
+
+  if (config.storageDriver === 's3') {
+    const bucket = read('S3_BUCKET', '', (v) => v)
+    const publicUrl = read('S3_PUBLIC_URL', '', httpUrl)
+    if (bucket === '') problems.push('S3_BUCKET: required when STORAGE_DRIVER=s3')
+    if (publicUrl === '') problems.push('S3_PUBLIC_URL: required when STORAGE_DRIVER=s3 (the base of the photo URLs the API returns)')
+    config.s3 = {
+      bucket,
+      endpoint: read('S3_ENDPOINT', undefined, httpUrl),
+      region: read('S3_REGION', 'us-east-1', (v) => v),
+      accessKeyId: read('S3_ACCESS_KEY_ID', undefined, (v) => v),
+      secretAccessKey: read('S3_SECRET_ACCESS_KEY', undefined, (v) => v),
+      publicUrl,
+    }
   }
 
   if (problems.length > 0) {

@@ -291,6 +291,43 @@ export type PropertyRow = typeof properties.$inferSelect
 export type NewPropertyColumns = typeof properties.$inferInsert
 
 /**
+ * Photos of a property (D7). The files live in the configured storage under server-chosen
+ * keys; a row is written only after both files are stored, and the files are removed after
+ * the row is deleted, so a row never points at a missing file.
+ */
+export const propertyImages = pgTable(
+  'property_images',
+  {
+    id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+    /** Copied from the property so the tenant's list and checks need no join. */
+    tenantId: integer('tenant_id')
+      .notNull()
+      .references(() => tenants.id, { onDelete: 'cascade' }),
+    propertyId: integer('property_id')
+      .notNull()
+      .references(() => properties.id, { onDelete: 'cascade' }),
+    sortOrder: integer('sort_order').notNull().default(0),
+    /** Storage key of the re-encoded photo. */
+    fileKey: text('file_key').notNull(),
+    /** Storage key of the small rendition (about 400 px wide) shown as the thumbnail. */
+    thumbnailKey: text('thumbnail_key').notNull(),
+    contentType: text('content_type').notNull(),
+    width: integer('width').notNull(),
+    height: integer('height').notNull(),
+    bytes: integer('bytes').notNull(),
+    /** The address it was downloaded from, for photos added by URL. */
+    sourceUrl: text('source_url'),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    // A property's photos in display order; also the catalogue's first photo per listing.
+    index('property_images_property_order_idx').on(t.propertyId, t.sortOrder, t.id),
+    index('property_images_tenant_idx').on(t.tenantId, t.propertyId, t.sortOrder, t.id),
+  ],
+)
+
+
+/**
  * The number of published listings per (city, type, deal, district, rooms), kept exact by a
  * trigger on properties (migration 0002). The catalogue's `total` for any filter on these
  * columns is a sum over a few thousand rows instead of a count over the catalogue. Districts

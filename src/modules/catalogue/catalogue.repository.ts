@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { and, asc, desc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm'
 import type { Database } from '../../db/client.js'
-import { catalogueCounts, catalogueCountsByCity, properties, PUBLISHED } from '../../db/schema.js'
+import { catalogueCounts, catalogueCountsByCity, properties, propertyImages, PUBLISHED } from '../../db/schema.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
 import { referenceNamesFor, type ReferenceNames } from '../reference/reference-names.js'
 import type { CatalogueDetail, CatalogueItem, CatalogueQuery } from './catalogue.schemas.js'
@@ -116,6 +116,9 @@ const itemColumns = {
   floor: properties.floor,
   totalFloors: properties.totalFloors,
   createdAt: properties.createdAt,
+  // The first photo's small rendition, in the listing's own row of the result: one index
+  // probe on property_images_property_order_idx per listing, no query per row.
+  thumbnailKey: sql<string | null>`(select ${propertyImages.thumbnailKey} from ${propertyImages} where ${propertyImages.propertyId} = ${properties.id} order by ${propertyImages.sortOrder}, ${propertyImages.id} limit 1)`,
 }
 
 interface ItemRow {
@@ -131,10 +134,11 @@ interface ItemRow {
   floor: number | null
   totalFloors: number | null
   createdAt: Date
+  thumbnailKey: string | null
 }
 
 /** §2.4 objects from rows, named from the in-memory reference names (loaded on a miss). */
-async function toItems(db: Database, rows: ItemRow[], names = referenceNamesFor(db)): Promise<CatalogueItem[]> {
+async function toItems(db: Database, rows: ItemRow[], mediaBase: string, names = referenceNamesFor(db)): Promise<CatalogueItem[]> {
   await names.ensure(
     {
       cityIds: rows.map((row) => row.cityId),
@@ -155,7 +159,7 @@ async function toItems(db: Database, rows: ItemRow[], names = referenceNamesFor(
     rooms: row.rooms,
     floor: row.floor,
     total_floors: row.totalFloors,
-    thumbnail_url: null,
+    thumbnail_url: row.thumbnailKey === null ? null : `${mediaBase}/${row.thumbnailKey}`,
     created_at: toOffsetTimestamp(row.createdAt),
   }))
 }
@@ -171,6 +175,7 @@ export async function findCataloguePage(
   sort: CatalogueSort,
   limit: number,
   offset: number,
+  mediaBase: string,
 ): Promise<CatalogueItem[]> {
   const keys = usedKeys(filter)
   const statement = prepared<ItemRow[]>(db, `page:${sort}:${keys.join(',')}`, (name) =>
@@ -192,7 +197,7 @@ export async function findCataloguePage(
       .orderBy(...orderings[sort]())
       .prepare(name),
   )
-  return toItems(db, await statement.execute({ ...filter, limit, offset }))
+  return toItems(db, await statement.execute({ ...filter, limit, offset }), mediaBase)
 }
 
 /**
@@ -231,28 +236,40 @@ export async function countCatalogue(db: Database, filter: CatalogueFilter): Pro
 }
 
 /** One published listing as the catalogue shows it (D6), or undefined. */
-export async function findCatalogueDetail(db: Database, id: number): Promise<CatalogueDetail | undefined> {
-  const statement = prepared<(ItemRow & { description: string | null; attributes: CatalogueDetail['attributes']; publishedAt: Date | null })[]>(
+export async function findCatalogueDetail(db: Database, id: number, mediaBase: string): Promise<CatalogueDetail | undefined> {
+  const statement = prepared<(ItemRow & { description: string | null; attributes: CatalogueDetail['attributes']; publishedAt: Date | null; imageKeys: string[] })[]>(
     db,
     'detail',
     (name) =>
       db
-        .select({ ...itemColumns, description: properties.description, attributes: properties.attributes, publishedAt: properties.publishedAt })
+        .select({
+          ...itemColumns,
+          description: properties.description,
+          attributes: properties.attributes,
+          publishedAt: properties.publishedAt,
+          imageKeys: sql<string[]>`array(select ${propertyImages.fileKey} from ${propertyImages} where ${propertyImages.propertyId} = ${properties.id} order by ${propertyImages.sortOrder}, ${propertyImages.id})`,
+        })
         .from(properties)
         .where(and(eq(properties.id, sql.placeholder('id')), eq(properties.statusId, PUBLISHED)))
         .prepare(name),
   )
   const [row] = await statement.execute({ id })
   if (!row) return undefined
-  const [item] = await toItems(db, [row])
-  return { ...item!, description: row.description, attributes: row.attributes, images: [], published_at: toOffsetTimestamp(row.publishedAt!) }
+  const [item] = await toItems(db, [row], mediaBase)
+  return {
+    ...item!,
+    description: row.description,
+    attributes: row.attributes,
+    images: row.imageKeys.map((key) => `${mediaBase}/${key}`),
+    published_at: toOffsetTimestamp(row.publishedAt!),
+  }
 }
 
 /**
  * The §2.4 object of one listing whatever its status (the payload of `mls.new_listing`).
  * Inside a transaction, pass the names of the root database so its cache is reused.
  */
-export async function findCatalogueItem(db: Database, id: number, names: ReferenceNames = referenceNamesFor(db)): Promise<CatalogueItem | undefined> {
+export async function findCatalogueItem(db: Database, id: number, mediaBase: string, names: ReferenceNames = referenceNamesFor(db)): Promise<CatalogueItem | undefined> {
   const rows = await db.select(itemColumns).from(properties).where(eq(properties.id, id))
-  return (await toItems(db, rows, names))[0]
+  return (await toItems(db, rows, mediaBase, names))[0]
 }

@@ -2,6 +2,7 @@ import etag from '@fastify/etag'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import { errorResponses } from '../../lib/schemas.js'
+import { mediaBaseUrl } from '../images/storage.js'
 import * as repository from './catalogue.repository.js'
 import { CatalogueDetail, CatalogueIdParams, CataloguePage, CatalogueQuery } from './catalogue.schemas.js'
 
@@ -15,6 +16,7 @@ const catalogue = { tags: ['Catalogue'] }
 /** The public MLS catalogue (§4.3, D6): published listings only, no key, no owner data. */
 const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // ETag on every answer of this scope; a matching If-None-Match gets a 304 with no body.
+  const mediaBase = mediaBaseUrl(app.config)
   await app.register(etag)
   app.addHook('onRequest', app.catalogueRateLimit)
   app.addHook('onSend', async (_request, reply) => {
@@ -51,7 +53,7 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }
       const [total, items] = await Promise.all([
         repository.countCatalogue(app.db, filter),
-        repository.findCataloguePage(app.db, filter, sort, limit, offset),
+        repository.findCataloguePage(app.db, filter, sort, limit, offset, mediaBase),
       ])
       return { items, total, limit, offset }
     },
@@ -68,7 +70,7 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const detail = await repository.findCatalogueDetail(app.db, request.params.id)
+      const detail = await repository.findCatalogueDetail(app.db, request.params.id, mediaBase)
       if (!detail) throw ApiError.notFound(PROPERTY_NOT_FOUND)
       return detail
     },

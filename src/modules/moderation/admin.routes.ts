@@ -4,6 +4,7 @@ import { Id, Page, PageQuery, Timestamp, errorResponses } from '../../lib/schema
 import { adminKeySecurity } from '../../plugins/auth.js'
 import { allowEmptyBody } from '../../plugins/validation.js'
 import { ModerationReasonSchema } from '../properties/properties.schemas.js'
+import { mediaBaseUrl } from '../images/storage.js'
 import { ModerationService } from './moderation.service.js'
 
 const admin = { tags: ['Admin'], security: adminKeySecurity }
@@ -29,7 +30,7 @@ const Params = Type.Object({ id: Id })
 
 /** Operators decide listings (MODERATION_MODE=manual, or overruling the check). Behind `authenticateAdmin`. */
 const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const moderation = new ModerationService(app.db, app.config.moderationMode)
+  const moderation = new ModerationService(app.db, app.config.moderationMode, mediaBaseUrl(app.config))
 
   app.get(
     '/admin/properties',

@@ -27,6 +27,8 @@ export class ModerationService {
   constructor(
     private readonly db: Database,
     private readonly mode: 'auto' | 'manual',
+    /** The base of photo URLs, for the thumbnail in `mls.new_listing`. */
+    private readonly mediaBase: string,
   ) {
     this.names = referenceNamesFor(db)
   }
@@ -58,7 +60,7 @@ export class ModerationService {
             .set({ moderation: result(reasons), reviewRequestedAt: null })
             .where(eq(properties.id, listing.id))
         } else if (reasons.length === 0) {
-          await publish(tx, listing, this.names)
+          await publish(tx, listing, this.names, this.mediaBase)
         } else {
           await reject(tx, listing, reasons, this.names)
         }
@@ -69,7 +71,7 @@ export class ModerationService {
 
   /** An operator publishes a listing waiting for review (manual mode, or overruling the check). */
   async approve(id: number): Promise<void> {
-    await this.db.transaction(async (tx) => publish(tx, await this.lockWaiting(tx, id), this.names))
+    await this.db.transaction(async (tx) => publish(tx, await this.lockWaiting(tx, id), this.names, this.mediaBase))
   }
 
   /** An operator rejects a waiting listing; the check's findings are kept beside the reason. */
@@ -133,13 +135,13 @@ function result(reasons: ModerationReason[]): ModerationResult {
 }
 
 /** Publishes the listing and announces it: `mls.new_listing` to the MLS, `property.published` to its agency. */
-async function publish(tx: Database, listing: PropertyRow, names: ReferenceNames): Promise<void> {
+async function publish(tx: Database, listing: PropertyRow, names: ReferenceNames, mediaBase: string): Promise<void> {
   const [published] = await tx
     .update(properties)
     .set({ statusId: PUBLISHED, publishedAt: sql`now()`, moderation: result([]), reviewRequestedAt: null, updatedAt: sql`now()` })
     .where(eq(properties.id, listing.id))
     .returning({ publishedAt: properties.publishedAt })
-  const item = await findCatalogueItem(tx, listing.id, names)
+  const item = await findCatalogueItem(tx, listing.id, mediaBase, names)
   await recordEvent(tx, { type: 'mls.new_listing', tenantId: listing.tenantId, data: item })
   await recordEvent(tx, {
     type: 'property.published',

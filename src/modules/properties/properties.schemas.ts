@@ -1,3 +1,4 @@
+import { PropertyImage } from '../images/images.schemas.js'
 import { Type, type Static } from 'typebox'
 import { seedDealTypes, seedPropertyStatuses, seedPropertyTypes } from '../../db/seed/dictionaries.js'
 import { Id, Named, Nullable, Page, PageQuery, Timestamp } from '../../lib/schemas.js'
@@ -104,14 +105,6 @@ export const ModerationReasonSchema = Type.Object({
   message: Type.String(),
 })
 
-export const ImageSummary = Type.Object({
-  id: Type.Integer(),
-  property_id: Type.Integer(),
-  url: Type.String(),
-  sort_order: Type.Integer(),
-  created_at: Type.String({ format: 'date-time' }),
-})
-
 /** The full property of D5, as its tenant sees it. */
 export const Property = Type.Object({
   id: Type.Integer(),
@@ -142,7 +135,7 @@ export const Property = Type.Object({
   moderation: Nullable(
     Type.Object({ checked_at: Timestamp, reasons: Type.Array(ModerationReasonSchema) }, { description: 'The last internal check; null until one has run.' }),
   ),
-  images: Type.Array(ImageSummary),
+  images: Type.Array(PropertyImage),
   created_at: Timestamp,
   updated_at: Timestamp,
   published_at: Nullable(Timestamp),

@@ -10,6 +10,9 @@ import type { AuthenticatedTenant } from '../../plugins/auth.js'
 import { parseAttributes } from './attributes.js'
 import { referenceNamesFor, type ReferenceNames } from '../reference/reference-names.js'
 import { toProperty, type OwnerView } from './properties.mapper.js'
+import * as imagesRepository from '../images/images.repository.js'
+import { toImage } from '../images/images.service.js'
+import type { Storage } from '../images/storage.js'
 import * as repository from './properties.repository.js'
 import type { Property, PropertyListItem, PropertyListQuery, PropertyPatch, PropertySubmission } from './properties.schemas.js'
 
@@ -30,7 +33,11 @@ export interface CreateResult {
 export class PropertiesService {
   private readonly names: ReferenceNames
 
-  constructor(private readonly db: Database) {
+  constructor(
+    private readonly db: Database,
+    /** Where photo files live, to remove them with their property; and the base of their URLs. */
+    private readonly media: { storage: Storage; baseUrl: string },
+  ) {
     this.names = referenceNamesFor(db)
   }
 
@@ -138,8 +145,15 @@ export class PropertiesService {
     })
   }
 
+  /** Deletes the property and its photos: rows in one transaction, then the files. */
   async remove(tenantId: number, id: number): Promise<void> {
-    if (!(await repository.deleteProperty(this.db, tenantId, id))) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+    const fileKeys = await this.db.transaction(async (tx) => {
+      if (!(await repository.lockProperty(tx, tenantId, id))) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+      const keys = await imagesRepository.deletePropertyImages(tx, id)
+      await repository.deleteProperty(tx, tenantId, id)
+      return keys
+    })
+    await this.media.storage.remove(fileKeys)
   }
 
   /** POST /properties/{id}/status: withdraw, close or resubmit (D5). */
@@ -180,7 +194,13 @@ export class PropertiesService {
 
   private async view(property: PropertyRow, owner: OwnerView | null, via: Database = this.db): Promise<Property> {
     await this.names.ensure({ cityIds: [property.cityId], districtIds: [property.districtId], complexIds: [property.residentialComplexId] }, via)
-    return toProperty(property, owner, this.names)
+    const images = await imagesRepository.listImages(via, property.tenantId, property.id)
+    return toProperty(
+      property,
+      owner,
+      this.names,
+      images.map((row) => toImage(row, this.media.baseUrl)),
+    )
   }
 
   private async ownerOf(tx: Database, property: PropertyRow): Promise<OwnerView | null> {

@@ -1,0 +1,202 @@
+/**
+ * The one HTTP client for requests the service makes on a tenant's behalf (photos added by
+ * URL, webhook deliveries). A tenant chooses the address, so every connection is checked
+ * against server-side request forgery: the host is resolved, and a loopback, private,
+ * link-local or otherwise non-public address is refused at connect time (so DNS rebinding
+ * between a check and the connection does not help), on every redirect hop. Time and bytes are
+ * capped. `allowPrivateNetwork` (ALLOW_PRIVATE_NETWORK) lifts the address rule for
+ * development and tests.
+ */
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
+import { isIP, type LookupFunction } from 'node:net'
+import ipaddr from 'ipaddr.js'
+import { Agent, request, type Dispatcher } from 'undici'
+
+export type OutboundFailureKind =
+  | 'invalid_url'
+  | 'blocked_address'
+  | 'dns'
+  | 'connection'
+  | 'timeout'
+  | 'too_large'
+  | 'too_many_redirects'
+
+/** Why a request could not be made or finished, in words a tenant can act on. */
+export class OutboundError extends Error {
+  override name = 'OutboundError'
+  constructor(
+    readonly kind: OutboundFailureKind,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+export interface OutboundRequest {
+  url: string
+  method?: 'GET' | 'POST'
+  headers?: Record<string, string>
+  body?: string | Buffer
+  /** For the whole exchange: every hop, headers and body. */
+  timeoutMs: number
+  /** The most body bytes read. */
+  maxBodyBytes: number
+  /** `fail`: a longer body is an error (downloads); `truncate`: keep the first bytes (logs). */
+  onLargeBody: 'fail' | 'truncate'
+  /** Redirects followed, each re-checked; 0 returns the 3xx response itself. */
+  maxRedirects: number
+  allowPrivateNetwork: boolean
+}
+
+export interface OutboundResponse {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: Buffer
+  /** True when `onLargeBody: 'truncate'` cut the body. */
+  truncated: boolean
+  /** The address that answered, after redirects. */
+  url: string
+}
+
+/** The address ranges (ipaddr.js names) a request may reach: public unicast only. */
+function isPublicAddress(address: string): boolean {
+  let parsed = ipaddr.parse(address)
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address()
+  return parsed.range() === 'unicast'
+}
+
+const BLOCKED = 'EMLSBLOCKED'
+
+/** A DNS lookup that fails for non-public addresses, used by the connections themselves. */
+const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
+  dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
+    if (error) return callback(error, '', 0)
+    const allowed = addresses.filter((entry) => isPublicAddress(entry.address))
+    if (allowed.length === 0) {
+      const blocked = Object.assign(new Error(`${hostname} resolves to a non-public address`), { code: BLOCKED })
+      return callback(blocked, '', 0)
+    }
+    if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, allowed)
+    callback(null, allowed[0]!.address, allowed[0]!.family)
+  })
+}
+
+// Connections are not reused across hosts' answers for long: a tenant's receiver should not
+// hold sockets open in the service.
+const agents = {
+  guarded: new Agent({ connect: { lookup: publicOnlyLookup }, keepAliveTimeout: 4_000, connections: 64 }),
+  open: new Agent({ keepAliveTimeout: 4_000, connections: 64 }),
+}
+
+/**
+ * Checks a URL a tenant gives before it is stored (webhook subscriptions): http(s), no
+ * credentials, and (unless allowed) a host that resolves only to public addresses. The same
+ * rule is applied again at every connection.
+ */
+export async function checkOutboundUrl(raw: string, allowPrivateNetwork: boolean): Promise<URL> {
+  const url = parseTarget(raw, allowPrivateNetwork)
+  if (allowPrivateNetwork) return url
+  const host = bareHost(url)
+  if (isIP(host)) return url
+  const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
+    dnsLookup(host, { all: true }, (error, found) => (error ? reject(error) : resolve(found))),
+  ).catch(() => {
+    throw new OutboundError('dns', `The host ${host} could not be resolved.`)
+  })
+  if (!addresses.every((entry) => isPublicAddress(entry.address))) {
+    throw new OutboundError('blocked_address', `The host ${host} resolves to a private or otherwise non-public address.`)
+  }
+  return url
+}
+
+function bareHost(url: URL): string {
+  return url.hostname.replace(/^\[|\]$/g, '')
+}
+
+function parseTarget(raw: string, allowPrivateNetwork: boolean): URL {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new OutboundError('invalid_url', 'The URL is not a valid absolute URL.')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundError('invalid_url', 'Only http and https URLs are allowed.')
+  if (url.username !== '' || url.password !== '') throw new OutboundError('invalid_url', 'URLs with credentials are not allowed.')
+  // A literal address is connected to without a lookup, so it is checked here.
+  const host = bareHost(url)
+  if (!allowPrivateNetwork && isIP(host) && !isPublicAddress(host)) {
+    throw new OutboundError('blocked_address', `The address ${host} is private or otherwise non-public.`)
+  }
+  return url
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308])
+
+/** Makes one request (following up to `maxRedirects` hops), guarded as described above. */
+export async function outboundRequest(options: OutboundRequest): Promise<OutboundResponse> {
+  const signal = AbortSignal.timeout(options.timeoutMs)
+  const dispatcher: Dispatcher = options.allowPrivateNetwork ? agents.open : agents.guarded
+  let url = parseTarget(options.url, options.allowPrivateNetwork)
+  let method = options.method ?? 'GET'
+  let body = options.body
+  for (let hop = 0; ; hop++) {
+    let response: Dispatcher.ResponseData
+    try {
+      response = await request(url, { method, headers: options.headers, body, signal, dispatcher })
+    } catch (error) {
+      throw describeFailure(error, url, options.timeoutMs)
+    }
+    const location = response.headers.location
+    if (REDIRECTS.has(response.statusCode) && options.maxRedirects > 0 && typeof location === 'string') {
+      response.body.resume()
+      if (hop >= options.maxRedirects) {
+        throw new OutboundError('too_many_redirects', `More than ${options.maxRedirects} redirects.`)
+      }
+      url = parseTarget(new URL(location, url).toString(), options.allowPrivateNetwork)
+      if (response.statusCode === 303) [method, body] = ['GET', undefined]
+      continue
+    }
+    const { bytes, truncated } = await readCapped(response, options, url)
+    return { status: response.statusCode, headers: response.headers, body: bytes, truncated, url: url.toString() }
+  }
+}
+
+async function readCapped(response: Dispatcher.ResponseData, options: OutboundRequest, url: URL) {
+  const declared = Number(response.headers['content-length'])
+  if (options.onLargeBody === 'fail' && declared > options.maxBodyBytes) {
+    response.body.destroy()
+    throw new OutboundError('too_large', `The response is ${declared} bytes; at most ${options.maxBodyBytes} are accepted.`)
+  }
+  const chunks: Buffer[] = []
+  let size = 0
+  try {
+    for await (const chunk of response.body as AsyncIterable<Buffer>) {
+      size += chunk.length
+      if (size > options.maxBodyBytes) {
+        response.body.destroy()
+        if (options.onLargeBody === 'fail') {
+          throw new OutboundError('too_large', `The response is larger than ${options.maxBodyBytes} bytes.`)
+        }
+        chunks.push(chunk.subarray(0, chunk.length - (size - options.maxBodyBytes)))
+        return { bytes: Buffer.concat(chunks), truncated: true }
+      }
+      chunks.push(chunk)
+    }
+  } catch (error) {
+    throw describeFailure(error, url, options.timeoutMs)
+  }
+  return { bytes: Buffer.concat(chunks), truncated: false }
+}
+
+function describeFailure(error: unknown, url: URL, timeoutMs: number): OutboundError {
+  if (error instanceof OutboundError) return error
+  const err = error as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException }
+  const code = err.code ?? err.cause?.code
+  const host = bareHost(url)
+  if (code === BLOCKED) return new OutboundError('blocked_address', `The host ${host} resolves to a private or otherwise non-public address.`)
+  if (err.name === 'TimeoutError' || err.name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+    return new OutboundError('timeout', `No complete answer from ${host} within ${timeoutMs} ms.`)
+  }
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new OutboundError('dns', `The host ${host} could not be resolved.`)
+  return new OutboundError('connection', `Could not connect to ${host}${code ? ` (${code})` : ''}.`)
+}

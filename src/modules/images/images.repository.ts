@@ -1,0 +1,74 @@
+import { and, asc, count, eq, type SQL } from 'drizzle-orm'
+import type { Database } from '../../db/client.js'
+import { properties, propertyImages } from '../../db/schema.js'
+
+export type ImageRow = typeof propertyImages.$inferSelect
+export type NewImage = typeof propertyImages.$inferInsert
+
+const displayOrder = [asc(propertyImages.propertyId), asc(propertyImages.sortOrder), asc(propertyImages.id)]
+
+/** The tenant's photos, by property, then display order (§4.1). */
+export async function listImages(db: Database, tenantId: number, propertyId?: number): Promise<ImageRow[]> {
+  const conditions: SQL[] = [eq(propertyImages.tenantId, tenantId)]
+  if (propertyId !== undefined) conditions.push(eq(propertyImages.propertyId, propertyId))
+  return db
+    .select()
+    .from(propertyImages)
+    .where(and(...conditions))
+    .orderBy(...displayOrder)
+}
+
+export async function findImage(db: Database, tenantId: number, id: number): Promise<ImageRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(propertyImages)
+    .where(and(eq(propertyImages.tenantId, tenantId), eq(propertyImages.id, id)))
+  return row
+}
+
+/** Whether the property exists and is the tenant's; with `lock`, holds it until the transaction ends. */
+export async function ownsProperty(db: Database, tenantId: number, propertyId: number, lock = false): Promise<boolean> {
+  const query = db
+    .select({ id: properties.id })
+    .from(properties)
+    .where(and(eq(properties.tenantId, tenantId), eq(properties.id, propertyId)))
+  const rows = lock ? await query.for('update') : await query
+  return rows.length > 0
+}
+
+export async function countImages(db: Database, propertyId: number): Promise<number> {
+  const [row] = await db.select({ images: count() }).from(propertyImages).where(eq(propertyImages.propertyId, propertyId))
+  return row?.images ?? 0
+}
+
+export async function insertImage(db: Database, values: NewImage): Promise<ImageRow> {
+  const [row] = await db.insert(propertyImages).values(values).returning()
+  return row!
+}
+
+export async function updateSortOrder(db: Database, tenantId: number, id: number, sortOrder: number): Promise<ImageRow | undefined> {
+  const [row] = await db
+    .update(propertyImages)
+    .set({ sortOrder })
+    .where(and(eq(propertyImages.tenantId, tenantId), eq(propertyImages.id, id)))
+    .returning()
+  return row
+}
+
+/** Deletes one photo's row; its storage keys, for removing the files, or undefined. */
+export async function deleteImage(db: Database, tenantId: number, id: number): Promise<string[] | undefined> {
+  const [row] = await db
+    .delete(propertyImages)
+    .where(and(eq(propertyImages.tenantId, tenantId), eq(propertyImages.id, id)))
+    .returning({ fileKey: propertyImages.fileKey, thumbnailKey: propertyImages.thumbnailKey })
+  return row && [row.fileKey, row.thumbnailKey]
+}
+
+/** Deletes a property's photo rows (before the property itself); their storage keys. */
+export async function deletePropertyImages(db: Database, propertyId: number): Promise<string[]> {
+  const rows = await db
+    .delete(propertyImages)
+    .where(eq(propertyImages.propertyId, propertyId))
+    .returning({ fileKey: propertyImages.fileKey, thumbnailKey: propertyImages.thumbnailKey })
+  return rows.flatMap((row) => [row.fileKey, row.thumbnailKey])
+}

@@ -1,0 +1,62 @@
+import { Type, type Static } from 'typebox'
+import { Id } from '../../lib/schemas.js'
+
+/** A sort_order is a 32-bit integer (the column's range). */
+export const SORT_ORDER_RANGE = { min: -2_147_483_648, max: 2_147_483_647 }
+const SortOrder = Type.Integer({ minimum: SORT_ORDER_RANGE.min, maximum: SORT_ORDER_RANGE.max, description: 'Display position; lower first, then by id.' })
+
+/** §2.1 exactly, plus the optional fields of D7. */
+export const PropertyImage = Type.Object(
+  {
+    id: Type.Integer({ description: 'Image id.' }),
+    property_id: Type.Integer({ description: 'The property it belongs to.' }),
+    url: Type.String({ description: 'URL of the stored (re-encoded) photo.' }),
+    sort_order: Type.Integer({ description: 'Display position; 0 by default.' }),
+    created_at: Type.String({ format: 'date-time', description: 'UTC, ending in Z.' }),
+    thumbnail_url: Type.Optional(Type.String({ description: `URL of the small rendition (about 400 px wide).` })),
+    width: Type.Optional(Type.Integer({ description: 'Width of the stored photo, px.' })),
+    height: Type.Optional(Type.Integer({ description: 'Height of the stored photo, px.' })),
+    source_url: Type.Optional(Type.String({ description: 'The address a photo added by URL was downloaded from.' })),
+  },
+  {
+    examples: [
+      {
+        id: 7,
+        property_id: 42,
+        url: 'http://localhost:3000/media/photos/3Jx0cQ9w7Ykq2mN5vB8aLg.jpg',
+        sort_order: 0,
+        created_at: '2026-11-22T09:15:02.123Z',
+        thumbnail_url: 'http://localhost:3000/media/photos/3Jx0cQ9w7Ykq2mN5vB8aLg-400.jpg',
+        width: 2560,
+        height: 1920,
+      },
+    ],
+  },
+)
+export type PropertyImage = Static<typeof PropertyImage>
+
+export const ImageListQuery = Type.Object({
+  property_id: Type.Optional(Type.Integer({ minimum: 1, description: 'Only this property’s photos.' })),
+})
+
+export const ImageIdParams = Type.Object({ image_id: Id })
+
+export const ImageByUrl = Type.Object(
+  {
+    property_id: Id,
+    url: Type.String({ minLength: 1, maxLength: 2048, description: 'A public http(s) address of a JPEG, PNG or WebP photo.' }),
+    sort_order: Type.Optional(SortOrder),
+  },
+  { additionalProperties: false },
+)
+export type ImageByUrl = Static<typeof ImageByUrl>
+
+export const ImageUpdate = Type.Object({ sort_order: SortOrder }, { additionalProperties: false })
+
+/** Documentation of the multipart body (parsed by the route itself, as a stream). */
+export const ImageUploadForm = Type.Object({
+  file: Type.String({ format: 'binary', description: 'The photo: JPEG, PNG or WebP, decided from its bytes.' }),
+  property_id: Type.Integer({ minimum: 1 }),
+  sort_order: Type.Optional(Type.Integer({ default: 0 })),
+})
+

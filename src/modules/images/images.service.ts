@@ -1,0 +1,162 @@
+import { randomBytes } from 'node:crypto'
+import type { Config } from '../../config.js'
+import type { Database } from '../../db/client.js'
+import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
+import { outboundRequest, OutboundError } from '../../lib/outbound-http.js'
+import { toUtcTimestamp } from '../../lib/time.js'
+import { detectImageType, ImageProcessor, TYPE_SNIFF_BYTES, type ProcessedImage } from './image-processing.js'
+import * as repository from './images.repository.js'
+import type { PropertyImage } from './images.schemas.js'
+import type { Storage } from './storage.js'
+
+export const IMAGE_NOT_FOUND = 'Image not found'
+/** D7: photos added by URL are fetched within this time, through at most this many redirects. */
+const DOWNLOAD_TIMEOUT_MS = 10_000
+const DOWNLOAD_MAX_REDIRECTS = 3
+
+export interface NewPhoto {
+  propertyId: number
+  sortOrder: number
+  bytes: Buffer
+  sourceUrl?: string | undefined
+}
+
+/** The §2.1 object of a stored photo, with the optional fields of D7. */
+export function toImage(row: repository.ImageRow, mediaBase: string): PropertyImage {
+  return {
+    id: row.id,
+    property_id: row.propertyId,
+    url: `${mediaBase}/${row.fileKey}`,
+    sort_order: row.sortOrder,
+    created_at: toUtcTimestamp(row.createdAt),
+    thumbnail_url: `${mediaBase}/${row.thumbnailKey}`,
+    width: row.width,
+    height: row.height,
+    ...(row.sourceUrl === null ? {} : { source_url: row.sourceUrl }),
+  }
+}
+
+/** Photos of a tenant's properties (§4.1, D7). */
+export class ImagesService {
+  constructor(
+    private readonly db: Database,
+    private readonly storage: Storage,
+    readonly processor: ImageProcessor,
+    private readonly config: Pick<Config, 'images' | 'allowPrivateNetwork'>,
+    private readonly mediaBase: string,
+  ) {}
+
+  async list(tenantId: number, propertyId?: number): Promise<PropertyImage[]> {
+    return (await repository.listImages(this.db, tenantId, propertyId)).map((row) => toImage(row, this.mediaBase))
+  }
+
+  async get(tenantId: number, id: number): Promise<PropertyImage> {
+    const row = await repository.findImage(this.db, tenantId, id)
+    if (!row) throw ApiError.notFound(IMAGE_NOT_FOUND)
+    return toImage(row, this.mediaBase)
+  }
+
+  async updateSortOrder(tenantId: number, id: number, sortOrder: number): Promise<PropertyImage> {
+    const row = await repository.updateSortOrder(this.db, tenantId, id, sortOrder)
+    if (!row) throw ApiError.notFound(IMAGE_NOT_FOUND)
+    return toImage(row, this.mediaBase)
+  }
+
+  async remove(tenantId: number, id: number): Promise<void> {
+    const keys = await repository.deleteImage(this.db, tenantId, id)
+    if (!keys) throw ApiError.notFound(IMAGE_NOT_FOUND)
+    await this.storage.remove(keys)
+  }
+
+  /** Checks the property first, so a photo for another tenant's property is never processed. */
+  async assertPropertyAccepts(tenantId: number, propertyId: number): Promise<void> {
+    if (!(await repository.ownsProperty(this.db, tenantId, propertyId))) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+    if ((await repository.countImages(this.db, propertyId)) >= this.config.images.perProperty) throw this.tooManyPhotos()
+  }
+
+  /**
+   * Processes and stores one photo. The files are written first and the row last, in a
+   * transaction that re-checks the property and the count under the property's lock; if
+   * anything fails after the files are written, they are removed, so nothing is left behind.
+   */
+  async add(tenantId: number, photo: NewPhoto): Promise<PropertyImage> {
+    await this.assertPropertyAccepts(tenantId, photo.propertyId)
+    const processed = await this.processor.process(photo.bytes)
+    const keys = storageKeys(processed)
+    try {
+      await this.storage.put(keys.file, processed.full.data, processed.contentType)
+      await this.storage.put(keys.thumbnail, processed.thumbnail.data, processed.contentType)
+      const row = await this.db.transaction(async (tx) => {
+        if (!(await repository.ownsProperty(tx, tenantId, photo.propertyId, true))) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+        if ((await repository.countImages(tx, photo.propertyId)) >= this.config.images.perProperty) throw this.tooManyPhotos()
+        return repository.insertImage(tx, {
+          tenantId,
+          propertyId: photo.propertyId,
+          sortOrder: photo.sortOrder,
+          fileKey: keys.file,
+          thumbnailKey: keys.thumbnail,
+          contentType: processed.contentType,
+          width: processed.full.width,
+          height: processed.full.height,
+          bytes: processed.full.data.length,
+          sourceUrl: photo.sourceUrl ?? null,
+        })
+      })
+      return toImage(row, this.mediaBase)
+    } catch (error) {
+      await this.storage.remove([keys.file, keys.thumbnail]).catch(() => undefined)
+      throw error
+    }
+  }
+
+  /** D7: downloads the photo through the guarded client, then adds it as an upload. */
+  async addFromUrl(tenantId: number, photo: { propertyId: number; sortOrder: number; url: string }): Promise<PropertyImage> {
+    await this.assertPropertyAccepts(tenantId, photo.propertyId)
+    const bytes = await this.download(photo.url)
+    return this.add(tenantId, { propertyId: photo.propertyId, sortOrder: photo.sortOrder, bytes, sourceUrl: photo.url })
+  }
+
+  private async download(url: string): Promise<Buffer> {
+    const refuse = (why: string) => ApiError.validation([{ loc: ['body', 'url'], msg: why }], `The photo could not be downloaded: ${why}.`)
+    let response
+    try {
+      response = await outboundRequest({
+        url,
+        timeoutMs: DOWNLOAD_TIMEOUT_MS,
+        maxBodyBytes: this.config.images.maxBytes,
+        onLargeBody: 'fail',
+        maxRedirects: DOWNLOAD_MAX_REDIRECTS,
+        allowPrivateNetwork: this.config.allowPrivateNetwork,
+        headers: { accept: 'image/jpeg, image/png, image/webp' },
+      })
+    } catch (error) {
+      if (error instanceof OutboundError) throw refuse(lowerFirst(error.message.replace(/\.$/, '')))
+      throw error
+    }
+    if (response.status < 200 || response.status > 299) throw refuse(`the address answered HTTP ${response.status}`)
+    if (response.body.length === 0) throw refuse('the address answered with an empty body')
+    // The type is decided from the bytes; a page or anything else is refused here.
+    try {
+      await detectImageType(response.body.subarray(0, TYPE_SNIFF_BYTES))
+    } catch (error) {
+      if (error instanceof ApiError) throw refuse(`the address did not return a JPEG, PNG or WebP photo (it sent ${String(response.headers['content-type'] ?? 'no content type')})`)
+      throw error
+    }
+    return response.body
+  }
+
+  private tooManyPhotos(): ApiError {
+    const most = this.config.images.perProperty
+    return ApiError.validation([{ loc: ['body', 'property_id'], msg: `already has ${most} photos, the most allowed` }], `This property already has ${most} photos, the most allowed; delete one first.`)
+  }
+}
+
+/** Server-chosen, unguessable names; the thumbnail is named after its photo. */
+function storageKeys(processed: ProcessedImage): { file: string; thumbnail: string } {
+  const name = randomBytes(16).toString('base64url')
+  return { file: `photos/${name}.${processed.extension}`, thumbnail: `photos/${name}-400.${processed.extension}` }
+}
+
+function lowerFirst(text: string): string {
+  return text.charAt(0).toLowerCase() + text.slice(1)
+}

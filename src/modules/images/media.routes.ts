@@ -1,0 +1,33 @@
+import { mkdir } from 'node:fs/promises'
+import fastifyStatic from '@fastify/static'
+import type { FastifyPluginAsync } from 'fastify'
+import { MEDIA_CACHE_CONTROL, mediaRoot } from './storage.js'
+
+/**
+ * `/media/...`: the files of the `local` storage driver (D1), public like the catalogue that
+ * links them. A key is never reused for other bytes, so they are cached for a year; the type
+ * follows the extension the service chose from the bytes, and nosniff stops a browser guessing.
+ */
+const mediaRoutes: FastifyPluginAsync = async (app) => {
+  const root = mediaRoot(app.config)
+  await mkdir(root, { recursive: true })
+  await app.register(fastifyStatic, {
+    root,
+    prefix: '/media/',
+    decorateReply: false,
+    index: false,
+    list: false,
+    dotfiles: 'deny',
+    cacheControl: false,
+    etag: true,
+    lastModified: false,
+    allowedPath: (pathName) => !pathName.endsWith('.partial'),
+    setHeaders: (response) => {
+      response.setHeader('cache-control', MEDIA_CACHE_CONTROL)
+      response.setHeader('x-content-type-options', 'nosniff')
+    },
+    schemaHide: true,
+  })
+}
+
+export default mediaRoutes

@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
 import type { DatabaseHandle } from './db/client.js'
+import { OutboundClient } from './lib/outbound-http.js'
 import { SecretBox } from './lib/secrets.js'
 import catalogueRoutes from './modules/catalogue/catalogue.routes.js'
 import moderationAdminRoutes from './modules/moderation/admin.routes.js'
@@ -74,7 +75,9 @@ export async function buildApp({ config, database, logger }: AppOptions): Promis
   const storage = createStorage(config)
   const media = { storage, baseUrl: mediaBaseUrl(config) }
   app.decorate('properties', new PropertiesService(app.db, media))
-  app.decorate('images', new ImagesService(app.db, storage, new ImageProcessor(config.images), config, media.baseUrl))
+  const outbound = new OutboundClient({ allowPrivateNetwork: config.allowPrivateNetwork })
+  app.addHook('onClose', () => outbound.close())
+  app.decorate('images', new ImagesService(app.db, storage, new ImageProcessor(config.images), config, media.baseUrl, outbound))
 
   await app.register(metricsPlugin)
   await app.register(rateLimitPlugin)

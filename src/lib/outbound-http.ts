@@ -45,7 +45,6 @@ export interface OutboundRequest {
   onLargeBody: 'fail' | 'truncate'
   /** Redirects followed, each re-checked; 0 returns the 3xx response itself. */
   maxRedirects: number
-  allowPrivateNetwork: boolean
 }
 
 export interface OutboundResponse {
@@ -58,107 +57,122 @@ export interface OutboundResponse {
   url: string
 }
 
-/** The address ranges (ipaddr.js names) a request may reach: public unicast only. */
-function isPublicAddress(address: string): boolean {
+/** Public unicast addresses only (ipaddr.js ranges); IPv4-mapped IPv6 is judged as IPv4. */
+export function isPublicAddress(address: string): boolean {
   let parsed = ipaddr.parse(address)
   if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address()
   return parsed.range() === 'unicast'
 }
 
 const BLOCKED = 'EMLSBLOCKED'
+const REDIRECTS = new Set([301, 302, 303, 307, 308])
 
-/** A DNS lookup that fails for non-public addresses, used by the connections themselves. */
-const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
-  dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
-    if (error) return callback(error, '', 0)
-    const allowed = addresses.filter((entry) => isPublicAddress(entry.address))
-    if (allowed.length === 0) {
-      const blocked = Object.assign(new Error(`${hostname} resolves to a non-public address`), { code: BLOCKED })
-      return callback(blocked, '', 0)
+export interface OutboundClientOptions {
+  /** ALLOW_PRIVATE_NETWORK: any address may be reached (development and tests only). */
+  allowPrivateNetwork: boolean
+  /** Which resolved addresses may be connected to; public ones unless a test narrows it. */
+  isAllowedAddress?: (address: string) => boolean
+}
+
+/** One per process: its connection pool is shared by every outbound request. */
+export class OutboundClient {
+  private readonly agent: Agent
+  private readonly allowPrivateNetwork: boolean
+  private readonly isAllowedAddress: (address: string) => boolean
+
+  constructor(options: OutboundClientOptions) {
+    this.allowPrivateNetwork = options.allowPrivateNetwork
+    this.isAllowedAddress = options.isAllowedAddress ?? isPublicAddress
+    // The lookup runs for every new connection, so the address checked is the one connected to.
+    const lookup: LookupFunction = (hostname, lookupOptions, callback) => {
+      dnsLookup(hostname, { ...lookupOptions, all: true }, (error, addresses: LookupAddress[]) => {
+        if (error) return callback(error, '', 0)
+        const allowed = addresses.filter((entry) => this.allowed(entry.address))
+        if (allowed.length === 0) {
+          return callback(Object.assign(new Error(`${hostname} resolves to a non-public address`), { code: BLOCKED }), '', 0)
+        }
+        if (lookupOptions.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, allowed)
+        callback(null, allowed[0]!.address, allowed[0]!.family)
+      })
     }
-    if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, allowed)
-    callback(null, allowed[0]!.address, allowed[0]!.family)
-  })
-}
-
-// Connections are not reused across hosts' answers for long: a tenant's receiver should not
-// hold sockets open in the service.
-const agents = {
-  guarded: new Agent({ connect: { lookup: publicOnlyLookup }, keepAliveTimeout: 4_000, connections: 64 }),
-  open: new Agent({ keepAliveTimeout: 4_000, connections: 64 }),
-}
-
-/**
- * Checks a URL a tenant gives before it is stored (webhook subscriptions): http(s), no
- * credentials, and (unless allowed) a host that resolves only to public addresses. The same
- * rule is applied again at every connection.
- */
-export async function checkOutboundUrl(raw: string, allowPrivateNetwork: boolean): Promise<URL> {
-  const url = parseTarget(raw, allowPrivateNetwork)
-  if (allowPrivateNetwork) return url
-  const host = bareHost(url)
-  if (isIP(host)) return url
-  const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
-    dnsLookup(host, { all: true }, (error, found) => (error ? reject(error) : resolve(found))),
-  ).catch(() => {
-    throw new OutboundError('dns', `The host ${host} could not be resolved.`)
-  })
-  if (!addresses.every((entry) => isPublicAddress(entry.address))) {
-    throw new OutboundError('blocked_address', `The host ${host} resolves to a private or otherwise non-public address.`)
+    // Idle sockets to tenants' hosts are not kept long.
+    this.agent = new Agent({ connect: { lookup }, keepAliveTimeout: 4_000, connections: 64 })
   }
-  return url
+
+  private allowed(address: string): boolean {
+    return this.allowPrivateNetwork || this.isAllowedAddress(address)
+  }
+
+  /**
+   * Checks a URL a tenant gives before it is stored (webhook subscriptions): http(s), no
+   * credentials, and a host that resolves only to allowed addresses. The same rule is applied
+   * again at every connection.
+   */
+  async checkUrl(raw: string): Promise<URL> {
+    const url = this.parseTarget(raw)
+    const host = bareHost(url)
+    if (this.allowPrivateNetwork || isIP(host)) return url
+    const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
+      dnsLookup(host, { all: true }, (error, found) => (error ? reject(error) : resolve(found))),
+    ).catch(() => {
+      throw new OutboundError('dns', `The host ${host} could not be resolved.`)
+    })
+    if (!addresses.every((entry) => this.allowed(entry.address))) {
+      throw new OutboundError('blocked_address', `The host ${host} resolves to a private or otherwise non-public address.`)
+    }
+    return url
+  }
+
+  /** Makes one request (following up to `maxRedirects` hops, each re-checked). */
+  async request(options: OutboundRequest): Promise<OutboundResponse> {
+    const signal = AbortSignal.timeout(options.timeoutMs)
+    let url = this.parseTarget(options.url)
+    let method = options.method ?? 'GET'
+    let body = options.body
+    for (let hop = 0; ; hop++) {
+      let response: Dispatcher.ResponseData
+      try {
+        response = await request(url, { method, headers: options.headers, body, signal, dispatcher: this.agent })
+      } catch (error) {
+        throw describeFailure(error, url, options.timeoutMs)
+      }
+      const location = response.headers.location
+      if (REDIRECTS.has(response.statusCode) && options.maxRedirects > 0 && typeof location === 'string') {
+        response.body.resume()
+        if (hop >= options.maxRedirects) {
+          throw new OutboundError('too_many_redirects', `More than ${options.maxRedirects} redirects.`)
+        }
+        url = this.parseTarget(new URL(location, url).toString())
+        if (response.statusCode === 303) [method, body] = ['GET', undefined]
+        continue
+      }
+      const { bytes, truncated } = await readCapped(response, options, url)
+      return { status: response.statusCode, headers: response.headers, body: bytes, truncated, url: url.toString() }
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close()
+  }
+
+  private parseTarget(raw: string): URL {
+    let url: URL
+    try {
+      url = new URL(raw)
+    } catch {
+      throw new OutboundError('invalid_url', 'The URL is not a valid absolute URL.')
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundError('invalid_url', 'Only http and https URLs are allowed.')
+    if (url.username !== '' || url.password !== '') throw new OutboundError('invalid_url', 'URLs with credentials are not allowed.')
+    // A literal address is connected to without a lookup, so it is checked here.
+    const host = bareHost(url)
+    if (isIP(host) && !this.allowed(host)) throw new OutboundError('blocked_address', `The address ${host} is private or otherwise non-public.`)
+    return url
+  }
 }
 
 function bareHost(url: URL): string {
   return url.hostname.replace(/^\[|\]$/g, '')
-}
-
-function parseTarget(raw: string, allowPrivateNetwork: boolean): URL {
-  let url: URL
-  try {
-    url = new URL(raw)
-  } catch {
-    throw new OutboundError('invalid_url', 'The URL is not a valid absolute URL.')
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundError('invalid_url', 'Only http and https URLs are allowed.')
-  if (url.username !== '' || url.password !== '') throw new OutboundError('invalid_url', 'URLs with credentials are not allowed.')
-  // A literal address is connected to without a lookup, so it is checked here.
-  const host = bareHost(url)
-  if (!allowPrivateNetwork && isIP(host) && !isPublicAddress(host)) {
-    throw new OutboundError('blocked_address', `The address ${host} is private or otherwise non-public.`)
-  }
-  return url
-}
-
-const REDIRECTS = new Set([301, 302, 303, 307, 308])
-
-/** Makes one request (following up to `maxRedirects` hops), guarded as described above. */
-export async function outboundRequest(options: OutboundRequest): Promise<OutboundResponse> {
-  const signal = AbortSignal.timeout(options.timeoutMs)
-  const dispatcher: Dispatcher = options.allowPrivateNetwork ? agents.open : agents.guarded
-  let url = parseTarget(options.url, options.allowPrivateNetwork)
-  let method = options.method ?? 'GET'
-  let body = options.body
-  for (let hop = 0; ; hop++) {
-    let response: Dispatcher.ResponseData
-    try {
-      response = await request(url, { method, headers: options.headers, body, signal, dispatcher })
-    } catch (error) {
-      throw describeFailure(error, url, options.timeoutMs)
-    }
-    const location = response.headers.location
-    if (REDIRECTS.has(response.statusCode) && options.maxRedirects > 0 && typeof location === 'string') {
-      response.body.resume()
-      if (hop >= options.maxRedirects) {
-        throw new OutboundError('too_many_redirects', `More than ${options.maxRedirects} redirects.`)
-      }
-      url = parseTarget(new URL(location, url).toString(), options.allowPrivateNetwork)
-      if (response.statusCode === 303) [method, body] = ['GET', undefined]
-      continue
-    }
-    const { bytes, truncated } = await readCapped(response, options, url)
-    return { status: response.statusCode, headers: response.headers, body: bytes, truncated, url: url.toString() }
-  }
 }
 
 async function readCapped(response: Dispatcher.ResponseData, options: OutboundRequest, url: URL) {

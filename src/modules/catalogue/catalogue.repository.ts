@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { and, asc, desc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm'
 import type { Database } from '../../db/client.js'
-import { catalogueCounts, catalogueCountsByCity, properties, propertyImages, PUBLISHED } from '../../db/schema.js'
+import { catalogueCounts, catalogueCountsByCity, properties, PUBLISHED } from '../../db/schema.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
 import { referenceNamesFor, type ReferenceNames } from '../reference/reference-names.js'
 import type { CatalogueDetail, CatalogueItem, CatalogueQuery } from './catalogue.schemas.js'
@@ -117,8 +117,10 @@ const itemColumns = {
   totalFloors: properties.totalFloors,
   createdAt: properties.createdAt,
   // The first photo's small rendition, in the listing's own row of the result: one index
-  // probe on property_images_property_order_idx per listing, no query per row.
-  thumbnailKey: sql<string | null>`(select ${propertyImages.thumbnailKey} from ${propertyImages} where ${propertyImages.propertyId} = ${properties.id} order by ${propertyImages.sortOrder}, ${propertyImages.id} limit 1)`,
+  // probe on property_images_property_order_idx per listing, no query per row. Written out
+  // with aliases: Drizzle leaves columns of a one-table select unqualified, and an unqualified
+  // "id" inside the subquery would be the image's.
+  thumbnailKey: sql<string | null>`(select pi.thumbnail_key from property_images pi where pi.property_id = "properties"."id" order by pi.sort_order, pi.id limit 1)`,
 }
 
 interface ItemRow {
@@ -247,7 +249,7 @@ export async function findCatalogueDetail(db: Database, id: number, mediaBase: s
           description: properties.description,
           attributes: properties.attributes,
           publishedAt: properties.publishedAt,
-          imageKeys: sql<string[]>`array(select ${propertyImages.fileKey} from ${propertyImages} where ${propertyImages.propertyId} = ${properties.id} order by ${propertyImages.sortOrder}, ${propertyImages.id})`,
+          imageKeys: sql<string[]>`array(select pi.file_key from property_images pi where pi.property_id = "properties"."id" order by pi.sort_order, pi.id)`,
         })
         .from(properties)
         .where(and(eq(properties.id, sql.placeholder('id')), eq(properties.statusId, PUBLISHED)))

@@ -76,7 +76,8 @@ export class ImageProcessor {
   private async run(bytes: Buffer): Promise<ProcessedImage> {
     const contentType = await detectImageType(bytes.subarray(0, TYPE_SNIFF_BYTES))
     const input = () => sharp(bytes, { limitInputPixels: this.limits.maxPixels, failOn: 'truncated' })
-    const metadata = await input()
+    // The header alone, whatever size it declares, so a bomb gets its own answer below.
+    const metadata = await sharp(bytes, { limitInputPixels: false })
       .metadata()
       .catch(() => {
         throw unreadable()

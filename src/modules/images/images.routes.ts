@@ -51,16 +51,22 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const fields = new Map<string, string>()
       let bytes: Buffer | undefined
       const errors: FieldError[] = []
-      for await (const part of request.parts()) {
-        if (!UPLOAD_FIELDS.has(part.fieldname)) {
-          errors.push({ loc: ['body', part.fieldname], msg: 'is not a field of this form' })
-          if (part.type === 'file') part.file.resume()
-        } else if (part.type === 'file') {
-          if (part.fieldname !== 'file') throw ApiError.validation([{ loc: ['body', part.fieldname], msg: 'must be a form field, not a file' }])
-          bytes = await readPhoto(part.file, maxBytes)
-        } else {
-          fields.set(part.fieldname, String(part.value))
+      try {
+        for await (const part of request.parts()) {
+          if (!UPLOAD_FIELDS.has(part.fieldname)) {
+            errors.push({ loc: ['body', part.fieldname], msg: 'is not a field of this form' })
+            if (part.type === 'file') part.file.resume()
+          } else if (part.type === 'file') {
+            if (part.fieldname !== 'file') throw ApiError.validation([{ loc: ['body', part.fieldname], msg: 'must be a form field, not a file' }])
+            bytes = await readPhoto(part.file)
+          } else {
+            fields.set(part.fieldname, String(part.value))
+          }
         }
+      } catch (error) {
+        // busboy stops at IMAGE_MAX_BYTES and @fastify/multipart reports it with this code.
+        if ((error as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge(maxBytes)
+        throw error
       }
       const propertyId = integerField(fields.get('property_id'), 'property_id', errors, { min: 1, max: SORT_ORDER_RANGE.max })
       const sortOrder = fields.has('sort_order') ? integerField(fields.get('sort_order'), 'sort_order', errors, SORT_ORDER_RANGE) : 0
@@ -135,11 +141,11 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
 }
 
 /**
- * Reads the uploaded file into memory, at most `maxBytes` (busboy cuts the stream there).
- * The type is checked on the first bytes, so a file that is not a photo is refused (415)
- * before the rest of it is read.
+ * Reads the uploaded file into memory, at most IMAGE_MAX_BYTES (busboy cuts the stream
+ * there). The type is checked on the first bytes, so a file that is not a photo is refused
+ * (415) before the rest of it is read.
  */
-async function readPhoto(file: Readable, maxBytes: number): Promise<Buffer> {
+async function readPhoto(file: Readable): Promise<Buffer> {
   const chunks: Buffer[] = []
   let size = 0
   let sniffed = false
@@ -154,7 +160,6 @@ async function readPhoto(file: Readable, maxBytes: number): Promise<Buffer> {
     }
   } catch (error) {
     file.resume()
-    if ((error as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge(maxBytes)
     throw error
   }
   if (!sniffed) await detectImageType(Buffer.concat(chunks))

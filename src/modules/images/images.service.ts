@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Config } from '../../config.js'
 import type { Database } from '../../db/client.js'
 import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
-import { outboundRequest, OutboundError } from '../../lib/outbound-http.js'
+import { OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 import { toUtcTimestamp } from '../../lib/time.js'
 import { detectImageType, ImageProcessor, TYPE_SNIFF_BYTES, type ProcessedImage } from './image-processing.js'
 import * as repository from './images.repository.js'
@@ -42,8 +42,9 @@ export class ImagesService {
     private readonly db: Database,
     private readonly storage: Storage,
     readonly processor: ImageProcessor,
-    private readonly config: Pick<Config, 'images' | 'allowPrivateNetwork'>,
+    private readonly config: Pick<Config, 'images'>,
     private readonly mediaBase: string,
+    private readonly outbound: OutboundClient,
   ) {}
 
   async list(tenantId: number, propertyId?: number): Promise<PropertyImage[]> {
@@ -120,13 +121,12 @@ export class ImagesService {
     const refuse = (why: string) => ApiError.validation([{ loc: ['body', 'url'], msg: why }], `The photo could not be downloaded: ${why}.`)
     let response
     try {
-      response = await outboundRequest({
+      response = await this.outbound.request({
         url,
         timeoutMs: DOWNLOAD_TIMEOUT_MS,
         maxBodyBytes: this.config.images.maxBytes,
         onLargeBody: 'fail',
         maxRedirects: DOWNLOAD_MAX_REDIRECTS,
-        allowPrivateNetwork: this.config.allowPrivateNetwork,
         headers: { accept: 'image/jpeg, image/png, image/webp' },
       })
     } catch (error) {

@@ -1,0 +1,322 @@
+import assert from 'node:assert/strict'
+import { readdirSync } from 'node:fs'
+import path from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { sql } from 'drizzle-orm'
+import sharp from 'sharp'
+import { queryRows } from '../../src/db/client.js'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
+import { runInternalCheck } from '../helpers/moderation.js'
+import { jpegWithGpsAndOrientation, photo, pngBomb, upload } from '../helpers/photos.js'
+
+interface Image {
+  id: number
+  property_id: number
+  url: string
+  sort_order: number
+  created_at: string
+  thumbnail_url: string
+  width: number
+  height: number
+  source_url?: string
+}
+
+/** Every file the local driver holds, relative to DATA_DIR/media. */
+function storedFiles(t: TestApp): string[] {
+  const root = path.join(t.config.dataDir, 'media')
+  try {
+    return readdirSync(root, { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => path.relative(root, path.join(entry.parentPath, entry.name)))
+      .sort()
+  } catch {
+    return []
+  }
+}
+
+const mediaPath = (url: string) => new URL(url).pathname
+
+describe('photos of a property', () => {
+  let t: TestApp
+  let agency: Tenant
+  let rival: Tenant
+  let propertyId: number
+  let rivalPropertyId: number
+
+  before(async () => {
+    t = await buildTestApp({ IMAGE_MAX_BYTES: String(2 * 1024 * 1024), IMAGE_MAX_PER_PROPERTY: '3' })
+    agency = await createTenant(t.app, { email: 'photos@agency.example' })
+    rival = await createTenant(t.app, { email: 'rival@agency.example' })
+    propertyId = (await submitProperty(t.app, agency)).id
+    rivalPropertyId = (await submitProperty(t.app, rival)).id
+  })
+  after(() => t.close())
+
+  const uploadTo = async (property: number, file: Buffer, fields: Record<string, string> = {}, tenant = agency) =>
+    upload(t.app, tenant, { file, fields: { property_id: String(property), ...fields } })
+
+  it('uploads JPEG, PNG and WebP photos, re-encoded in their format, with a 400 px thumbnail, served from /media', async () => {
+    for (const [format, contentType] of [
+      ['jpeg', 'image/jpeg'],
+      ['png', 'image/png'],
+      ['webp', 'image/webp'],
+    ] as const) {
+      const response = await uploadTo(propertyId, await photo(format, 800, 600), { sort_order: '2' })
+      assert.equal(response.statusCode, 201, response.body)
+      const image = response.json<Image>()
+      assert.equal(response.headers.location, `/property-images/${image.id}`)
+      assert.deepEqual(Object.keys(image).sort(), ['created_at', 'height', 'id', 'property_id', 'sort_order', 'thumbnail_url', 'url', 'width'])
+      assert.equal(image.property_id, propertyId)
+      assert.equal(image.sort_order, 2)
+      assert.equal(image.width, 800)
+      assert.equal(image.height, 600)
+      assert.match(image.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+      assert.match(image.url, /^http:\/\/mls\.test\/media\/photos\/[\w-]{22}\.(jpg|png|webp)$/)
+
+      const served = await t.app.inject(mediaPath(image.url))
+      assert.equal(served.statusCode, 200)
+      assert.equal(served.headers['content-type'], contentType)
+      assert.equal(served.headers['cache-control'], 'public, max-age=31536000, immutable')
+      assert.equal(served.headers['x-content-type-options'], 'nosniff')
+      assert.equal((await sharp(served.rawPayload).metadata()).format, format)
+
+      const thumbnail = await t.app.inject(mediaPath(image.thumbnail_url))
+      assert.equal(thumbnail.statusCode, 200)
+      const thumbnailMeta = await sharp(thumbnail.rawPayload).metadata()
+      assert.equal(thumbnailMeta.width, 400)
+      assert.equal(thumbnailMeta.height, 300)
+    }
+  })
+
+  it('defaults sort_order to 0', async () => {
+    const other = (await submitProperty(t.app, agency)).id
+    const response = await uploadTo(other, await photo('jpeg'))
+    assert.equal(response.statusCode, 201, response.body)
+    assert.equal(response.json<Image>().sort_order, 0)
+  })
+
+  it('strips metadata (camera, GPS) and applies the EXIF orientation', async () => {
+    const original = await jpegWithGpsAndOrientation()
+    assert.ok(original.includes(Buffer.from('SecretCam')), 'the fixture carries EXIF')
+    assert.ok((await sharp(original).metadata()).exif, 'the fixture carries EXIF')
+    const other = (await submitProperty(t.app, agency)).id
+    const response = await uploadTo(other, original)
+    assert.equal(response.statusCode, 201, response.body)
+    const image = response.json<Image>()
+    assert.equal(image.width, 32, 'turned upright')
+    assert.equal(image.height, 64)
+    for (const url of [image.url, image.thumbnail_url]) {
+      const stored = (await t.app.inject(mediaPath(url))).rawPayload
+      const metadata = await sharp(stored).metadata()
+      assert.equal(metadata.exif, undefined)
+      assert.equal(metadata.orientation, undefined)
+      assert.ok(!stored.includes(Buffer.from('SecretCam')))
+    }
+  })
+
+  it('decides the type from the bytes: a page named .jpg, or a GIF, is a 415 and nothing is stored', async () => {
+    const before = storedFiles(t)
+    const page = await upload(t.app, agency, {
+      file: Buffer.from('<!doctype html><html><body>not a photo</body></html>'.repeat(200)),
+      filename: 'photo.jpg',
+      contentType: 'image/jpeg',
+      fields: { property_id: String(propertyId) },
+    })
+    assert.equal(page.statusCode, 415, page.body)
+    assert.match(page.json<{ detail: string }>().detail, /Only JPEG, PNG and WebP/)
+    const gif = await upload(t.app, agency, {
+      file: await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).gif().toBuffer(),
+      filename: 'photo.png',
+      contentType: 'image/png',
+      fields: { property_id: String(propertyId) },
+    })
+    assert.equal(gif.statusCode, 415, gif.body)
+    assert.match(gif.json<{ detail: string }>().detail, /image\/gif/)
+    assert.deepEqual(storedFiles(t), before)
+  })
+
+  it('refuses a decompression bomb from its header (422), without decoding it', async () => {
+    const before = storedFiles(t)
+    const bomb = pngBomb()
+    assert.ok(bomb.length < 100)
+    const fresh = (await submitProperty(t.app, agency)).id
+    const response = await upload(t.app, agency, { file: bomb, filename: 'bomb.png', contentType: 'image/png', fields: { property_id: String(fresh) } })
+    assert.equal(response.statusCode, 422, response.body)
+    assert.match(response.json<{ detail: string }>().detail, /100000×100000 pixels; at most 50 megapixels/)
+    assert.deepEqual(storedFiles(t), before)
+  })
+
+  it('cuts off an upload over IMAGE_MAX_BYTES with a 413, leaving no file or row', async () => {
+    const before = storedFiles(t)
+    const [rowsBefore] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from property_images`)
+    // A valid JPEG start followed by 3 MiB: the type passes, the size does not.
+    const huge = Buffer.concat([await photo('jpeg', 64, 64), Buffer.alloc(3 * 1024 * 1024, 1)])
+    const response = await uploadTo(propertyId, huge)
+    assert.equal(response.statusCode, 413, response.body)
+    assert.match(response.json<{ detail: string }>().detail, /larger than 2 MiB/)
+    assert.deepEqual(storedFiles(t), before)
+    const [rowsAfter] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from property_images`)
+    assert.equal(rowsAfter!.n, rowsBefore!.n)
+  })
+
+  it('refuses a damaged photo with a 422', async () => {
+    const jpeg = await photo('jpeg')
+    const response = await uploadTo((await submitProperty(t.app, agency)).id, jpeg.subarray(0, 5000))
+    assert.equal(response.statusCode, 422, response.body)
+    assert.match(response.json<{ detail: string }>().detail, /damaged or truncated/)
+  })
+
+  it('holds at most IMAGE_MAX_PER_PROPERTY photos per property (422), leaving no orphan file', async () => {
+    const full = (await submitProperty(t.app, agency)).id
+    for (let i = 0; i < 3; i++) assert.equal((await uploadTo(full, await photo('jpeg', 100, 100))).statusCode, 201)
+    const before = storedFiles(t)
+    const response = await uploadTo(full, await photo('jpeg', 100, 100))
+    assert.equal(response.statusCode, 422, response.body)
+    assert.match(response.json<{ detail: string }>().detail, /already has 3 photos/)
+    assert.deepEqual(storedFiles(t), before)
+  })
+
+  it('validates the form: property_id, sort_order, file, unknown fields; a JSON body is a 415', async () => {
+    const jpeg = await photo('jpeg', 50, 50)
+    const missing = await upload(t.app, agency, { file: jpeg })
+    assert.equal(missing.statusCode, 422)
+    assert.deepEqual(missing.json<{ errors: { loc: string[] }[] }>().errors.map((e) => e.loc), [['body', 'property_id']])
+
+    const bad = await upload(t.app, agency, { fields: { property_id: 'abc', sort_order: '1.5', owner: 'x' } })
+    assert.equal(bad.statusCode, 422)
+    assert.deepEqual(
+      bad.json<{ errors: { loc: string[] }[] }>().errors.map((e) => e.loc.join('.')).sort(),
+      ['body.file', 'body.owner', 'body.property_id', 'body.sort_order'],
+    )
+
+    const json = await t.app.inject({ method: 'POST', url: '/property-images/upload', headers: agency.headers, payload: { property_id: propertyId } })
+    assert.equal(json.statusCode, 415)
+    assert.match(json.json<{ detail: string }>().detail, /multipart\/form-data/)
+  })
+
+  it('needs a valid key', async () => {
+    const anonymous = await upload(t.app, undefined, { file: await photo('jpeg', 50, 50), fields: { property_id: String(propertyId) } })
+    assert.equal(anonymous.statusCode, 401)
+    assert.deepEqual(anonymous.json(), { detail: 'Invalid or missing API key' })
+    for (const url of ['/property-images', '/property-images/1']) {
+      const response = await t.app.inject({ url, headers: { 'x-api-key': 'mls_live_wrong' } })
+      assert.equal(response.statusCode, 401)
+      assert.deepEqual(response.json(), { detail: 'Invalid or missing API key' })
+    }
+  })
+
+  it('refuses a photo for another tenant’s property (404) before processing, storing nothing', async () => {
+    const before = storedFiles(t)
+    const response = await uploadTo(rivalPropertyId, await photo('jpeg', 50, 50))
+    assert.equal(response.statusCode, 404)
+    assert.deepEqual(response.json(), { detail: 'Property not found' })
+    assert.deepEqual(storedFiles(t), before)
+    const [row] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from property_images where property_id = ${rivalPropertyId}`)
+    assert.equal(row!.n, 0)
+  })
+
+  it('lists the caller’s photos only, as a plain array by property, sort_order, id; filters by property_id', async () => {
+    const p1 = (await submitProperty(t.app, agency)).id
+    const p2 = (await submitProperty(t.app, agency)).id
+    const second = (await uploadTo(p1, await photo('png', 40, 40), { sort_order: '5' })).json<Image>()
+    const first = (await uploadTo(p1, await photo('png', 40, 40), { sort_order: '1' })).json<Image>()
+    const other = (await uploadTo(p2, await photo('png', 40, 40))).json<Image>()
+    await uploadTo(rivalPropertyId, await photo('png', 40, 40), {}, rival)
+
+    const all = await t.app.inject({ url: '/property-images', headers: agency.headers })
+    assert.equal(all.statusCode, 200)
+    const images = all.json<Image[]>()
+    assert.ok(Array.isArray(images))
+    assert.ok(images.every((image) => image.property_id !== rivalPropertyId))
+    const order = images.map((image) => [image.property_id, image.sort_order, image.id])
+    assert.deepEqual(order, [...order].sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]! || a[2]! - b[2]!))
+
+    const filtered = await t.app.inject({ url: `/property-images?property_id=${p1}`, headers: agency.headers })
+    assert.deepEqual(filtered.json<Image[]>().map((image) => image.id), [first.id, second.id])
+    assert.ok(!filtered.json<Image[]>().some((image) => image.id === other.id))
+
+    const rivals = await t.app.inject({ url: `/property-images?property_id=${rivalPropertyId}`, headers: agency.headers })
+    assert.deepEqual(rivals.json(), [])
+    const bad = await t.app.inject({ url: '/property-images?property_id=abc', headers: agency.headers })
+    assert.equal(bad.statusCode, 422)
+  })
+
+  it('gets, re-orders and deletes one photo (its files too); another tenant’s photo is a 404 and stays', async () => {
+    const created = (await uploadTo((await submitProperty(t.app, agency)).id, await photo('webp', 60, 60))).json<Image>()
+    const got = await t.app.inject({ url: `/property-images/${created.id}`, headers: agency.headers })
+    assert.equal(got.statusCode, 200)
+    assert.deepEqual(got.json(), created)
+
+    const moved = await t.app.inject({ method: 'PUT', url: `/property-images/${created.id}`, headers: agency.headers, payload: { sort_order: 7 } })
+    assert.equal(moved.statusCode, 200)
+    assert.equal(moved.json<Image>().sort_order, 7)
+
+    const invalid = await t.app.inject({ method: 'PUT', url: `/property-images/${created.id}`, headers: agency.headers, payload: { sort_order: 'first', url: 'x' } })
+    assert.equal(invalid.statusCode, 422)
+
+    for (const request of [
+      { method: 'GET' as const, url: `/property-images/${created.id}` },
+      { method: 'PUT' as const, url: `/property-images/${created.id}`, payload: { sort_order: 1 } },
+      { method: 'DELETE' as const, url: `/property-images/${created.id}` },
+    ]) {
+      const response = await t.app.inject({ ...request, headers: rival.headers })
+      assert.equal(response.statusCode, 404, `${request.method} of another tenant's photo`)
+      assert.deepEqual(response.json(), { detail: 'Image not found' })
+    }
+    assert.equal((await t.app.inject({ url: `/property-images/${created.id}`, headers: agency.headers })).json<Image>().sort_order, 7)
+    assert.equal((await t.app.inject({ url: '/property-images/abc', headers: agency.headers })).statusCode, 422)
+
+    const files = [created.url, created.thumbnail_url].map((url) => mediaPath(url).replace('/media/', ''))
+    assert.ok(files.every((file) => storedFiles(t).includes(file)))
+    const deleted = await t.app.inject({ method: 'DELETE', url: `/property-images/${created.id}`, headers: agency.headers })
+    assert.equal(deleted.statusCode, 204)
+    assert.equal((await t.app.inject({ url: `/property-images/${created.id}`, headers: agency.headers })).statusCode, 404)
+    assert.ok(files.every((file) => !storedFiles(t).includes(file)))
+    assert.equal((await t.app.inject(mediaPath(created.url))).statusCode, 404)
+  })
+
+  it('shows the photos in the tenant’s property and removes them with the property', async () => {
+    const id = (await submitProperty(t.app, agency)).id
+    const image = (await uploadTo(id, await photo('jpeg', 80, 60))).json<Image>()
+    const property = await t.app.inject({ url: `/properties/${id}`, headers: agency.headers })
+    assert.deepEqual(property.json<{ images: Image[] }>().images, [image])
+
+    const deleted = await t.app.inject({ method: 'DELETE', url: `/properties/${id}`, headers: agency.headers })
+    assert.equal(deleted.statusCode, 204)
+    const files = storedFiles(t)
+    assert.ok(!files.includes(mediaPath(image.url).replace('/media/', '')))
+    assert.ok(!files.includes(mediaPath(image.thumbnail_url).replace('/media/', '')))
+    const [row] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from property_images where id = ${image.id}`)
+    assert.equal(row!.n, 0)
+  })
+
+  it('puts the first photo’s thumbnail in the catalogue and the photos in the catalogue detail', async () => {
+    const id = (await submitProperty(t.app, agency)).id
+    const later = (await uploadTo(id, await photo('jpeg', 80, 60), { sort_order: '2' })).json<Image>()
+    const cover = (await uploadTo(id, await photo('jpeg', 80, 60), { sort_order: '1' })).json<Image>()
+    const bare = (await submitProperty(t.app, agency)).id
+    await runInternalCheck(t.db)
+
+    const page = (await t.app.inject('/mls/properties')).json<{ items: { id: number; thumbnail_url: string | null }[] }>()
+    assert.equal(page.items.find((item) => item.id === id)!.thumbnail_url, cover.thumbnail_url)
+    assert.equal(page.items.find((item) => item.id === bare)!.thumbnail_url, null)
+
+    const detail = (await t.app.inject(`/mls/properties/${id}`)).json<{ thumbnail_url: string; images: string[] }>()
+    assert.equal(detail.thumbnail_url, cover.thumbnail_url)
+    assert.deepEqual(detail.images, [cover.url, later.url])
+
+    const [event] = await queryRows<{ data: { thumbnail_url: string } }>(
+      t.db,
+      sql`select data from events where type = 'mls.new_listing' and (data->>'id')::int = ${id}`,
+    )
+    assert.equal(event!.data.thumbnail_url, cover.thumbnail_url)
+  })
+
+  it('serves no path outside the media folder', async () => {
+    for (const url of ['/media/../secret-key', '/media/%2e%2e/secret-key', '/media/photos/']) {
+      const response = await t.app.inject(url)
+      assert.notEqual(response.statusCode, 200, url)
+    }
+  })
+})

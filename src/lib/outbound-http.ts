@@ -178,28 +178,31 @@ function bareHost(url: URL): string {
 async function readCapped(response: Dispatcher.ResponseData, options: OutboundRequest, url: URL) {
   const declared = Number(response.headers['content-length'])
   if (options.onLargeBody === 'fail' && declared > options.maxBodyBytes) {
-    response.body.destroy()
+    // Closing a body undici is still reading makes it emit an abort error nobody needs.
+    response.body.on('error', () => undefined).destroy()
     throw new OutboundError('too_large', `The response is ${declared} bytes; at most ${options.maxBodyBytes} are accepted.`)
   }
   const chunks: Buffer[] = []
   let size = 0
+  let overflow = false
   try {
+    // Leaving the loop early closes the body, so the rest is never read.
     for await (const chunk of response.body as AsyncIterable<Buffer>) {
-      size += chunk.length
-      if (size > options.maxBodyBytes) {
-        response.body.destroy()
-        if (options.onLargeBody === 'fail') {
-          throw new OutboundError('too_large', `The response is larger than ${options.maxBodyBytes} bytes.`)
-        }
-        chunks.push(chunk.subarray(0, chunk.length - (size - options.maxBodyBytes)))
-        return { bytes: Buffer.concat(chunks), truncated: true }
+      const room = options.maxBodyBytes - size
+      chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk)
+      size += Math.min(chunk.length, room)
+      if (chunk.length > room) {
+        overflow = true
+        break
       }
-      chunks.push(chunk)
     }
   } catch (error) {
     throw describeFailure(error, url, options.timeoutMs)
   }
-  return { bytes: Buffer.concat(chunks), truncated: false }
+  if (overflow && options.onLargeBody === 'fail') {
+    throw new OutboundError('too_large', `The response is larger than ${options.maxBodyBytes} bytes.`)
+  }
+  return { bytes: Buffer.concat(chunks), truncated: overflow }
 }
 
 function describeFailure(error: unknown, url: URL, timeoutMs: number): OutboundError {

@@ -2,7 +2,8 @@
 import autocannon from 'autocannon'
 import type { BenchRequest } from './requests.js'
 
-export type ScenarioId = 'a' | 'a1' | 'b' | 'c' | 'd'
+/** (e) is the photo uploads, (e1) and (e2) the catalogue reads alone and during them. */
+export type ScenarioId = 'a' | 'a1' | 'b' | 'c' | 'd' | 'e' | 'e1' | 'e2'
 
 export interface Scenario {
   id: ScenarioId
@@ -16,6 +17,7 @@ export interface Scenario {
 export interface ScenarioResult {
   id: ScenarioId
   title: string
+  connections: number
   /** Mean of the per-second samples, as autocannon reports it. */
   requests_per_second: number
   requests_total: number
@@ -44,13 +46,25 @@ const FAILURE_SAMPLES = 5
 
 export async function runScenario(scenario: Scenario, options: LoadOptions): Promise<ScenarioResult> {
   process.stderr.write(`(${scenario.id}) ${scenario.title}: warm-up ${options.warmup} s, then ${options.duration} s… `)
-  await fire(scenario, options.connections, options.warmup, [])
-  const failures: ScenarioResult['failure_samples'] = []
-  const result = await fire(scenario, options.connections, options.duration, failures)
+  await warmUp(scenario, options.connections, options.warmup)
+  const result = await measure(scenario, options.connections, options.duration)
   process.stderr.write('done\n')
+  return result
+}
+
+/** Loads the scenario and throws the figures away. */
+export async function warmUp(scenario: Scenario, connections: number, seconds: number): Promise<void> {
+  await fire(scenario, connections, seconds, [])
+}
+
+/** Loads the scenario and returns its figures; two at once load the server together. */
+export async function measure(scenario: Scenario, connections: number, seconds: number): Promise<ScenarioResult> {
+  const failures: ScenarioResult['failure_samples'] = []
+  const result = await fire(scenario, connections, seconds, failures)
   return {
     id: scenario.id,
     title: scenario.title,
+    connections,
     requests_per_second: round(result.requests.average),
     requests_total: result.requests.total,
     latency_avg_ms: round(result.latency.average),

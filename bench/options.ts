@@ -16,7 +16,13 @@ export interface BenchOptions {
   out: string | undefined
   /** Listings per INSERT: PGlite runs in this process's memory, so it gets smaller bites. */
   chunkSize: number
+  /** The scenarios to run, in the order of SCENARIOS whatever the order given. */
+  scenarios: ScenarioName[]
 }
+
+/** What --scenarios accepts; (e) brings its catalogue reads (e1) and (e2) along. */
+export const SCENARIOS = ['a', 'a1', 'b', 'c', 'd', 'e'] as const
+export type ScenarioName = (typeof SCENARIOS)[number]
 
 export const BENCH_DIR = import.meta.dirname
 export const REPO_ROOT = path.dirname(BENCH_DIR)
@@ -30,6 +36,8 @@ const USAGE = `Usage: npm run bench -- [options]
   --pglite          benchmark the embedded PGlite instead of PostgreSQL
   --skip-seed       reuse an already seeded PostgreSQL database
   --out FILE        results JSON (default bench/results/bench-<engine>-<listings>.json)
+  --scenarios LIST  comma-separated subset of ${SCENARIOS.join(',')} (default all); e.g. e for
+                    the photo uploads alone. Targets of scenarios not run are left out.
 
 PostgreSQL is taken from DATABASE_URL, which the bench WIPES (reference data aside):
 give it a database of its own, e.g. postgres://postgres@127.0.0.1:5432/mls_bench.`
@@ -50,6 +58,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv = process.en
         pglite: { type: 'boolean', default: false },
         'skip-seed': { type: 'boolean', default: false },
         out: { type: 'string' },
+        scenarios: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     }))
@@ -80,7 +89,16 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv = process.en
     skipSeed: values['skip-seed'],
     out: values.out === undefined ? undefined : path.resolve(values.out),
     chunkSize: engine === 'pglite' ? 10_000 : 100_000,
+    scenarios: scenarioList(values.scenarios),
   }
+}
+
+function scenarioList(raw: string | undefined): ScenarioName[] {
+  if (raw === undefined) return [...SCENARIOS]
+  const given = raw.split(',').map((name) => name.trim())
+  const unknown = given.filter((name) => !(SCENARIOS as readonly string[]).includes(name))
+  if (unknown.length > 0 || given.length === 0) fail(`--scenarios expects names from ${SCENARIOS.join(',')}, got "${raw}"`)
+  return SCENARIOS.filter((name) => given.includes(name))
 }
 
 /** `bench/results/bench-<engine>-<listings>.json`. */

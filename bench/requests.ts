@@ -2,6 +2,7 @@
  * What the load looks like: a new random request for every one autocannon sends, drawn from
  * the same market the seed built (data.ts), so the database cannot answer from one hot page.
  */
+import { randomBytes } from 'node:crypto'
 import type { PropertySubmission } from '../src/modules/properties/properties.schemas.js'
 import {
   AREA_BANDS,
@@ -39,7 +40,7 @@ export interface BenchRequest {
   method: 'GET' | 'POST'
   path: string
   headers?: Record<string, string>
-  body?: string
+  body?: string | Buffer
 }
 
 /**
@@ -91,6 +92,27 @@ export function submission(tenants: number): BenchRequest {
     path: '/properties',
     headers: { 'content-type': 'application/json', 'x-api-key': benchApiKey(randomInt(1, tenants)) },
     body: JSON.stringify(submissionBody()),
+  }
+}
+
+/**
+ * (e) Photo uploads by one agency, each to the next of its properties in turn, so none nears
+ * IMAGE_MAX_PER_PROPERTY however long the run. The form is written by hand around the photo's
+ * bytes: autocannon asks for each request synchronously, and copies the body into it anyway,
+ * so one more 3 MB copy is all a fresh property id costs.
+ */
+export function photoUploads(photo: Buffer, apiKey: string, propertyIds: readonly number[]): () => BenchRequest {
+  if (propertyIds.length === 0) throw new Error('photoUploads needs at least one property')
+  const boundary = `----mls-bench-${randomBytes(12).toString('hex')}`
+  const field = (name: string, value: string) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`
+  const fileHead = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="photo.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`)
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`)
+  const headers = { 'content-type': `multipart/form-data; boundary=${boundary}`, 'x-api-key': apiKey }
+  let next = 0
+  return () => {
+    const propertyId = propertyIds[next++ % propertyIds.length]!
+    const fields = Buffer.from(field('property_id', String(propertyId)) + field('sort_order', '0'))
+    return { method: 'POST', path: '/property-images/upload', headers, body: Buffer.concat([fields, fileHead, photo, tail]) }
   }
 }
 

@@ -16,6 +16,7 @@ import { defaultOutFile, parseOptions, type BenchOptions } from './options.js'
 import { printReport, writeReport, type RunInfo } from './report.js'
 import { catalogueDetail, catalogueSearch, submission, type BenchRequest } from './requests.js'
 import { prepareDatabase, type PreparedDatabase } from './seed.js'
+import { runUploads, type UploadFigures } from './uploads.js'
 
 /** Fixed, so the service never generates one into DATA_DIR and every run is configured alike. */
 const BENCH_SECRET_KEY = 'open-mls-bench-secret-key-0123456789'
@@ -58,9 +59,17 @@ async function main(options: BenchOptions): Promise<void> {
   // Each scenario first runs unmeasured for a moment: JIT, connection pools and caches settle.
   const warmup = Math.min(3, Math.max(1, Math.round(options.duration / 5)))
   const load = { connections: options.connections, duration: options.duration, warmup }
-  const scenarios = defineScenarios(service, ceiling, prepared)
-  const results = {} as Record<ScenarioId, ScenarioResult>
+  const scenarios = defineScenarios(service, ceiling, prepared).filter((scenario) => (options.scenarios as string[]).includes(scenario.id))
+  const results: Partial<Record<ScenarioId, ScenarioResult>> = {}
   for (const scenario of scenarios) results[scenario.id] = await runScenario(scenario, load)
+  // (e) last: the uploads still in flight when it stops are processed after it, and would
+  // weigh on whatever scenario came next.
+  let uploads: UploadFigures | undefined
+  if (options.scenarios.includes('e')) {
+    const run = await runUploads(service, prepared, load, loadConfig(serviceEnv).images.processingConcurrency)
+    Object.assign(results, run.results)
+    uploads = run.figures
+  }
 
   const info: RunInfo = {
     engine: options.engine,
@@ -79,8 +88,8 @@ async function main(options: BenchOptions): Promise<void> {
       log_level: 'warn',
     },
   }
-  printReport(info, results)
-  writeReport(options.out ?? defaultOutFile(options.engine, prepared.listings), info, results)
+  printReport(info, results, uploads)
+  writeReport(options.out ?? defaultOutFile(options.engine, prepared.listings), info, results, uploads)
 }
 
 /** Migrates and seeds (or, with --skip-seed, inspects) the database, then lets go of it. */

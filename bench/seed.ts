@@ -44,6 +44,13 @@ const REFERENCE_TABLES = ['cities', 'districts', 'residential_complexes', 'prope
 /** How many ids (c) picks from: enough that the database cannot serve one hot row from cache. */
 const SAMPLED_IDS = 5000
 
+/**
+ * (e) uploads as bench tenant 1, the largest agency (the seed skews listings toward low
+ * tenant numbers), spreading its photos over this many of its properties.
+ */
+export const UPLOAD_TENANT = 1
+const UPLOAD_PROPERTIES = 1000
+
 export interface SeedOptions {
   listings: number
   tenants: number
@@ -62,6 +69,8 @@ export interface PreparedDatabase {
   seedingSeconds: number | null
   /** Random published listing ids, for GET /mls/properties/{id}. */
   publishedIds: number[]
+  /** UPLOAD_TENANT's properties that (e) uploads photos to, unpublished ones first. */
+  uploadPropertyIds: number[]
 }
 
 export async function prepareDatabase(handle: DatabaseHandle, options: SeedOptions): Promise<PreparedDatabase> {
@@ -81,10 +90,32 @@ export async function prepareDatabase(handle: DatabaseHandle, options: SeedOptio
     db,
     sql`select id from properties where status_id = 2 order by random() limit ${SAMPLED_IDS}::int`,
   )
-  return { serverVersion: version?.version ?? 'unknown', ...stats, seedingSeconds, publishedIds: ids.map((row) => row.id) }
+  return {
+    serverVersion: version?.version ?? 'unknown',
+    ...stats,
+    seedingSeconds,
+    publishedIds: ids.map((row) => row.id),
+    uploadPropertyIds: await uploadTargets(db),
+  }
 }
 
-async function readStats(db: Database): Promise<Omit<PreparedDatabase, 'serverVersion' | 'seedingSeconds' | 'publishedIds'>> {
+/**
+ * Properties for (e) to upload to, with none of their photos left. The rows an earlier run
+ * uploaded (with --skip-seed) are deleted first: their files went with that run's temporary
+ * DATA_DIR, and they would count toward IMAGE_MAX_PER_PROPERTY. Unpublished properties come
+ * first, so the photos leave what (b) and (c) read as it was.
+ */
+async function uploadTargets(db: Database): Promise<number[]> {
+  await db.execute(sql`delete from property_images where tenant_id = ${UPLOAD_TENANT}::int`)
+  const rows = await queryRows<{ id: number }>(
+    db,
+    sql`select id from properties where tenant_id = ${UPLOAD_TENANT}::int
+        order by status_id = 2, id limit ${UPLOAD_PROPERTIES}::int`,
+  )
+  return rows.map((row) => row.id)
+}
+
+async function readStats(db: Database): Promise<Omit<PreparedDatabase, 'serverVersion' | 'seedingSeconds' | 'publishedIds' | 'uploadPropertyIds'>> {
   const [row] = await queryRows<{ listings: number; published: number; tenants: number; owners: number }>(
     db,
     sql`select (select count(*)::int from properties) as listings,

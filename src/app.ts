@@ -21,6 +21,10 @@ import registrationRoutes from './modules/tenants/registration.routes.js'
 import propertiesRoutes from './modules/properties/properties.routes.js'
 import { PropertiesService } from './modules/properties/properties.service.js'
 import { TenantsService } from './modules/tenants/tenants.service.js'
+import { deliveryLeaseMs } from './modules/webhooks/webhook-deliveries.js'
+import { WebhookSender } from './modules/webhooks/webhook-sender.js'
+import webhooksRoutes from './modules/webhooks/webhooks.routes.js'
+import { WebhooksService } from './modules/webhooks/webhooks.service.js'
 import authPlugin from './plugins/auth.js'
 import databasePlugin from './plugins/database.js'
 import docsPlugin from './plugins/docs.js'
@@ -37,6 +41,7 @@ declare module 'fastify' {
     tenants: TenantsService
     properties: PropertiesService
     images: ImagesService
+    webhooks: WebhooksService
   }
 }
 
@@ -78,6 +83,14 @@ export async function buildApp({ config, database, logger }: AppOptions): Promis
   const outbound = new OutboundClient({ allowPrivateNetwork: config.allowPrivateNetwork })
   app.addHook('onClose', () => outbound.close())
   app.decorate('images', new ImagesService(app.db, storage, new ImageProcessor(config.images), config, media.baseUrl, outbound))
+  app.decorate(
+    'webhooks',
+    new WebhooksService(app.db, app.secrets, outbound, new WebhookSender(outbound, app.secrets, config.webhookTimeoutMs), {
+      allowPrivateNetwork: config.allowPrivateNetwork,
+      retryPolicy: { scheduleMs: config.webhookRetryScheduleMs },
+      leaseMs: deliveryLeaseMs(config.webhookTimeoutMs),
+    }),
+  )
 
   await app.register(metricsPlugin)
   await app.register(rateLimitPlugin)
@@ -98,6 +111,7 @@ export async function buildApp({ config, database, logger }: AppOptions): Promis
     await tenantScope.register(meRoutes)
     await tenantScope.register(propertiesRoutes)
     await tenantScope.register(imagesRoutes)
+    await tenantScope.register(webhooksRoutes)
   })
 
   // Routes for operators: every one needs X-Admin-Key.

@@ -5,6 +5,7 @@
 import { sql } from 'drizzle-orm'
 import {
   bigint,
+  boolean,
   char,
   check,
   doublePrecision,
@@ -394,4 +395,101 @@ export const events = pgTable(
     dispatchedAt: timestamp('dispatched_at', { withTimezone: true, mode: 'date' }),
   },
   (t) => [index('events_undispatched_idx').on(t.id).where(sql`${t.dispatchedAt} is null`)],
+)
+
+// ---------------------------------------------------------------------------------------
+// Webhooks (D8): subscriptions, one delivery per (event, subscription), one log row per attempt.
+
+export const webhookSubscriptions = pgTable(
+  'webhook_subscriptions',
+  {
+    id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+    tenantId: integer('tenant_id')
+      .notNull()
+      .references(() => tenants.id, { onDelete: 'cascade' }),
+    url: text('url').notNull(),
+    events: text('events').array().notNull(),
+    description: text('description'),
+    /** The signing secret (`whsec_…`), encrypted with SECRET_KEY; shown once at creation. */
+    secretSealed: text('secret_sealed').notNull(),
+    isActive: boolean('is_active').notNull().default(true),
+    /** Why the service switched it off (410 Gone, or days without a success), and when. */
+    disabledReason: text('disabled_reason'),
+    disabledAt: timestamp('disabled_at', { withTimezone: true, mode: 'date' }),
+    /** First failure since the last success; null while deliveries succeed. */
+    failingSince: timestamp('failing_since', { withTimezone: true, mode: 'date' }),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    index('webhook_subscriptions_tenant_idx').on(t.tenantId, t.id),
+    // Fan-out looks up the active subscriptions for an event type.
+    index('webhook_subscriptions_active_events_idx').using('gin', t.events).where(sql`${t.isActive}`),
+  ],
+)
+
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    subscriptionId: integer('subscription_id')
+      .notNull()
+      .references(() => webhookSubscriptions.id, { onDelete: 'cascade' }),
+    eventId: bigint('event_id', { mode: 'number' })
+      .notNull()
+      .references(() => events.id, { onDelete: 'cascade' }),
+    trigger: text('trigger').notNull().default('event'),
+    /** `pending` until it succeeds (`succeeded`) or is given up (`failed`). */
+    status: text('status').notNull().default('pending'),
+    /** Attempts started so far; a claim counts one, so no attempt number is used twice. */
+    attempts: integer('attempts').notNull().default(0),
+    /**
+     * When the next attempt is due. A claim moves it past the lease, so a worker that dies
+     * mid-attempt leaves the delivery due again once the lease runs out.
+     */
+    nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    /** Set by the claim; only the holder may record the outcome. */
+    leaseToken: text('lease_token'),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    // The workers' queue: due pending deliveries, oldest due first.
+    index('webhook_deliveries_due_idx').on(t.nextAttemptAt, t.id).where(sql`${t.status} = 'pending'`),
+    // Cancelling a subscription's pending deliveries, and the cascade when it is deleted.
+    index('webhook_deliveries_subscription_idx').on(t.subscriptionId),
+    unique('webhook_deliveries_event_subscription_key').on(t.eventId, t.subscriptionId),
+    check('webhook_deliveries_status_check', sql`${t.status} in ('pending', 'succeeded', 'failed')`),
+    check('webhook_deliveries_trigger_check', sql`${t.trigger} in ('event', 'test')`),
+  ],
+)
+
+export const webhookAttempts = pgTable(
+  'webhook_attempts',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    deliveryId: bigint('delivery_id', { mode: 'number' })
+      .notNull()
+      .references(() => webhookDeliveries.id, { onDelete: 'cascade' }),
+    subscriptionId: integer('subscription_id')
+      .notNull()
+      .references(() => webhookSubscriptions.id, { onDelete: 'cascade' }),
+    eventId: bigint('event_id', { mode: 'number' }).notNull(),
+    eventType: text('event_type').notNull(),
+    trigger: text('trigger').notNull(),
+    attempt: integer('attempt').notNull(),
+    /** `succeeded`; `pending`: failed, retried at next_attempt_at; `failed`: failed, given up. */
+    status: text('status').notNull(),
+    responseStatusCode: integer('response_status_code'),
+    /** The first 4 KiB of the answer, as text. */
+    responseBody: text('response_body'),
+    error: text('error'),
+    durationMs: integer('duration_ms').notNull(),
+    nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true, mode: 'date' }),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    // A subscription's log, newest first (ids grow with time).
+    index('webhook_attempts_subscription_idx').on(t.subscriptionId, t.id.desc()),
+    index('webhook_attempts_delivery_idx').on(t.deliveryId),
+    check('webhook_attempts_status_check', sql`${t.status} in ('succeeded', 'failed', 'pending')`),
+  ],
 )

@@ -4,6 +4,7 @@ import type { Config } from '../config.js'
 import type { Database } from '../db/client.js'
 import { moderationJob } from '../modules/moderation/moderation.job.js'
 import { idempotencyCleanupJob } from '../modules/properties/idempotency-cleanup.job.js'
+import { WebhookDeliveryJob, webhookFanOutJob } from '../modules/webhooks/webhooks.jobs.js'
 
 /** What a job gets to do its work. */
 export interface JobContext {
@@ -24,6 +25,8 @@ export interface Job {
   name: string
   idleDelayMs: number
   runOnce(context: JobContext): Promise<number>
+  /** Lets go of what the job holds (work still in flight, connections) once its loop has ended. */
+  stop?(): Promise<void>
 }
 
 /** Runs every job in its own loop until stopped. */
@@ -45,6 +48,7 @@ export class Worker {
   async stop(): Promise<void> {
     this.controller.abort()
     await Promise.all(this.loops)
+    await Promise.all(this.jobs.map((job) => (job.stop ? job.stop() : Promise.resolve())))
     this.context.log.info('worker stopped')
   }
 
@@ -69,7 +73,7 @@ export class Worker {
   }
 }
 
-/** The jobs a worker process runs. Features add theirs here. */
+/** The jobs a worker process runs, new for each worker (some keep state). Features add theirs here. */
 export function workerJobs(): Job[] {
-  return [moderationJob, idempotencyCleanupJob]
+  return [moderationJob, idempotencyCleanupJob, webhookFanOutJob, new WebhookDeliveryJob()]
 }

@@ -1,7 +1,7 @@
 import type { Database } from '../../db/client.js'
 import { events } from '../../db/schema.js'
 
-/** The events the service publishes (interface §6 and D8). */
+/** The events changes publish (interface §6 and D8); `webhook.test` is written by the test route. */
 export type EventType = 'mls.new_listing' | 'property.published' | 'property.rejected'
 
 /**

@@ -1,0 +1,115 @@
+/**
+ * One delivery attempt, the way Standard Webhooks describes it: the body
+ * `{type, timestamp, data}` (the same bytes on every attempt), and the headers `webhook-id`
+ * (the same on every attempt), `webhook-timestamp` (this attempt's) and `webhook-signature`
+ * over all three, signed by the `standardwebhooks` package with the subscription's secret.
+ * Sent through the guarded outbound client: no redirects, a time limit, 4 KiB of the answer kept.
+ */
+import { Webhook } from 'standardwebhooks'
+import { OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
+import type { SecretBox } from '../../lib/secrets.js'
+
+/** The most of a receiver's answer kept in the log. */
+export const RESPONSE_BODY_LIMIT = 4096
+
+export interface WebhookMessage {
+  /** `webhook-id`: stable across the retries of one event, so receivers can deduplicate. */
+  id: string
+  /** The exact body bytes, built once from the event. */
+  body: string
+}
+
+export interface AttemptOutcome {
+  succeeded: boolean
+  statusCode: number | null
+  responseBody: string | null
+  /** `<kind>: <sentence>`; null on success. */
+  error: string | null
+  durationMs: number
+  /** What a `Retry-After` answer asked for, in milliseconds. */
+  retryAfterMs: number | undefined
+  /** 410 Gone: the receiver says the subscription should end. */
+  gone: boolean
+}
+
+/** `msg_<event id>`: one message per event, whichever subscriptions receive it. */
+export function messageId(eventId: number): string {
+  return `msg_${eventId}`
+}
+
+/** The body of an event's deliveries; `timestamp` is when the event happened, not the attempt. */
+export function messageBody(event: { type: string; createdAt: Date; data: unknown }): string {
+  return JSON.stringify({ type: event.type, timestamp: event.createdAt.toISOString(), data: event.data })
+}
+
+export class WebhookSender {
+  constructor(
+    private readonly outbound: OutboundClient,
+    private readonly secrets: SecretBox,
+    private readonly timeoutMs: number,
+  ) {}
+
+  async send(target: { url: string; secretSealed: string }, message: WebhookMessage): Promise<AttemptOutcome> {
+    const started = performance.now()
+    const elapsed = () => Math.round(performance.now() - started)
+    const sentAt = new Date()
+    let signature: string
+    try {
+      signature = new Webhook(this.secrets.open(target.secretSealed)).sign(message.id, sentAt, message.body)
+    } catch {
+      // The secret was sealed with another SECRET_KEY: nothing a retry can mend, but logged for the tenant.
+      return failure('signing: The subscription’s secret cannot be read with this server’s SECRET_KEY; create the subscription again.', elapsed())
+    }
+    try {
+      const response = await this.outbound.request({
+        url: target.url,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'Open-MLS-Webhooks/1',
+          'webhook-id': message.id,
+          'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
+          'webhook-signature': signature,
+        },
+        body: message.body,
+        timeoutMs: this.timeoutMs,
+        maxBodyBytes: RESPONSE_BODY_LIMIT,
+        onLargeBody: 'truncate',
+        // A redirect is an answer like any other non-2xx: it fails the attempt (D8).
+        maxRedirects: 0,
+      })
+      const succeeded = response.status >= 200 && response.status < 300
+      return {
+        succeeded,
+        statusCode: response.status,
+        responseBody: bodyText(response.body),
+        error: succeeded ? null : `http_status: The receiver answered ${response.status}; only a 2xx answer counts as delivered.`,
+        durationMs: elapsed(),
+        retryAfterMs: succeeded ? undefined : parseRetryAfter(response.headers['retry-after'], sentAt),
+        gone: response.status === 410,
+      }
+    } catch (error) {
+      if (!(error instanceof OutboundError)) throw error
+      return failure(`${error.kind}: ${error.message}`, elapsed())
+    }
+  }
+}
+
+function failure(error: string, durationMs: number): AttemptOutcome {
+  return { succeeded: false, statusCode: null, responseBody: null, error, durationMs, retryAfterMs: undefined, gone: false }
+}
+
+/** Text for the log: invalid UTF-8 replaced, and NUL removed (PostgreSQL text cannot hold it). */
+function bodyText(bytes: Buffer): string {
+  return bytes.toString('utf8').replaceAll('\u0000', '')
+}
+
+/** `Retry-After` as delay-seconds or an HTTP date (RFC 9110 §10.2.3); anything else is ignored. */
+export function parseRetryAfter(header: string | string[] | undefined, now: Date): number | undefined {
+  const value = Array.isArray(header) ? header[0] : header
+  if (value === undefined) return undefined
+  const trimmed = value.trim()
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
+  const date = Date.parse(trimmed)
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now.getTime())
+}

@@ -1,0 +1,89 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { errorResponses } from '../../lib/schemas.js'
+import { apiKeySecurity } from '../../plugins/auth.js'
+import { SUBSCRIBABLE_EVENTS, CreatedWebhookSubscription, DeliveryLogEntry, DeliveryLogPage, DeliveryLogQuery, WebhookCreate, WebhookIdParams, WebhookSubscription } from './webhooks.schemas.js'
+
+const tenantRoute = { tags: ['Webhooks'], security: apiKeySecurity }
+
+const DELIVERY_NOTES = `Deliveries follow Standard Webhooks: a POST with the body \`{type, timestamp, data}\` and the headers \`webhook-id\` (\`msg_<event id>\`, the same on every attempt), \`webhook-timestamp\` and \`webhook-signature\` (\`v1,<base64 HMAC-SHA256>\` with the subscription's secret). Only a 2xx answer counts; redirects are not followed. Failed attempts are retried after the delays of WEBHOOK_RETRY_SCHEDULE (±10 %), never sooner than a \`Retry-After\` asks. A 410 answer, or 5 days without a single success, switches the subscription off (\`is_active: false\`, \`disabled_reason\`). Events: ${SUBSCRIBABLE_EVENTS.map((e) => `\`${e}\``).join(', ')}; \`mls.new_listing\` reaches every agency's subscriptions, the others only the listing's own agency.`
+
+/** Webhook subscriptions, test events and delivery logs (§4.5, D8). Registered behind `authenticate`. */
+const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post(
+    '/webhooks',
+    {
+      schema: {
+        ...tenantRoute,
+        summary: 'Subscribe a URL to events',
+        description: `Answers with the subscription and its signing \`secret\`, shown this once. The URL must be \`https\` (plain \`http\` only where ALLOW_PRIVATE_NETWORK is on), without credentials, and its host must resolve to public addresses only; the rule is checked again at every delivery. ${DELIVERY_NOTES}`,
+        body: WebhookCreate,
+        response: { 201: CreatedWebhookSubscription, ...errorResponses(400, 401, 415, 422, 429) },
+      },
+    },
+    async (request, reply) => {
+      const created = await app.webhooks.create(request.tenant.id, request.body)
+      return reply.code(201).header('location', `/webhooks/${created.id}`).send(created)
+    },
+  )
+
+  app.get(
+    '/webhooks',
+    {
+      schema: {
+        ...tenantRoute,
+        summary: 'The agency’s subscriptions',
+        description: 'A plain array, oldest first, without secrets.',
+        response: { 200: { type: 'array', items: WebhookSubscription }, ...errorResponses(401, 429) },
+      },
+    },
+    async (request) => app.webhooks.list(request.tenant.id),
+  )
+
+  app.delete(
+    '/webhooks/:id',
+    {
+      schema: {
+        ...tenantRoute,
+        summary: 'Delete a subscription',
+        description: 'Its pending deliveries are cancelled, and its delivery log goes with it.',
+        params: WebhookIdParams,
+        response: { 204: { type: 'null', description: 'Deleted.' }, ...errorResponses(401, 404, 422, 429) },
+      },
+    },
+    async (request, reply) => {
+      await app.webhooks.remove(request.tenant.id, request.params.id)
+      return reply.code(204).send(null)
+    },
+  )
+
+  app.post(
+    '/webhooks/:id/test',
+    {
+      schema: {
+        ...tenantRoute,
+        summary: 'Send a test event now',
+        description:
+          'One immediate attempt of a `webhook.test` event, signed like any delivery, without retries; whatever the subscription’s events and state. Answers 200 with the log entry of the attempt, also when the receiver failed (see `status` and `error`).',
+        params: WebhookIdParams,
+        response: { 200: DeliveryLogEntry, ...errorResponses(401, 404, 422, 429) },
+      },
+    },
+    async (request) => app.webhooks.test(request.tenant.id, request.params.id),
+  )
+
+  app.get(
+    '/webhooks/:id/logs',
+    {
+      schema: {
+        ...tenantRoute,
+        summary: 'Delivery history: one entry per attempt, newest first',
+        params: WebhookIdParams,
+        querystring: DeliveryLogQuery,
+        response: { 200: DeliveryLogPage, ...errorResponses(401, 404, 422, 429) },
+      },
+    },
+    async (request) => app.webhooks.logs(request.tenant.id, request.params.id, request.query),
+  )
+}
+
+export default webhooksRoutes

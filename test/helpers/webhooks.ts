@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { FastifyInstance } from 'fastify'
+import pino from 'pino'
+import { Webhook } from 'standardwebhooks'
+import type { Config } from '../../src/config.js'
+import type { Database } from '../../src/db/client.js'
+import { WebhookDeliveryJob, webhookFanOutJob } from '../../src/modules/webhooks/webhooks.jobs.js'
+import { Worker } from '../../src/worker/worker.js'
+import type { Tenant } from './factories.js'
+
+export interface ReceivedRequest {
+  headers: IncomingMessage['headers']
+  body: string
+  receivedAt: number
+  /** What the receiver answered. */
+  status: number
+}
+
+type Answer = { status: number; headers?: Record<string, string>; body?: string } | 'hang'
+
+/**
+ * A webhook receiver on loopback, as an agency would run one: it records every request and
+ * answers what `answer` says (202 by default); `hang` never answers.
+ */
+export async function startReceiver(answer: (request: { headers: IncomingMessage['headers']; body: string; index: number }) => Answer = () => ({ status: 202 })) {
+  const requests: ReceivedRequest[] = []
+  const hanging: ServerResponse[] = []
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = []
+    request.on('data', (chunk: Buffer) => chunks.push(chunk))
+    request.on('end', () => answerRequest(request, response, Buffer.concat(chunks).toString('utf8')))
+  })
+  const answerRequest = (request: IncomingMessage, response: ServerResponse, body: string) => {
+    const decided = answer({ headers: request.headers, body, index: requests.length })
+    if (decided === 'hang') {
+      hanging.push(response)
+      return
+    }
+    requests.push({ headers: request.headers, body, receivedAt: Date.now(), status: decided.status })
+    response.writeHead(decided.status, decided.headers).end(decided.body ?? '')
+  }
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`
+  return {
+    url,
+    requests,
+    /** Requests answered 2xx. */
+    delivered: () => requests.filter((request) => request.status >= 200 && request.status < 300),
+    async close() {
+      for (const response of hanging) response.destroy()
+      server.closeAllConnections()
+      server.close()
+    },
+  }
+}
+export type Receiver = Awaited<ReturnType<typeof startReceiver>>
+
+/** Verifies a delivery the way a receiver would, with the `standardwebhooks` package; throws if forged. */
+export function verifyDelivery(secret: string, request: ReceivedRequest): { type: string; timestamp: string; data: Record<string, unknown> } {
+  const headers = {
+    'webhook-id': String(request.headers['webhook-id']),
+    'webhook-timestamp': String(request.headers['webhook-timestamp']),
+    'webhook-signature': String(request.headers['webhook-signature']),
+  }
+  return new Webhook(secret).verify(request.body, headers) as { type: string; timestamp: string; data: Record<string, unknown> }
+}
+
+export async function subscribe(app: FastifyInstance, tenant: Tenant, payload: Record<string, unknown>) {
+  const response = await app.inject({ method: 'POST', url: '/webhooks', headers: tenant.headers, payload })
+  assert.equal(response.statusCode, 201, response.body)
+  return response.json<{ id: number; secret: string; url: string; events: string[]; is_active: boolean }>()
+}
+
+export interface LogEntry {
+  id: number
+  event_id: number
+  event_type: string
+  trigger: 'event' | 'test'
+  attempt: number
+  status: 'succeeded' | 'failed' | 'pending'
+  response_status_code: number | null
+  response_body: string | null
+  error: string | null
+  duration_ms: number
+  created_at: string
+  next_attempt_at: string | null
+}
+
+export async function deliveryLog(app: FastifyInstance, tenant: Tenant, subscriptionId: number, query = '') {
+  const response = await app.inject({ method: 'GET', url: `/webhooks/${subscriptionId}/logs${query}`, headers: tenant.headers })
+  assert.equal(response.statusCode, 200, response.body)
+  return response.json<{ items: LogEntry[]; total: number; limit: number; offset: number }>()
+}
+
+/** A worker running only the webhook jobs (fan-out and delivery), as a worker process would. */
+export function startWebhookWorker(db: Database, config: Config) {
+  const worker = new Worker({ db, config, log: pino({ level: 'silent' }) }, [webhookFanOutJob, new WebhookDeliveryJob()])
+  worker.start()
+  return worker
+}
+
+/** Waits until `condition` holds, checking every 20 ms, or fails after `timeoutMs`. */
+export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = 'the condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await condition())) {
+    if (Date.now() > deadline) assert.fail(`Timed out after ${timeoutMs} ms waiting for ${what}`)
+    await sleep(20)
+  }
+}

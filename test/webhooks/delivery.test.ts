@@ -1,0 +1,253 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { sql } from 'drizzle-orm'
+import { queryRows } from '../../src/db/client.js'
+import type { Worker } from '../../src/worker/worker.js'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
+import { runInternalCheck } from '../helpers/moderation.js'
+import { deliveryLog, startReceiver, startWebhookWorker, subscribe, verifyDelivery, waitFor, type Receiver } from '../helpers/webhooks.js'
+
+/** Retries 100 ms, then 200 ms after the first failure: three attempts in all. */
+const SCHEDULE = { WEBHOOK_RETRY_SCHEDULE: '100ms,200ms', WEBHOOK_TIMEOUT_MS: '500' }
+
+describe('webhook deliveries', () => {
+  let t: TestApp
+  let worker: Worker
+  const receivers: Receiver[] = []
+  let agencies = 0
+
+  before(async () => {
+    t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true', ...SCHEDULE })
+    worker = startWebhookWorker(t.db, t.config)
+  })
+  after(async () => {
+    await worker.stop()
+    await t.close()
+    await Promise.all(receivers.map((receiver) => receiver.close()))
+  })
+
+  async function receiver(answer?: Parameters<typeof startReceiver>[0]) {
+    const started = await startReceiver(answer)
+    receivers.push(started)
+    return started
+  }
+  const agency = () => createTenant(t.app, { email: `agency-${++agencies}@deliveries.example` })
+
+  /** Submits a listing and runs the internal check: published unless `overrides` break a rule. */
+  async function publish(tenant: Tenant, overrides: Record<string, unknown> = {}): Promise<number> {
+    const { id } = await submitProperty(t.app, tenant, overrides)
+    await runInternalCheck(t.db)
+    return id
+  }
+
+  /** The received messages about one property. */
+  const about = (target: Receiver, propertyId: number) =>
+    target.requests.filter((request) => {
+      const data = JSON.parse(request.body).data
+      return data.id === propertyId || data.property_id === propertyId
+    })
+
+  it('delivers mls.new_listing to every agency subscribed, property.* to the owner only, each only what it chose', async () => {
+    const [owner, other, watcher, rejectionsOnly] = [await agency(), await agency(), await agency(), await agency()]
+    const ownerHook = await receiver()
+    const otherHook = await receiver()
+    const watcherHook = await receiver()
+    const rejectionsHook = await receiver()
+    const ownerSub = await subscribe(t.app, owner, { url: ownerHook.url, events: ['mls.new_listing', 'property.published', 'property.rejected'] })
+    const otherSub = await subscribe(t.app, other, { url: otherHook.url, events: ['mls.new_listing'] })
+    await subscribe(t.app, watcher, { url: watcherHook.url, events: ['property.published', 'property.rejected'] })
+    await subscribe(t.app, rejectionsOnly, { url: rejectionsHook.url, events: ['property.rejected'] })
+
+    const published = await publish(owner)
+    await waitFor(() => about(ownerHook, published).length === 2 && about(otherHook, published).length === 1, 5000, 'the deliveries')
+
+    const ownerTypes = about(ownerHook, published).map((request) => verifyDelivery(ownerSub.secret, request).type).sort()
+    assert.deepEqual(ownerTypes, ['mls.new_listing', 'property.published'])
+    const [announcement] = about(otherHook, published)
+    const message = verifyDelivery(otherSub.secret, announcement!)
+    assert.equal(message.type, 'mls.new_listing')
+    assert.throws(() => verifyDelivery(ownerSub.secret, announcement!), 'signed with the receiving subscription’s own secret')
+    // The §2.4 object, as the catalogue shows it, and never the owner's contacts.
+    const catalogue = (await t.app.inject(`/mls/properties?limit=100`)).json<{ items: { id: number }[] }>()
+    assert.deepEqual(message.data, catalogue.items.find((item) => item.id === published))
+    for (const secret of ['Иван Петров', '912', 'Звонить', 'owner']) assert.ok(!announcement!.body.includes(secret), secret)
+    assert.match(message.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+
+    const rejected = await publish(owner, { price: 0 })
+    await waitFor(() => about(ownerHook, rejected).length === 1, 5000, 'the rejection')
+    const rejection = verifyDelivery(ownerSub.secret, about(ownerHook, rejected)[0]!)
+    assert.equal(rejection.type, 'property.rejected')
+    assert.equal((rejection.data.reasons as { code: string }[])[0]!.code, 'price_not_positive')
+
+    // Give any stray delivery time to arrive, then check nobody else heard of either listing.
+    await new Promise((resolve) => setTimeout(resolve, 600))
+    assert.equal(about(otherHook, rejected).length, 0)
+    assert.equal(about(watcherHook, published).length + about(watcherHook, rejected).length, 0)
+    assert.equal(about(rejectionsHook, published).length + about(rejectionsHook, rejected).length, 0)
+    assert.equal(about(ownerHook, published).length, 2)
+  })
+
+  it('retries a failing receiver on the schedule with the same body and webhook-id, then succeeds', async () => {
+    const owner = await agency()
+    const hook = await receiver(({ index }) => (index < 2 ? { status: 503, body: 'busy' } : { status: 200 }))
+    const subscription = await subscribe(t.app, owner, { url: hook.url, events: ['property.published'] })
+    await publish(owner)
+    await waitFor(() => hook.requests.length === 3, 5000, 'three attempts')
+
+    const [first, second, third] = hook.requests
+    assert.equal(second!.body, first!.body)
+    assert.equal(third!.body, first!.body)
+    assert.equal(second!.headers['webhook-id'], first!.headers['webhook-id'])
+    assert.equal(third!.headers['webhook-id'], first!.headers['webhook-id'])
+    for (const request of hook.requests) verifyDelivery(subscription.secret, request)
+    assert.ok(second!.receivedAt - first!.receivedAt >= 85, `first retry after ${second!.receivedAt - first!.receivedAt} ms`)
+    assert.ok(third!.receivedAt - second!.receivedAt >= 175, `second retry after ${third!.receivedAt - second!.receivedAt} ms`)
+
+    await waitFor(async () => (await deliveryLog(t.app, owner, subscription.id)).items[0]?.status === 'succeeded', 2000, 'the success in the log')
+    const log = await deliveryLog(t.app, owner, subscription.id)
+    assert.equal(log.total, 3)
+    assert.deepEqual(log.items.map((entry) => [entry.attempt, entry.status, entry.response_status_code, entry.trigger]), [
+      [3, 'succeeded', 200, 'event'],
+      [2, 'pending', 503, 'event'],
+      [1, 'pending', 503, 'event'],
+    ])
+    assert.equal(log.items[1]!.response_body, 'busy')
+    assert.match(log.items[1]!.error!, /^http_status: .*503/)
+    assert.ok(log.items[1]!.next_attempt_at && log.items[2]!.next_attempt_at)
+    assert.equal(log.items[0]!.next_attempt_at, null)
+    assert.ok(log.items.every((entry) => entry.event_type === 'property.published' && `msg_${entry.event_id}` === first!.headers['webhook-id']))
+  })
+
+  it('gives up after the last retry and says so in the log; the subscription stays on', async () => {
+    const owner = await agency()
+    const hook = await receiver(() => ({ status: 500, body: 'x'.repeat(10_000) }))
+    const subscription = await subscribe(t.app, owner, { url: hook.url, events: ['property.published'] })
+    await publish(owner)
+    await waitFor(async () => (await deliveryLog(t.app, owner, subscription.id)).items[0]?.status === 'failed', 5000, 'the final failure')
+    await new Promise((resolve) => setTimeout(resolve, 400))
+    assert.equal(hook.requests.length, 3)
+    const log = await deliveryLog(t.app, owner, subscription.id)
+    assert.deepEqual(log.items.map((entry) => [entry.attempt, entry.status]), [
+      [3, 'failed'],
+      [2, 'pending'],
+      [1, 'pending'],
+    ])
+    assert.equal(log.items[0]!.next_attempt_at, null)
+    assert.equal(log.items[0]!.response_body!.length, 4096, 'the first 4 KiB of the answer')
+    const [listed] = (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<{ is_active: boolean }[]>()
+    assert.equal(listed!.is_active, true)
+  })
+
+  it('switches a subscription off when the receiver answers 410 Gone', async () => {
+    const owner = await agency()
+    const hook = await receiver(() => ({ status: 410 }))
+    const subscription = await subscribe(t.app, owner, { url: hook.url, events: ['property.published'] })
+    await publish(owner)
+    await waitFor(() => hook.requests.length === 1, 5000, 'the attempt')
+    await waitFor(async () => (await deliveryLog(t.app, owner, subscription.id)).total === 1, 2000, 'the log entry')
+    const [entry] = (await deliveryLog(t.app, owner, subscription.id)).items
+    assert.equal(entry!.status, 'failed')
+    assert.equal(entry!.response_status_code, 410)
+    const [listed] = (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<{ is_active: boolean; disabled_reason: string; disabled_at: string }[]>()
+    assert.equal(listed!.is_active, false)
+    assert.match(listed!.disabled_reason, /410/)
+    assert.ok(listed!.disabled_at)
+
+    // Later events are not sent to it.
+    await publish(owner)
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    assert.equal(hook.requests.length, 1)
+  })
+
+  it('switches off a subscription that has not succeeded for 5 days, and reports why', async () => {
+    const owner = await agency()
+    const hook = await receiver(() => ({ status: 500 }))
+    const subscription = await subscribe(t.app, owner, { url: hook.url, events: ['property.published'] })
+    await t.db.execute(sql`update webhook_subscriptions set failing_since = now() - interval '5 days 1 minute' where id = ${subscription.id}::int`)
+    await publish(owner)
+    await waitFor(() => hook.requests.length === 1, 5000, 'the attempt')
+    await waitFor(async () => (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<{ is_active: boolean }[]>()[0]!.is_active === false, 2000, 'the switch-off')
+    const [listed] = (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<{ disabled_reason: string }[]>()
+    assert.match(listed!.disabled_reason, /5 days/)
+    // The retry it had scheduled is given up, and the log says so.
+    await new Promise((resolve) => setTimeout(resolve, 400))
+    assert.equal(hook.requests.length, 1)
+    const [entry] = (await deliveryLog(t.app, owner, subscription.id)).items
+    assert.equal(entry!.status, 'failed')
+    assert.equal(entry!.next_attempt_at, null)
+  })
+
+  it('a success ends the failing streak that the 5 days are counted from', async () => {
+    const owner = await agency()
+    const hook = await receiver(({ index }) => (index === 0 ? { status: 500 } : { status: 200 }))
+    const subscription = await subscribe(t.app, owner, { url: hook.url, events: ['property.published'] })
+    await publish(owner)
+    await waitFor(() => hook.requests.length === 1, 5000, 'the failure')
+    await waitFor(async () => {
+      const [row] = await queryRows<{ failing: boolean }>(t.db, sql`select failing_since is not null as failing from webhook_subscriptions where id = ${subscription.id}::int`)
+      return row!.failing
+    }, 2000, 'the failing streak')
+    await waitFor(() => hook.requests.length === 2, 5000, 'the retry')
+    await waitFor(async () => {
+      const [row] = await queryRows<{ failing: boolean }>(t.db, sql`select failing_since is not null as failing from webhook_subscriptions where id = ${subscription.id}::int`)
+      return !row!.failing
+    }, 2000, 'the streak to end')
+  })
+
+  it('fails an attempt that takes longer than WEBHOOK_TIMEOUT_MS, and a redirect, without following it', async () => {
+    const owner = await agency()
+    const target = await receiver()
+    let calls = 0
+    const hook = await receiver(() => (++calls === 1 ? 'hang' : { status: 302, headers: { location: target.url } }))
+    const subscription = await subscribe(t.app, owner, { url: hook.url, events: ['property.published'] })
+    await publish(owner)
+    await waitFor(async () => (await deliveryLog(t.app, owner, subscription.id)).total >= 2, 5000, 'two attempts')
+    const log = await deliveryLog(t.app, owner, subscription.id)
+    const [redirected, timedOut] = log.items.slice(-2) as [(typeof log.items)[0], (typeof log.items)[0]]
+    assert.equal(timedOut.attempt, 1)
+    assert.match(timedOut.error!, /^timeout: .*500 ms/)
+    assert.equal(timedOut.response_status_code, null)
+    assert.ok(timedOut.duration_ms >= 450 && timedOut.duration_ms < 2000, `${timedOut.duration_ms} ms`)
+    assert.equal(redirected.attempt, 2)
+    assert.equal(redirected.response_status_code, 302)
+    assert.match(redirected.error!, /^http_status: /)
+    assert.equal(target.requests.length, 0, 'the redirect was not followed')
+  })
+
+  it('honours Retry-After: the next attempt waits as long as the receiver asked, not the schedule', async () => {
+    const owner = await agency()
+    const hook = await receiver(({ index }) => (index === 0 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 200 }))
+    const subscription = await subscribe(t.app, owner, { url: hook.url, events: ['property.published'] })
+    await publish(owner)
+    await waitFor(() => hook.requests.length === 2, 5000, 'the retry')
+    const wait = hook.requests[1]!.receivedAt - hook.requests[0]!.receivedAt
+    assert.ok(wait >= 950, `retried after ${wait} ms; asked 1 s, the schedule said 100 ms`)
+    const log = await deliveryLog(t.app, owner, subscription.id)
+    const first = log.items.find((entry) => entry.attempt === 1)!
+    assert.ok(Date.parse(first.next_attempt_at!) - Date.parse(first.created_at) >= 950)
+  })
+})
+
+describe('webhook deliveries with the private-network rule on', () => {
+  it('refuses at delivery time a receiver that resolves to loopback (a URL allowed before, or DNS rebinding)', async () => {
+    const t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true', ...SCHEDULE })
+    const hook = await startReceiver()
+    const worker = startWebhookWorker(t.db, { ...t.config, allowPrivateNetwork: false })
+    try {
+      const owner = await createTenant(t.app, { email: 'rebinding@agency.example' })
+      const subscription = await subscribe(t.app, owner, { url: hook.url.replace('127.0.0.1', 'localhost'), events: ['property.published'] })
+      await submitProperty(t.app, owner)
+      await runInternalCheck(t.db)
+      await waitFor(async () => (await deliveryLog(t.app, owner, subscription.id)).total >= 1, 5000, 'the attempt')
+      const [entry] = (await deliveryLog(t.app, owner, subscription.id)).items
+      assert.match(entry!.error!, /^blocked_address: /)
+      assert.equal(entry!.response_status_code, null)
+      assert.equal(hook.requests.length, 0)
+    } finally {
+      await worker.stop()
+      await t.close()
+      await hook.close()
+    }
+  })
+})

@@ -20,8 +20,8 @@ export interface BenchOptions {
   scenarios: ScenarioName[]
 }
 
-/** What --scenarios accepts; (e) brings its catalogue reads (e1) and (e2) along. */
-export const SCENARIOS = ['a', 'a1', 'b', 'c', 'd', 'e'] as const
+/** What --scenarios accepts; (e) brings its catalogue reads (e1) and (e2) along; (f) needs PostgreSQL. */
+export const SCENARIOS = ['a', 'a1', 'b', 'c', 'd', 'e', 'f'] as const
 export type ScenarioName = (typeof SCENARIOS)[number]
 
 export const BENCH_DIR = import.meta.dirname
@@ -38,6 +38,7 @@ const USAGE = `Usage: npm run bench -- [options]
   --out FILE        results JSON (default bench/results/bench-<engine>-<listings>.json)
   --scenarios LIST  comma-separated subset of ${SCENARIOS.join(',')} (default all); e.g. e for
                     the photo uploads alone. Targets of scenarios not run are left out.
+                    (f), the webhook deliveries, needs PostgreSQL and is left out with --pglite.
 
 PostgreSQL is taken from DATABASE_URL, which the bench WIPES (reference data aside):
 give it a database of its own, e.g. postgres://postgres@127.0.0.1:5432/mls_bench.`
@@ -89,12 +90,14 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv = process.en
     skipSeed: values['skip-seed'],
     out: values.out === undefined ? undefined : path.resolve(values.out),
     chunkSize: engine === 'pglite' ? 10_000 : 100_000,
-    scenarios: scenarioList(values.scenarios),
+    scenarios: scenarioList(values.scenarios, engine),
   }
 }
 
-function scenarioList(raw: string | undefined): ScenarioName[] {
-  if (raw === undefined) return [...SCENARIOS]
+function scenarioList(raw: string | undefined, engine: DatabaseKind): ScenarioName[] {
+  // Webhook workers are processes of their own, and PGlite admits one process.
+  if (raw === undefined) return SCENARIOS.filter((name) => engine === 'postgres' || name !== 'f')
+  if (engine === 'pglite' && raw.split(',').some((name) => name.trim() === 'f')) fail('(f) runs webhook workers as separate processes: it needs PostgreSQL, not --pglite.')
   const given = raw.split(',').map((name) => name.trim())
   const unknown = given.filter((name) => !(SCENARIOS as readonly string[]).includes(name))
   if (unknown.length > 0 || given.length === 0) fail(`--scenarios expects names from ${SCENARIOS.join(',')}, got "${raw}"`)

@@ -4,6 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import type { ScenarioId, ScenarioResult } from './load.js'
 import type { UploadFigures } from './uploads.js'
+import type { WebhookFigures } from './webhooks.js'
 
 export interface RunInfo {
   engine: string
@@ -38,7 +39,7 @@ type Results = Partial<Record<ScenarioId, ScenarioResult>>
 type Ratios = { b_over_a?: number; c_over_a1?: number; e2_p99_over_e1_p99?: number }
 
 /** The targets of the scenarios that ran, each checked against the figures. */
-export function checkTargets(results: Results, uploads?: UploadFigures): { ratios: Ratios; targets: TargetCheck[] } {
+export function checkTargets(results: Results, uploads?: UploadFigures, webhooks?: WebhookFigures): { ratios: Ratios; targets: TargetCheck[] } {
   const { a, a1, b, c, d, e, e1, e2 } = results
   const ratios: Ratios = {}
   const targets: TargetCheck[] = []
@@ -73,6 +74,11 @@ export function checkTargets(results: Results, uploads?: UploadFigures): { ratio
       pass: null,
     })
   }
+  if (webhooks) {
+    targets.push({ name: '(f) deliveries/s, 2 workers', value: webhooks.deliveries_per_second, target: '>= 500', pass: webhooks.deliveries_per_second >= 500 })
+    targets.push({ name: '(f) publication→delivery p99, ms', value: webhooks.latency_p99_ms, target: '< 2000', pass: webhooks.latency_p99_ms < 2000 })
+    targets.push({ name: '(f) undelivered after the drain', value: webhooks.undelivered_after_drain, target: '0', pass: webhooks.undelivered_after_drain === 0 })
+  }
   for (const id of ['b', 'c', 'd', 'e', 'e1', 'e2'] as const) {
     const result = results[id]
     if (!result) continue
@@ -82,8 +88,8 @@ export function checkTargets(results: Results, uploads?: UploadFigures): { ratio
   return { ratios, targets }
 }
 
-export function printReport(info: RunInfo, results: Results, uploads?: UploadFigures): void {
-  const { ratios, targets } = checkTargets(results, uploads)
+export function printReport(info: RunInfo, results: Results, uploads?: UploadFigures, webhooks?: WebhookFigures): void {
+  const { ratios, targets } = checkTargets(results, uploads, webhooks)
   const rows = Object.values(results).map((r) => [
     `(${r.id})`,
     r.title,
@@ -100,13 +106,22 @@ export function printReport(info: RunInfo, results: Results, uploads?: UploadFig
       `seeding ${info.seeding_seconds === null ? 'skipped (--skip-seed)' : `${info.seeding_seconds} s`}; ` +
       `${info.connections} connections, ${info.duration_s} s per scenario after ${info.warmup_s} s warm-up; rate limits OFF`,
   )
-  console.log(table(['', 'scenario', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors'], rows))
+  if (rows.length > 0) console.log(table(['', 'scenario', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors'], rows))
   const shownRatios = [
     ratios.b_over_a === undefined ? '' : `(b)/(a)  = ${percent(ratios.b_over_a)}`,
     ratios.c_over_a1 === undefined ? '' : `(c)/(a1) = ${percent(ratios.c_over_a1)}`,
   ].filter(Boolean)
   if (shownRatios.length > 0) console.log(`\n${shownRatios.join('   ')}`)
   if (results.e && uploads) printUploads(info, results, uploads)
+  if (webhooks) {
+    console.log()
+    console.log(
+      `(f) webhooks: ${webhooks.publications_per_second} publications/s × ${webhooks.subscribers} subscribers = ${webhooks.offered_deliveries_per_second} deliveries/s offered, ${webhooks.workers} worker processes; ` +
+        `delivered ${webhooks.deliveries_per_second.toFixed(1)}/s (${webhooks.deliveries_measured} in ${info.duration_s} s), ` +
+        `publication→delivery p50 ${webhooks.latency_p50_ms} ms, p99 ${webhooks.latency_p99_ms} ms, max ${webhooks.latency_max_ms} ms; ` +
+        `${webhooks.undelivered_after_drain} left after the drain; ${webhooks.repeated_webhook_ids} repeated webhook-ids`,
+    )
+  }
   console.log()
   console.log('Targets:')
   for (const check of targets) {
@@ -151,9 +166,9 @@ function printUploads(info: RunInfo, results: Results, uploads: UploadFigures): 
   }
 }
 
-export function writeReport(file: string, info: RunInfo, results: Results, uploads?: UploadFigures): void {
+export function writeReport(file: string, info: RunInfo, results: Results, uploads?: UploadFigures, webhooks?: WebhookFigures): void {
   const cpus = os.cpus()
-  const { ratios, targets } = checkTargets(results, uploads)
+  const { ratios, targets } = checkTargets(results, uploads, webhooks)
   const report = {
     ...info,
     node: process.version,
@@ -161,6 +176,7 @@ export function writeReport(file: string, info: RunInfo, results: Results, uploa
     date: new Date().toISOString(),
     scenarios: results,
     ...(uploads ? { uploads } : {}),
+    ...(webhooks ? { webhooks } : {}),
     ratios,
     targets,
   }

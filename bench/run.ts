@@ -17,6 +17,7 @@ import { printReport, writeReport, type RunInfo } from './report.js'
 import { catalogueDetail, catalogueSearch, submission, type BenchRequest } from './requests.js'
 import { prepareDatabase, type PreparedDatabase } from './seed.js'
 import { runUploads, type UploadFigures } from './uploads.js'
+import { runWebhooks, type WebhookFigures } from './webhooks.js'
 
 /** Fixed, so the service never generates one into DATA_DIR and every run is configured alike. */
 const BENCH_SECRET_KEY = 'open-mls-bench-secret-key-0123456789'
@@ -71,6 +72,10 @@ async function main(options: BenchOptions): Promise<void> {
     uploads = run.figures
   }
 
+  // (f) after (e) for the same reason, and because its workers would weigh on any other scenario.
+  let webhooks: WebhookFigures | undefined
+  if (options.scenarios.includes('f')) webhooks = await runWebhooks(service, serviceEnv, options.databaseUrl!, load)
+
   const info: RunInfo = {
     engine: options.engine,
     database_version: prepared.serverVersion,
@@ -88,8 +93,8 @@ async function main(options: BenchOptions): Promise<void> {
       log_level: 'warn',
     },
   }
-  printReport(info, results, uploads)
-  writeReport(options.out ?? defaultOutFile(options.engine, prepared.listings), info, results, uploads)
+  printReport(info, results, uploads, webhooks)
+  writeReport(options.out ?? defaultOutFile(options.engine, prepared.listings), info, results, uploads, webhooks)
 }
 
 /** Migrates and seeds (or, with --skip-seed, inspects) the database, then lets go of it. */
@@ -114,6 +119,8 @@ function serviceEnvironment(options: BenchOptions): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     RATE_LIMIT_ENABLED: 'false',
+    // (f) delivers webhooks to a receiver on loopback.
+    ALLOW_PRIVATE_NETWORK: 'true',
     LOG_LEVEL: 'warn',
     DATA_DIR: workDir, // PGlite, if used, is in DATA_DIR/pglite, where the bench seeded it
     SECRET_KEY: BENCH_SECRET_KEY,

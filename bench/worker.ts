@@ -1,0 +1,25 @@
+/**
+ * A webhook worker under test, as a child process of the bench: the real fan-out and
+ * delivery jobs on the configured database, the way `npm run start:worker` runs them. Only
+ * those two: the internal check of listings would otherwise start on the backlog the
+ * submission scenario (d) left, and weigh on what (f) measures. It announces port 0 once
+ * running, so the bench knows it started.
+ */
+import pino from 'pino'
+import { loadConfig } from '../src/config.js'
+import { WebhookDeliveryJob, webhookFanOutJob } from '../src/modules/webhooks/webhooks.jobs.js'
+import { openConfiguredDatabase } from '../src/runtime.js'
+import { Worker } from '../src/worker/worker.js'
+import { announce, closeWithParent } from './announce.js'
+
+const config = loadConfig()
+const database = await openConfiguredDatabase(config)
+const worker = new Worker({ db: database.db, config, log: pino({ level: config.logLevel }) }, [webhookFanOutJob, new WebhookDeliveryJob()])
+worker.start()
+
+closeWithParent(async () => {
+  await worker.stop()
+  await database.close()
+})
+
+announce(0)

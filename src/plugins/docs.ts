@@ -36,6 +36,7 @@ export default fp(
           { name: 'Registration', description: 'Becoming a tenant and getting an API key.' },
           { name: 'Properties', description: 'An agency’s own listings: submit, change, withdraw.' },
           { name: 'Images', description: 'Photos of an agency’s properties: upload, add by URL, order, delete.' },
+          { name: 'Webhooks', description: 'Event subscriptions, signed deliveries (Standard Webhooks), test events, delivery logs.' },
           { name: 'Catalogue', description: 'The public MLS catalogue: published listings, no key needed, never owner data.' },
           { name: 'Reference', description: 'Public dictionaries: types, statuses, places, the attribute catalogue.' },
           { name: 'Admin', description: 'Operator routes, behind X-Admin-Key.' },

@@ -65,6 +65,17 @@ describe('operations and HTTP conventions', () => {
       ['/admin/properties', 'get'],
       ['/admin/properties/{id}/approve', 'post'],
       ['/admin/properties/{id}/reject', 'post'],
+      ['/property-images', 'get'],
+      ['/property-images', 'post'],
+      ['/property-images/upload', 'post'],
+      ['/property-images/{image_id}', 'get'],
+      ['/property-images/{image_id}', 'put'],
+      ['/property-images/{image_id}', 'delete'],
+      ['/webhooks', 'post'],
+      ['/webhooks', 'get'],
+      ['/webhooks/{id}', 'delete'],
+      ['/webhooks/{id}/test', 'post'],
+      ['/webhooks/{id}/logs', 'get'],
     ]
     for (const [path, method] of expected) {
       const operation = document.paths[path]?.[method]

@@ -34,7 +34,6 @@ export interface ClaimedDelivery {
 export interface RetryPolicy {
   /** Delays after the first attempt, then after each retry (WEBHOOK_RETRY_SCHEDULE). */
   scheduleMs: readonly number[]
-  random?: () => number
 }
 
 /**
@@ -142,18 +141,10 @@ export async function claimDeliveries(
 export function nextAttemptDelay(attempt: number, outcome: Pick<AttemptOutcome, 'retryAfterMs'>, policy: RetryPolicy): number | undefined {
   const scheduled = policy.scheduleMs[attempt - 1]
   if (scheduled === undefined) return undefined
-  const random = policy.random ?? Math.random
-  const jittered = Math.round(scheduled * (1 - JITTER + 2 * JITTER * random()))
+  const jittered = Math.round(scheduled * (1 - JITTER + 2 * JITTER * Math.random()))
   // Retry-After is honoured as "not before": a receiver may slow the schedule, not hurry it.
   const asked = outcome.retryAfterMs === undefined ? 0 : Math.min(outcome.retryAfterMs, MAX_RETRY_AFTER_MS)
   return Math.max(jittered, asked)
-}
-
-export interface RecordedAttempt {
-  id: number
-  status: 'succeeded' | 'failed' | 'pending'
-  nextAttemptAt: Date | null
-  createdAt: Date
 }
 
 /**
@@ -168,7 +159,7 @@ export async function recordAttempt(
   claimed: ClaimedDelivery,
   outcome: AttemptOutcome,
   options: { policy: RetryPolicy; retries: boolean },
-): Promise<RecordedAttempt | undefined> {
+): Promise<typeof webhookAttempts.$inferSelect | undefined> {
   const delay = outcome.succeeded || !options.retries || outcome.gone ? undefined : nextAttemptDelay(claimed.attempt, outcome, options.policy)
   const wanted = outcome.succeeded ? 'succeeded' : delay === undefined ? 'failed' : 'pending'
   const retryAt = delay === undefined ? null : new Date(Date.now() + delay)
@@ -203,9 +194,9 @@ export async function recordAttempt(
         durationMs: outcome.durationMs,
         nextAttemptAt,
       })
-      .returning({ id: webhookAttempts.id, createdAt: webhookAttempts.createdAt })
+      .returning()
     if (options.retries) await updateSubscriptionHealth(tx, claimed, outcome)
-    return { id: entry!.id, status, nextAttemptAt, createdAt: entry!.createdAt }
+    return entry
   })
 }
 
@@ -244,7 +235,7 @@ export async function disableSubscription(tx: Database, subscriptionId: number, 
  * Gives up a subscription's pending deliveries. One whose attempt is in flight is left to its
  * worker's recordAttempt, which sees the subscription inactive through its next claim.
  */
-export async function cancelPendingDeliveries(tx: Database, subscriptionId: number): Promise<void> {
+async function cancelPendingDeliveries(tx: Database, subscriptionId: number): Promise<void> {
   await tx
     .update(webhookDeliveries)
     .set({ status: 'failed' })

@@ -142,20 +142,7 @@ export class WebhooksService {
     const recorded = await recordAttempt(this.db, claimed, outcome, { policy: this.options.retryPolicy, retries: false })
     // Deleted while the attempt was under way: it happened, but there is no log left to show it in.
     if (!recorded) throw ApiError.notFound(WEBHOOK_NOT_FOUND)
-    return {
-      id: recorded.id,
-      event_id: claimed.event.id,
-      event_type: claimed.event.type,
-      trigger: 'test',
-      attempt: 1,
-      status: recorded.status,
-      response_status_code: outcome.statusCode,
-      response_body: outcome.responseBody,
-      error: outcome.error,
-      duration_ms: outcome.durationMs,
-      created_at: toOffsetTimestamp(recorded.createdAt),
-      next_attempt_at: null,
-    }
+    return toLogEntry(recorded)
   }
 
   private async find(tenantId: number, id: number): Promise<repository.SubscriptionRow> {

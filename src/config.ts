@@ -31,6 +31,8 @@ export interface Config {
   s3: S3Config | undefined
   images: ImageLimits
   redisUrl: string | undefined
+  /** Bytes of catalogue answers each API process may keep (catalogue-cache.ts); 0 keeps none. */
+  catalogueCacheBytes: number
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   rateLimits: RateLimitConfig
 }
@@ -106,6 +108,7 @@ export function loadConfig(env: Env = process.env): Config {
       processingConcurrency: read('IMAGE_PROCESSING_CONCURRENCY', Math.max(1, Math.floor(availableParallelism() / 2)), integerIn(1, 256)),
     },
     redisUrl: read('REDIS_URL', undefined, redisUrl),
+    catalogueCacheBytes: read('CATALOGUE_CACHE_MB', 128, integerIn(0, 65_536)) * 1024 * 1024,
     logLevel: read('LOG_LEVEL', 'info' as const, oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const)),
     rateLimits: {
       enabled: read('RATE_LIMIT_ENABLED', true, boolean),

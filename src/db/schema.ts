@@ -362,6 +362,17 @@ export const catalogueCountsByCity = pgTable(
   (t) => [primaryKey({ columns: [t.cityId, t.propertyTypeId, t.dealTypeId] })],
 )
 
+/**
+ * A counter per city (0 for a listing without one) that statement triggers on properties and
+ * property_images (migration 0006) raise in the same transaction as any change to what the
+ * catalogue shows of that city's published listings. A process may keep a catalogue answer as
+ * long as the counters it depends on have not moved: see catalogue-versions.ts.
+ */
+export const catalogueVersions = pgTable('catalogue_versions', {
+  cityId: integer('city_id').primaryKey(),
+  version: bigint('version', { mode: 'number' }).notNull(),
+})
+
 /** `Idempotency-Key` of POST /properties (D5): the first response, replayed for 24 hours. */
 export const idempotencyKeys = pgTable(
   'idempotency_keys',

@@ -1,8 +1,11 @@
 import etag from '@fastify/etag'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
 import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import { errorResponses } from '../../lib/schemas.js'
 import { mediaBaseUrl } from '../images/storage.js'
+import { CatalogueCache, type CatalogueAnswer } from './catalogue-cache.js'
+import { CatalogueVersions } from './catalogue-versions.js'
 import * as repository from './catalogue.repository.js'
 import { CatalogueDetail, CatalogueIdParams, CataloguePage, CatalogueQuery } from './catalogue.schemas.js'
 
@@ -13,10 +16,24 @@ const CACHE_CONTROL = 'public, max-age=30'
 
 const catalogue = { tags: ['Catalogue'] }
 
+/** The route's 200 body as JSON bytes, through the serializer compiled from its response schema. */
+function serialized(reply: FastifyReply, payload: unknown): Buffer {
+  // The compiled serializer of a JSON schema returns a string.
+  return Buffer.from(reply.serialize(payload) as string)
+}
+
+/** A kept answer as it was serialised, with its ETag (which @fastify/etag then honours for 304). */
+function send(reply: FastifyReply, answer: CatalogueAnswer): Buffer {
+  reply.header('etag', answer.etag).type('application/json; charset=utf-8')
+  return answer.body
+}
+
 /** The public MLS catalogue (§4.3, D6): published listings only, no key, no owner data. */
 const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // ETag on every answer of this scope; a matching If-None-Match gets a 304 with no body.
   const mediaBase = mediaBaseUrl(app.config)
+  const versions = new CatalogueVersions(app.db)
+  const cache = new CatalogueCache(app.config.catalogueCacheBytes)
   await app.register(etag)
   app.addHook('onRequest', app.catalogueRateLimit)
   app.addHook('onSend', async (_request, reply) => {
@@ -34,7 +51,7 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: CataloguePage, ...errorResponses(422, 429) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { limit, offset, sort = 'created_desc', min_price, max_price, min_area, max_area } = request.query
       if (min_price !== undefined && max_price !== undefined && min_price > max_price) {
         throw ApiError.validation([{ loc: ['query', 'min_price'], msg: 'must not be greater than max_price' }])
@@ -51,11 +68,15 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
           `Pages deeper than offset ${MAX_CATALOGUE_OFFSET} are not served; narrow the search with filters.`,
         )
       }
-      const [total, items] = await Promise.all([
-        repository.countCatalogue(app.db, filter),
-        repository.findCataloguePage(app.db, filter, sort, limit, offset, mediaBase),
-      ])
-      return { items, total, limit, offset }
+      const key = `list:${sort}:${limit}:${offset}:${JSON.stringify(Object.values(filter))}`
+      const answer = await cache.answer(key, await versions.current(), async () => {
+        const [total, items] = await Promise.all([
+          repository.countCatalogue(app.db, filter),
+          repository.findCataloguePage(app.db, filter, sort, limit, offset, mediaBase),
+        ])
+        return { body: serialized(reply, { items, total, limit, offset }), cityId: filter.cityId }
+      })
+      return send(reply, answer!)
     },
   )
 
@@ -69,10 +90,14 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: CatalogueDetail, ...errorResponses(404, 422, 429) },
       },
     },
-    async (request) => {
-      const detail = await repository.findCatalogueDetail(app.db, request.params.id, mediaBase)
-      if (!detail) throw ApiError.notFound(PROPERTY_NOT_FOUND)
-      return detail
+    async (request, reply) => {
+      const answer = await cache.answer(`detail:${request.params.id}`, await versions.current(), async () => {
+        const detail = await repository.findCatalogueDetail(app.db, request.params.id, mediaBase)
+        // A listing without a city counts under city 0, as the database's counters do.
+        return detail && { body: serialized(reply, detail), cityId: detail.city?.id ?? 0 }
+      })
+      if (!answer) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+      return send(reply, answer)
     },
   )
 }

@@ -253,36 +253,24 @@ export const properties = pgTable(
     index('properties_tenant_recent_idx').on(t.tenantId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     // The moderation queue: only rows waiting for the check are in it.
     index('properties_review_queue_idx').on(t.reviewRequestedAt).where(sql`${t.reviewRequestedAt} is not null`),
-    // The public catalogue. Every index is partial on published rows and ends in the order it
-    // serves, so a page is a short index range scan with no sort (EXPLAIN ANALYZE on 1M rows in
-    // the README's performance section):
+    // The public catalogue's indexes are all in migration 0007, hand-written because Drizzle
+    // cannot declare INCLUDE. Each is partial on published rows, ends in the order it serves,
+    // and carries every column a page shows or filters on, so a page is one index-only range
+    // scan (no sort, no table row read) and a filter on any other column is checked in it:
     //   no filter, newest first            → catalogue_recent_idx
     //   city_id                            → catalogue_city_recent_idx
-    //   city_id + type + deal              → catalogue_city_type_deal_recent_idx (rooms, district, price checked in the scan)
+    //   city_id + type + deal              → catalogue_city_type_deal_recent_idx
     //   type and/or deal without a city    → catalogue_type_deal_recent_idx
+    //   a deal without city or type        → catalogue_deal_recent_idx (a sale page skips no rents)
     //   district_id                        → catalogue_district_recent_idx
     //   sort=price_* with city, type, deal → catalogue_city_type_deal_price_idx
-    //   sort=price_* with a city           → catalogue_city_price_covering_idx; with a deal → catalogue_deal_price_idx
+    //   sort=price_* with city and deal    → catalogue_city_deal_price_idx; with type and deal → catalogue_type_deal_price_idx
+    //   sort=price_* with a city           → catalogue_city_price_idx; with a deal → catalogue_deal_price_idx
     //   sort=price_* with neither          → catalogue_price_idx
-    //   a deal without city or type        → catalogue_deal_recent_idx (a sale page skips no rents)
     //   tenant_id                          → properties_tenant_recent_idx + the status filter
     // Totals for filters on city, type, deal, district and rooms come from catalogue_counts.
-    // With a price or area filter they are counted on catalogue_city_type_deal_price_idx,
-    // catalogue_city_deal_price_idx and catalogue_type_deal_price_idx, whose INCLUDE columns let
-    // the count read the index alone (an index-only scan over the price range); so do
-    // catalogue_city_price_covering_idx and catalogue_deal_price_idx when the type or the deal is missing.
-    // Drizzle cannot declare INCLUDE, so these and catalogue_district_recent_idx live in the
-    // hand-written parts of migrations 0002 and 0003.
-    index('catalogue_recent_idx').on(t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()).where(sql`${t.statusId} = 2`),
-    index('catalogue_city_recent_idx').on(t.cityId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()).where(sql`${t.statusId} = 2`),
-    index('catalogue_city_type_deal_recent_idx')
-      .on(t.cityId, t.propertyTypeId, t.dealTypeId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())
-      .where(sql`${t.statusId} = 2`),
-    index('catalogue_type_deal_recent_idx')
-      .on(t.propertyTypeId, t.dealTypeId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())
-      .where(sql`${t.statusId} = 2`),
-    index('catalogue_deal_recent_idx').on(t.dealTypeId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()).where(sql`${t.statusId} = 2`),
-    index('catalogue_price_idx').on(t.price, t.id).where(sql`${t.statusId} = 2`),
+    // With a price or area filter they are counted on the *_price_idx indexes: an index-only
+    // scan over the price range.
     index('properties_owner_id_idx').on(t.ownerId),
   ],
 )

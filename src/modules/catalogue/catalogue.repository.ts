@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { and, asc, desc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, gte, lte, sql, type AnyColumn, type SQL } from 'drizzle-orm'
 import type { Database } from '../../db/client.js'
 import { catalogueCounts, catalogueCountsByCity, properties, PUBLISHED } from '../../db/schema.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
@@ -68,10 +68,12 @@ const facetConditions: Partial<Record<FilterKey, () => SQL>> = {
   rooms: () => eq(catalogueCounts.rooms, sql.placeholder('rooms')),
 }
 
+/** Each sort's order, on the table's columns or on a subquery's of the same names. */
+type Ordered = { createdAt: SQL.Aliased | AnyColumn; price: SQL.Aliased | AnyColumn; id: SQL.Aliased | AnyColumn }
 const orderings = {
-  created_desc: () => [desc(properties.createdAt), desc(properties.id)],
-  price_asc: () => [asc(properties.price), asc(properties.id)],
-  price_desc: () => [desc(properties.price), desc(properties.id)],
+  created_desc: (of: Ordered = properties) => [desc(of.createdAt), desc(of.id)],
+  price_asc: (of: Ordered = properties) => [asc(of.price), asc(of.id)],
+  price_desc: (of: Ordered = properties) => [desc(of.price), desc(of.id)],
 } as const
 export type CatalogueSort = keyof typeof orderings
 
@@ -103,6 +105,15 @@ function prepared<T>(db: Database, shape: string, build: (name: string) => { exe
   return statement as { execute(values?: Record<string, unknown>): Promise<T> }
 }
 
+/**
+ * The small rendition of a listing's first photo, in the listing's own row of the result: one
+ * probe on property_images_property_order_idx per listing, no query per row. `source` names the
+ * table or subquery the listing comes from: Drizzle leaves a one-source select's columns
+ * unqualified, and a bare "id" inside this subquery would be the image's.
+ */
+const firstThumbnailOf = (source: 'properties' | 'page') =>
+  sql<string | null>`(select pi.thumbnail_key from property_images pi where pi.property_id = ${sql.identifier(source)}."id" order by pi.sort_order, pi.id limit 1)`
+
 const itemColumns = {
   id: properties.id,
   propertyTypeId: properties.propertyTypeId,
@@ -116,11 +127,7 @@ const itemColumns = {
   floor: properties.floor,
   totalFloors: properties.totalFloors,
   createdAt: properties.createdAt,
-  // The first photo's small rendition, in the listing's own row of the result: one index
-  // probe on property_images_property_order_idx per listing, no query per row. Written out
-  // with aliases: Drizzle leaves columns of a one-table select unqualified, and an unqualified
-  // "id" inside the subquery would be the image's.
-  thumbnailKey: sql<string | null>`(select pi.thumbnail_key from property_images pi where pi.property_id = "properties"."id" order by pi.sort_order, pi.id limit 1)`,
+  thumbnailKey: firstThumbnailOf('properties'),
 }
 
 interface ItemRow {
@@ -167,9 +174,9 @@ async function toItems(db: Database, rows: ItemRow[], mediaBase: string, names =
 }
 
 /**
- * One page of the catalogue. The page's ids are found first, on the partial indexes of
- * schema.ts and reading nothing else, then only those rows are read; so a deep offset skips
- * index entries, not table rows.
+ * One page of the catalogue: one index-only scan of a covering index (see schema.ts) finds the
+ * page's rows and carries their columns; only then, for those rows alone, the first photo. So a
+ * deep offset skips index entries, never table rows, and pays for no thumbnail it drops.
  */
 export async function findCataloguePage(
   db: Database,
@@ -180,25 +187,25 @@ export async function findCataloguePage(
   mediaBase: string,
 ): Promise<CatalogueItem[]> {
   const keys = usedKeys(filter)
-  const statement = prepared<ItemRow[]>(db, `page:${sort}:${keys.join(',')}`, (name) =>
-    db
-      .select(itemColumns)
+  const statement = prepared<ItemRow[]>(db, `page:${sort}:${keys.join(',')}`, (name) => {
+    const { thumbnailKey: _thumbnail, ...indexedColumns } = itemColumns
+    const page = db
+      .select(indexedColumns)
       .from(properties)
-      .where(
-        inArray(
-          properties.id,
-          db
-            .select({ id: properties.id })
-            .from(properties)
-            .where(publishedWhere(keys))
-            .orderBy(...orderings[sort]())
-            .limit(sql.placeholder('limit'))
-            .offset(sql.placeholder('offset')),
-        ),
-      )
+      .where(publishedWhere(keys))
       .orderBy(...orderings[sort]())
-      .prepare(name),
-  )
+      .limit(sql.placeholder('limit'))
+      .offset(sql.placeholder('offset'))
+      .as('page')
+    return db
+      .select({
+        ...page._.selectedFields,
+        thumbnailKey: firstThumbnailOf('page'),
+      })
+      .from(page)
+      .orderBy(...orderings[sort](page))
+      .prepare(name)
+  })
   return toItems(db, await statement.execute({ ...filter, limit, offset }), mediaBase)
 }
 

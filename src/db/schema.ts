@@ -351,6 +351,26 @@ export const catalogueCountsByCity = pgTable(
 )
 
 /**
+ * The same counts by (city, type, deal, rooms) and price band (migration 0008): a price band
+ * is a price's first two significant digits at its magnitude, so 12,345,678 is in the band
+ * [12,000,000, 13,000,000). A price-range total sums the bands wholly inside the range here
+ * and counts on the price indexes only the listings of the two bands at its ends. Rooms not
+ * set are stored as -1.
+ */
+export const catalogueCountsByPrice = pgTable(
+  'catalogue_counts_by_price',
+  {
+    cityId: integer('city_id').notNull(),
+    propertyTypeId: smallint('property_type_id').notNull(),
+    dealTypeId: smallint('deal_type_id').notNull(),
+    rooms: integer('rooms').notNull(),
+    priceBand: integer('price_band').notNull(),
+    listings: integer('listings').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.cityId, t.propertyTypeId, t.dealTypeId, t.rooms, t.priceBand] })],
+)
+
+/**
  * A counter per city (0 for a listing without one) that statement triggers on properties and
  * property_images (migration 0006) raise in the same transaction as any change to what the
  * catalogue shows of that city's published listings. A process may keep a catalogue answer as

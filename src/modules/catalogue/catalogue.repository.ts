@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { and, asc, desc, eq, gte, lte, sql, type AnyColumn, type SQL } from 'drizzle-orm'
 import type { Database } from '../../db/client.js'
-import { catalogueCounts, catalogueCountsByCity, properties, PUBLISHED } from '../../db/schema.js'
+import { catalogueCounts, catalogueCountsByCity, catalogueCountsByPrice, properties, PUBLISHED } from '../../db/schema.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
 import { referenceNamesFor, type ReferenceNames } from '../reference/reference-names.js'
 import type { CatalogueDetail, CatalogueItem, CatalogueQuery } from './catalogue.schemas.js'
@@ -68,6 +68,17 @@ const facetConditions: Partial<Record<FilterKey, () => SQL>> = {
   rooms: () => eq(catalogueCounts.rooms, sql.placeholder('rooms')),
 }
 
+/** Filters the price-band counts table answers, besides the price range itself. */
+const priceBandConditions: Partial<Record<FilterKey, () => SQL>> = {
+  cityId: () => eq(catalogueCountsByPrice.cityId, sql.placeholder('cityId')),
+  propertyTypeId: () => eq(catalogueCountsByPrice.propertyTypeId, sql.placeholder('propertyTypeId')),
+  dealTypeId: () => eq(catalogueCountsByPrice.dealTypeId, sql.placeholder('dealTypeId')),
+  rooms: () => eq(catalogueCountsByPrice.rooms, sql.placeholder('rooms')),
+}
+const isPriceBound = (key: FilterKey) => key === 'minPrice' || key === 'maxPrice'
+/** Past any price numeric(15,2) holds: an open end of a price range. */
+const NO_MAX_PRICE = 1e15
+
 /** Each sort's order, on the table's columns or on a subquery's of the same names. */
 type Ordered = { createdAt: SQL.Aliased | AnyColumn; price: SQL.Aliased | AnyColumn; id: SQL.Aliased | AnyColumn }
 const orderings = {
@@ -79,8 +90,20 @@ export type CatalogueSort = keyof typeof orderings
 
 const usedKeys = (filter: CatalogueFilter) => (Object.keys(filter) as FilterKey[]).filter((key) => filter[key] !== undefined).sort()
 
-function publishedWhere(keys: FilterKey[]): SQL {
-  return and(eq(properties.statusId, PUBLISHED), ...keys.map((key) => filterConditions[key]()))!
+/**
+ * How a prepared statement says "published" decides how PostgreSQL plans it. A plan made for
+ * every value of a parameter (a generic plan) cannot use the partial indexes, which hold
+ * status 2 only; so with the status as a parameter every execution is planned for its values,
+ * and with it as a literal PostgreSQL settles on one plan per statement after a few runs.
+ * Counts and the detail have one best plan whatever the values: literal, no planning. A page's
+ * best plan depends on them (a narrow price band is best found on a price index, a wide one by
+ * walking the newest first), so pages are planned for their values: parameter.
+ */
+const isPublished = sql`${properties.statusId} = ${sql.raw(String(PUBLISHED))}`
+const isPublishedPlannedPerValue = eq(properties.statusId, PUBLISHED)
+
+function publishedWhere(keys: FilterKey[], published: SQL = isPublished): SQL {
+  return and(published, ...keys.map((key) => filterConditions[key]()))!
 }
 
 /**
@@ -192,7 +215,7 @@ export async function findCataloguePage(
     const page = db
       .select(indexedColumns)
       .from(properties)
-      .where(publishedWhere(keys))
+      .where(publishedWhere(keys, isPublishedPlannedPerValue))
       .orderBy(...orderings[sort]())
       .limit(sql.placeholder('limit'))
       .offset(sql.placeholder('offset'))
@@ -210,10 +233,16 @@ export async function findCataloguePage(
 }
 
 /**
- * The exact number of published listings matching the filter. Filters on city, type and deal
- * (the landing page and most searches) are summed from catalogue_counts_by_city, with district
- * and rooms from catalogue_counts; a trigger keeps both exact. Price, area, complex and agency
- * filters are counted on the catalogue indexes (see schema.ts).
+ * The exact number of published listings matching the filter, without counting the catalogue
+ * (trigger-kept tables, migrations 0002 and 0008):
+ * - city, type and deal (the landing page and most searches): a sum over catalogue_counts_by_city;
+ * - with district or rooms: a sum over catalogue_counts;
+ * - a price range with city, type, deal or rooms: a sum over the price bands wholly inside the
+ *   range in catalogue_counts_by_price, plus a count, on the price indexes, of the listings in
+ *   the two bands at its ends (a few hundred index entries where the whole range was ~13,000
+ *   for a Moscow flat budget among 1M listings);
+ * - anything else (area, complex, agency, or a district with a price) is counted on the
+ *   catalogue indexes (see schema.ts).
  */
 export async function countCatalogue(db: Database, filter: CatalogueFilter): Promise<number> {
   const keys = usedKeys(filter)
@@ -221,7 +250,9 @@ export async function countCatalogue(db: Database, filter: CatalogueFilter): Pro
     ? 'city-facets'
     : keys.every((key) => facetConditions[key])
       ? 'facets'
-      : 'rows'
+      : keys.some(isPriceBound) && keys.every((key) => isPriceBound(key) || priceBandConditions[key])
+        ? 'price-bands'
+        : 'rows'
   const statement = prepared<{ total: number }[]>(db, `count:${source}:${keys.join(',')}`, (name) => {
     switch (source) {
       case 'city-facets':
@@ -236,12 +267,40 @@ export async function countCatalogue(db: Database, filter: CatalogueFilter): Pro
           .from(catalogueCounts)
           .where(and(...keys.map((key) => facetConditions[key]!())))
           .prepare(name)
+      case 'price-bands':
+        return countByPriceBands(db, keys.filter((key) => !isPriceBound(key))).prepare(name)
       case 'rows':
         return db.select({ total: sql<number>`count(*)::int` }).from(properties).where(publishedWhere(keys)).prepare(name)
     }
   })
-  const [row] = await statement.execute(filter as Record<string, unknown>)
+  const bounds = source === 'price-bands' ? { minPrice: filter.minPrice ?? 0, maxPrice: filter.maxPrice ?? NO_MAX_PRICE } : {}
+  const [row] = await statement.execute({ ...filter, ...bounds })
   return row?.total ?? 0
+}
+
+/**
+ * A price range [min, max] is three disjoint parts: from min to the end of min's band, the
+ * bands strictly between min's and max's (summed from the counts table), and from the start of
+ * max's band to max. When both are in one band the first part is the whole range and the
+ * others are empty. The end parts are index range scans on the *_price_idx indexes.
+ */
+function countByPriceBands(db: Database, groupKeys: FilterKey[]) {
+  const min = sql.placeholder('minPrice')
+  const max = sql.placeholder('maxPrice')
+  const inRange = and(publishedWhere(groupKeys), gte(properties.price, min), lte(properties.price, max))
+  const countWhere = (condition: SQL) => db.select({ n: sql`count(*)` }).from(properties).where(and(inRange, condition))
+  const firstBand = countWhere(sql`${properties.price} < catalogue_price_band_end(${min})`)
+  const lastBand = countWhere(sql`${properties.price} >= catalogue_price_band_start(${max}) and ${properties.price} >= catalogue_price_band_end(${min})`)
+  return db
+    .select({ total: sql<number>`(coalesce(sum(${catalogueCountsByPrice.listings}), 0) + (${firstBand}) + (${lastBand}))::int` })
+    .from(catalogueCountsByPrice)
+    .where(
+      and(
+        ...groupKeys.map((key) => priceBandConditions[key]!()),
+        sql`${catalogueCountsByPrice.priceBand} > catalogue_price_band(${min})`,
+        sql`${catalogueCountsByPrice.priceBand} < catalogue_price_band(${max})`,
+      ),
+    )
 }
 
 /** One published listing as the catalogue shows it (D6), or undefined. */
@@ -259,7 +318,7 @@ export async function findCatalogueDetail(db: Database, id: number, mediaBase: s
           imageKeys: sql<string[]>`array(select pi.file_key from property_images pi where pi.property_id = "properties"."id" order by pi.sort_order, pi.id)`,
         })
         .from(properties)
-        .where(and(eq(properties.id, sql.placeholder('id')), eq(properties.statusId, PUBLISHED)))
+        .where(and(eq(properties.id, sql.placeholder('id')), isPublished))
         .prepare(name),
   )
   const [row] = await statement.execute({ id })

@@ -25,7 +25,7 @@ BEGIN
   ELSIF TG_OP = 'DELETE' THEN
     PERFORM catalogue_versions_bump(array(SELECT coalesce(city_id, 0) FROM old_rows WHERE status_id = 2));
   ELSE -- TRUNCATE
-    PERFORM catalogue_versions_bump(array(SELECT city_id FROM catalogue_versions));
+    PERFORM catalogue_versions_bump(array(SELECT id FROM cities UNION SELECT city_id FROM catalogue_versions UNION SELECT 0));
   END IF;
   RETURN NULL;
 END
@@ -47,7 +47,7 @@ CREATE TRIGGER properties_catalogue_versions_truncate AFTER TRUNCATE ON properti
 CREATE FUNCTION catalogue_versions_track_images() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'TRUNCATE' THEN
-    PERFORM catalogue_versions_bump(array(SELECT city_id FROM catalogue_versions));
+    PERFORM catalogue_versions_bump(array(SELECT id FROM cities UNION SELECT city_id FROM catalogue_versions UNION SELECT 0));
   ELSE
     PERFORM catalogue_versions_bump(array(
       SELECT coalesce(p.city_id, 0) FROM properties p

@@ -30,10 +30,10 @@ function send(reply: FastifyReply, answer: CatalogueAnswer): Buffer {
 
 /** The public MLS catalogue (§4.3, D6): published listings only, no key, no owner data. */
 const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  // ETag on every answer of this scope; a matching If-None-Match gets a 304 with no body.
   const mediaBase = mediaBaseUrl(app.config)
   const versions = new CatalogueVersions(app.db)
   const cache = new CatalogueCache(app.config.catalogueCacheBytes)
+  // ETag on every answer of this scope; a matching If-None-Match gets a 304 with no body.
   await app.register(etag)
   app.addHook('onRequest', app.catalogueRateLimit)
   app.addHook('onSend', async (_request, reply) => {

@@ -371,6 +371,22 @@ export const catalogueCountsByPrice = pgTable(
 )
 
 /**
+ * The same price bands summed over the cities (migration 0009), for a price range searched
+ * without a city: summing the per-city rows would read every city's bands of the deal.
+ */
+export const catalogueCountsByPriceAllCities = pgTable(
+  'catalogue_counts_by_price_all_cities',
+  {
+    propertyTypeId: smallint('property_type_id').notNull(),
+    dealTypeId: smallint('deal_type_id').notNull(),
+    rooms: integer('rooms').notNull(),
+    priceBand: integer('price_band').notNull(),
+    listings: integer('listings').notNull(),
+  },
+  (t) => [primaryKey({ name: 'catalogue_counts_by_price_all_cities_pk', columns: [t.propertyTypeId, t.dealTypeId, t.rooms, t.priceBand] })],
+)
+
+/**
  * A counter per city (0 for a listing without one) that statement triggers on properties and
  * property_images (migration 0006) raise in the same transaction as any change to what the
  * catalogue shows of that city's published listings. A process may keep a catalogue answer as

@@ -156,7 +156,7 @@ describe('the public MLS catalogue', () => {
   })
 
   it('keeps the trigger-maintained counts exact through withdrawals, deletions and moves', async () => {
-    const counted = async (table: 'catalogue_counts' | 'catalogue_counts_by_city' | 'catalogue_counts_by_price') =>
+    const counted = async (table: 'catalogue_counts' | 'catalogue_counts_by_city' | 'catalogue_counts_by_price' | 'catalogue_counts_by_price_all_cities') =>
       (await queryRows<{ n: number }>(t.db, sql`select coalesce(sum(listings), 0)::int as n from ${sql.identifier(table)}`))[0]!.n
     const actual = async () => (await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from properties where status_id = 2`))[0]!.n
     const extra = await submitProperty(t.app, rival, { location: { city_id: 3 } })
@@ -176,6 +176,7 @@ describe('the public MLS catalogue', () => {
     assert.equal(await counted('catalogue_counts_by_city'), await actual())
     // Every published listing here has a price, so each is in one price band.
     assert.equal(await counted('catalogue_counts_by_price'), await actual())
+    assert.equal(await counted('catalogue_counts_by_price_all_cities'), await actual())
     // Rooms and district totals come from the detailed counts; a rooms change moves them.
     const flatRooms = (await search('?rooms=2')).total
     await t.app.inject({ method: 'PATCH', url: `/properties/${ids.moscowFlat}`, headers: agency.headers, payload: { attributes: { rooms: '3' } } })

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { and, asc, desc, eq, gte, lte, sql, type AnyColumn, type SQL } from 'drizzle-orm'
 import type { Database } from '../../db/client.js'
-import { catalogueCounts, catalogueCountsByCity, catalogueCountsByPrice, properties, PUBLISHED } from '../../db/schema.js'
+import { catalogueCounts, catalogueCountsByCity, catalogueCountsByPrice, catalogueCountsByPriceAllCities, properties, PUBLISHED } from '../../db/schema.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
 import { referenceNamesFor, type ReferenceNames } from '../reference/reference-names.js'
 import type { CatalogueDetail, CatalogueItem, CatalogueQuery } from './catalogue.schemas.js'
@@ -68,13 +68,8 @@ const facetConditions: Partial<Record<FilterKey, () => SQL>> = {
   rooms: () => eq(catalogueCounts.rooms, sql.placeholder('rooms')),
 }
 
-/** Filters the price-band counts table answers, besides the price range itself. */
-const priceBandConditions: Partial<Record<FilterKey, () => SQL>> = {
-  cityId: () => eq(catalogueCountsByPrice.cityId, sql.placeholder('cityId')),
-  propertyTypeId: () => eq(catalogueCountsByPrice.propertyTypeId, sql.placeholder('propertyTypeId')),
-  dealTypeId: () => eq(catalogueCountsByPrice.dealTypeId, sql.placeholder('dealTypeId')),
-  rooms: () => eq(catalogueCountsByPrice.rooms, sql.placeholder('rooms')),
-}
+/** Filters the price-band counts tables answer, besides the price range itself. */
+const priceBandKeys = new Set<FilterKey>(['cityId', 'propertyTypeId', 'dealTypeId', 'rooms'])
 const isPriceBound = (key: FilterKey) => key === 'minPrice' || key === 'maxPrice'
 /** Past any price numeric(15,2) holds: an open end of a price range. */
 const NO_MAX_PRICE = 1e15
@@ -95,9 +90,10 @@ const usedKeys = (filter: CatalogueFilter) => (Object.keys(filter) as FilterKey[
  * every value of a parameter (a generic plan) cannot use the partial indexes, which hold
  * status 2 only; so with the status as a parameter every execution is planned for its values,
  * and with it as a literal PostgreSQL settles on one plan per statement after a few runs.
- * Counts and the detail have one best plan whatever the values: literal, no planning. A page's
- * best plan depends on them (a narrow price band is best found on a price index, a wide one by
- * walking the newest first), so pages are planned for their values: parameter.
+ * Counts, the detail and most pages have one best plan whatever the values (the index of
+ * their filters): literal, no planning, which costs as much as running them (~0.3 ms). A page
+ * with a price range has not: a narrow range is best found on a price index, a wide one by
+ * walking the newest first. Such pages are planned for their values: parameter.
  */
 const isPublished = sql`${properties.statusId} = ${sql.raw(String(PUBLISHED))}`
 const isPublishedPlannedPerValue = eq(properties.statusId, PUBLISHED)
@@ -215,7 +211,7 @@ export async function findCataloguePage(
     const page = db
       .select(indexedColumns)
       .from(properties)
-      .where(publishedWhere(keys, isPublishedPlannedPerValue))
+      .where(publishedWhere(keys, keys.some(isPriceBound) ? isPublishedPlannedPerValue : isPublished))
       .orderBy(...orderings[sort]())
       .limit(sql.placeholder('limit'))
       .offset(sql.placeholder('offset'))
@@ -238,7 +234,7 @@ export async function findCataloguePage(
  * - city, type and deal (the landing page and most searches): a sum over catalogue_counts_by_city;
  * - with district or rooms: a sum over catalogue_counts;
  * - a price range with city, type, deal or rooms: a sum over the price bands wholly inside the
- *   range in catalogue_counts_by_price, plus a count, on the price indexes, of the listings in
+ *   range in catalogue_counts_by_price (or, without a city, catalogue_counts_by_price_all_cities), plus a count, on the price indexes, of the listings in
  *   the two bands at its ends (a few hundred index entries where the whole range was ~13,000
  *   for a Moscow flat budget among 1M listings);
  * - anything else (area, complex, agency, or a district with a price) is counted on the
@@ -250,7 +246,7 @@ export async function countCatalogue(db: Database, filter: CatalogueFilter): Pro
     ? 'city-facets'
     : keys.every((key) => facetConditions[key])
       ? 'facets'
-      : keys.some(isPriceBound) && keys.every((key) => isPriceBound(key) || priceBandConditions[key])
+      : keys.some(isPriceBound) && keys.every((key) => isPriceBound(key) || priceBandKeys.has(key))
         ? 'price-bands'
         : 'rows'
   const statement = prepared<{ total: number }[]>(db, `count:${source}:${keys.join(',')}`, (name) => {
@@ -280,9 +276,10 @@ export async function countCatalogue(db: Database, filter: CatalogueFilter): Pro
 
 /**
  * A price range [min, max] is three disjoint parts: from min to the end of min's band, the
- * bands strictly between min's and max's (summed from the counts table), and from the start of
- * max's band to max. When both are in one band the first part is the whole range and the
- * others are empty. The end parts are index range scans on the *_price_idx indexes.
+ * bands strictly between min's and max's (summed from the counts table: the city's bands, or
+ * without a city the all-cities ones), and from the start of max's band to max. When both are
+ * in one band the first part is the whole range and the others are empty. The end parts are
+ * index range scans on the *_price_idx indexes.
  */
 function countByPriceBands(db: Database, groupKeys: FilterKey[]) {
   const min = sql.placeholder('minPrice')
@@ -291,14 +288,21 @@ function countByPriceBands(db: Database, groupKeys: FilterKey[]) {
   const countWhere = (condition: SQL) => db.select({ n: sql`count(*)` }).from(properties).where(and(inRange, condition))
   const firstBand = countWhere(sql`${properties.price} < catalogue_price_band_end(${min})`)
   const lastBand = countWhere(sql`${properties.price} >= catalogue_price_band_start(${max}) and ${properties.price} >= catalogue_price_band_end(${min})`)
+  const bands = groupKeys.includes('cityId') ? catalogueCountsByPrice : catalogueCountsByPriceAllCities
+  const bandColumns: Partial<Record<FilterKey, AnyColumn>> = {
+    cityId: catalogueCountsByPrice.cityId,
+    propertyTypeId: bands.propertyTypeId,
+    dealTypeId: bands.dealTypeId,
+    rooms: bands.rooms,
+  }
   return db
-    .select({ total: sql<number>`(coalesce(sum(${catalogueCountsByPrice.listings}), 0) + (${firstBand}) + (${lastBand}))::int` })
-    .from(catalogueCountsByPrice)
+    .select({ total: sql<number>`(coalesce(sum(${bands.listings}), 0) + (${firstBand}) + (${lastBand}))::int` })
+    .from(bands)
     .where(
       and(
-        ...groupKeys.map((key) => priceBandConditions[key]!()),
-        sql`${catalogueCountsByPrice.priceBand} > catalogue_price_band(${min})`,
-        sql`${catalogueCountsByPrice.priceBand} < catalogue_price_band(${max})`,
+        ...groupKeys.map((key) => eq(bandColumns[key]!, sql.placeholder(key))),
+        sql`${bands.priceBand} > catalogue_price_band(${min})`,
+        sql`${bands.priceBand} < catalogue_price_band(${max})`,
       ),
     )
 }

@@ -1,70 +1,72 @@
-import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { CatalogueSnapshot } from './catalogue-versions.js'
 
-/** A catalogue answer ready to send: its JSON bytes and their ETag. */
-export interface CatalogueAnswer {
-  body: Buffer
-  etag: string
+/** What a computation gives the cache to keep. */
+export interface Kept<T> {
+  value: T
+  /** About what keeping it costs, for the cache's budget. */
+  bytes: number
+  /** The city whose counter the value depends on; undefined for every city. */
+  cityId: number | undefined
 }
 
-interface Entry extends CatalogueAnswer {
-  /** The city whose counter the answer depends on; undefined for every city. */
+interface Entry {
+  value: unknown
+  bytes: number
   cityId: number | undefined
-  /** That counter when the answer's queries started. */
+  /** That city's counter when the value's queries started. */
   version: number
 }
 
-interface Produced {
-  body: Buffer
-  cityId: number | undefined
-}
+/** The key and bookkeeping of an entry, over its value's own bytes. */
+const ENTRY_OVERHEAD_BYTES = 200
 
 /**
- * Catalogue answers kept in this process for as long as the catalogue counters they depend on
- * stay where they were (catalogue-versions.ts), so an answer is never older than the last change
- * committed before the request came. Bounded in bytes, least recently used first out. Every
- * API process keeps its own: nothing to share, nothing to invalidate across processes.
+ * Catalogue values (serialised answers, totals) kept in this process for as long as the
+ * catalogue counters they depend on stay where they were (catalogue-versions.ts), so a value is
+ * never older than the last change committed before the request came. Bounded in bytes, least
+ * recently used first out. Every API process keeps its own: nothing to share, nothing to
+ * invalidate across processes.
+ *
+ * One key holds one kind of value: callers name keys by kind (`list:`, `total:`, `detail:`).
  */
 export class CatalogueCache {
   private readonly entries: LRUCache<string, Entry> | undefined
-  /** Answers being computed, so a burst of identical misses runs the queries once. */
-  private readonly computing = new Map<string, { snapshot: CatalogueSnapshot; answer: Promise<CatalogueAnswer | undefined> }>()
+  /** Values being computed, so a burst of identical misses runs the queries once. */
+  private readonly computing = new Map<string, { snapshot: CatalogueSnapshot; value: Promise<unknown> }>()
 
-  /** `maxBytes` 0 keeps nothing: every answer is computed. */
+  /** `maxBytes` 0 keeps nothing: every value is computed. */
   constructor(maxBytes: number) {
     this.entries =
-      maxBytes > 0 ? new LRUCache<string, Entry>({ maxSize: maxBytes, sizeCalculation: (entry, key) => entry.body.length + key.length + 200 }) : undefined
+      maxBytes > 0
+        ? new LRUCache<string, Entry>({ maxSize: maxBytes, sizeCalculation: (entry, key) => entry.bytes + key.length + ENTRY_OVERHEAD_BYTES })
+        : undefined
   }
 
   /**
-   * The answer for `key` as of `snapshot`: kept, or made by `produce` (undefined: nothing to
+   * The value for `key` as of `snapshot`: kept, or made by `produce` (undefined: nothing to
    * answer, e.g. not found; not kept). Only a computation started under the same snapshot is
    * shared: one started under an earlier one may miss a change this request must see.
    */
-  async answer(key: string, snapshot: CatalogueSnapshot, produce: () => Promise<Produced | undefined>): Promise<CatalogueAnswer | undefined> {
+  get<T>(key: string, snapshot: CatalogueSnapshot, produce: () => Promise<Kept<T>>): Promise<T>
+  get<T>(key: string, snapshot: CatalogueSnapshot, produce: () => Promise<Kept<T> | undefined>): Promise<T | undefined>
+  async get<T>(key: string, snapshot: CatalogueSnapshot, produce: () => Promise<Kept<T> | undefined>): Promise<T | undefined> {
     const kept = this.entries?.get(key)
-    if (kept && kept.version === snapshot.versionOf(kept.cityId)) return kept
+    if (kept && kept.version === snapshot.versionOf(kept.cityId)) return kept.value as T
 
     const running = this.computing.get(key)
-    if (running?.snapshot === snapshot) return running.answer
+    if (running?.snapshot === snapshot) return running.value as Promise<T | undefined>
 
-    const answer = produce().then((produced) => {
+    const value = produce().then((produced) => {
       if (produced === undefined) return undefined
-      const entry: Entry = {
-        body: produced.body,
-        etag: `"${createHash('sha1').update(produced.body).digest('base64')}"`,
-        cityId: produced.cityId,
-        version: snapshot.versionOf(produced.cityId),
-      }
-      this.entries?.set(key, entry)
-      return entry
+      this.entries?.set(key, { ...produced, version: snapshot.versionOf(produced.cityId) })
+      return produced.value
     })
-    this.computing.set(key, { snapshot, answer })
+    this.computing.set(key, { snapshot, value })
     try {
-      return await answer
+      return await value
     } finally {
-      if (this.computing.get(key)?.answer === answer) this.computing.delete(key)
+      if (this.computing.get(key)?.value === value) this.computing.delete(key)
     }
   }
 }

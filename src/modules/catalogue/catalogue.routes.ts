@@ -1,10 +1,11 @@
+import { createHash } from 'node:crypto'
 import etag from '@fastify/etag'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
 import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import { errorResponses } from '../../lib/schemas.js'
 import { mediaBaseUrl } from '../images/storage.js'
-import { CatalogueCache, type CatalogueAnswer } from './catalogue-cache.js'
+import { CatalogueCache, type Kept } from './catalogue-cache.js'
 import { CatalogueVersions } from './catalogue-versions.js'
 import * as repository from './catalogue.repository.js'
 import { CatalogueDetail, CatalogueIdParams, CataloguePage, CatalogueQuery } from './catalogue.schemas.js'
@@ -16,14 +17,24 @@ const CACHE_CONTROL = 'public, max-age=30'
 
 const catalogue = { tags: ['Catalogue'] }
 
-/** The route's 200 body as JSON bytes, through the serializer compiled from its response schema. */
-function serialized(reply: FastifyReply, payload: unknown): Buffer {
+/** A catalogue answer ready to send: its JSON bytes and their ETag. */
+interface Answer {
+  body: Buffer
+  etag: string
+}
+
+/**
+ * The route's 200 body as JSON bytes, through the serializer compiled from its response schema,
+ * with its ETag (the SHA-1 that @fastify/etag would compute), to be kept for `cityId`.
+ */
+function answerOf(reply: FastifyReply, payload: unknown, cityId: number | undefined): Kept<Answer> {
   // The compiled serializer of a JSON schema returns a string.
-  return Buffer.from(reply.serialize(payload) as string)
+  const body = Buffer.from(reply.serialize(payload) as string)
+  return { value: { body, etag: `"${createHash('sha1').update(body).digest('base64')}"` }, bytes: body.length, cityId }
 }
 
 /** A kept answer as it was serialised, with its ETag (which @fastify/etag then honours for 304). */
-function send(reply: FastifyReply, answer: CatalogueAnswer): Buffer {
+function send(reply: FastifyReply, answer: Answer): Buffer {
   reply.header('etag', answer.etag).type('application/json; charset=utf-8')
   return answer.body
 }
@@ -68,15 +79,17 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
           `Pages deeper than offset ${MAX_CATALOGUE_OFFSET} are not served; narrow the search with filters.`,
         )
       }
-      const key = `list:${sort}:${limit}:${offset}:${JSON.stringify(Object.values(filter))}`
-      const answer = await cache.answer(key, await versions.current(), async () => {
+      const filterKey = JSON.stringify(Object.values(filter))
+      const snapshot = await versions.current()
+      const answer = await cache.get(`list:${sort}:${limit}:${offset}:${filterKey}`, snapshot, async () => {
+        // The total is kept apart too: other pages and orders of the same search share it.
         const [total, items] = await Promise.all([
-          repository.countCatalogue(app.db, filter),
+          cache.get(`total:${filterKey}`, snapshot, async () => ({ value: await repository.countCatalogue(app.db, filter), bytes: 8, cityId: filter.cityId })),
           repository.findCataloguePage(app.db, filter, sort, limit, offset, mediaBase),
         ])
-        return { body: serialized(reply, { items, total, limit, offset }), cityId: filter.cityId }
+        return answerOf(reply, { items, total, limit, offset }, filter.cityId)
       })
-      return send(reply, answer!)
+      return send(reply, answer)
     },
   )
 
@@ -91,10 +104,10 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const answer = await cache.answer(`detail:${request.params.id}`, await versions.current(), async () => {
+      const answer = await cache.get(`detail:${request.params.id}`, await versions.current(), async () => {
         const detail = await repository.findCatalogueDetail(app.db, request.params.id, mediaBase)
         // A listing without a city counts under city 0, as the database's counters do.
-        return detail && { body: serialized(reply, detail), cityId: detail.city?.id ?? 0 }
+        return detail && answerOf(reply, detail, detail.city?.id ?? 0)
       })
       if (!answer) throw ApiError.notFound(PROPERTY_NOT_FOUND)
       return send(reply, answer)

@@ -253,7 +253,7 @@ export const properties = pgTable(
     index('properties_tenant_recent_idx').on(t.tenantId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     // The moderation queue: only rows waiting for the check are in it.
     index('properties_review_queue_idx').on(t.reviewRequestedAt).where(sql`${t.reviewRequestedAt} is not null`),
-    // The public catalogue's indexes are all in migration 0007, hand-written because Drizzle
+    // The public catalogue's indexes are in migrations 0007 and 0010, hand-written because Drizzle
     // cannot declare INCLUDE. Each is partial on published rows, ends in the order it serves,
     // and carries every column a page shows or filters on, so a page is one index-only range
     // scan (no sort, no table row read) and a filter on any other column is checked in it:
@@ -262,7 +262,8 @@ export const properties = pgTable(
     //   city_id + type + deal              → catalogue_city_type_deal_recent_idx
     //   type and/or deal without a city    → catalogue_type_deal_recent_idx
     //   a deal without city or type        → catalogue_deal_recent_idx (a sale page skips no rents)
-    //   district_id                        → catalogue_district_recent_idx
+    //   district_id                        → catalogue_district_recent_idx; with a price range or
+    //                                          sort=price_* → catalogue_district_price_idx
     //   sort=price_* with city, type, deal → catalogue_city_type_deal_price_idx
     //   sort=price_* with city and deal    → catalogue_city_deal_price_idx; with type and deal → catalogue_type_deal_price_idx
     //   sort=price_* with a city           → catalogue_city_price_idx; with a deal → catalogue_deal_price_idx

@@ -189,12 +189,14 @@ export class PropertiesService {
       ownerId: owner?.id ?? null,
       reviewRequestedAt: new Date(),
     })
-    return this.view(created, owner, tx)
+    // A property just created has no photos: no query for them.
+    return this.view(created, owner, tx, [])
   }
 
-  private async view(property: PropertyRow, owner: OwnerView | null, via: Database = this.db): Promise<Property> {
+  /** The property as the API shows it; `images` when the caller knows them already. */
+  private async view(property: PropertyRow, owner: OwnerView | null, via: Database = this.db, images?: imagesRepository.ImageRow[]): Promise<Property> {
     await this.names.ensure({ cityIds: [property.cityId], districtIds: [property.districtId], complexIds: [property.residentialComplexId] }, via)
-    const images = await imagesRepository.listImages(via, property.tenantId, property.id)
+    images ??= await imagesRepository.listImages(via, property.tenantId, property.id)
     return toProperty(
       property,
       owner,

@@ -176,7 +176,7 @@ async function withoutCatalogueIndexes(tx: Database, load: () => Promise<void>):
   const indexes = await queryRows<{ name: string; definition: string }>(
     tx,
     sql`select indexname as name, indexdef as definition from pg_indexes
-         where schemaname = current_schema() and tablename = 'properties' and indexname like 'catalogue\_%'`,
+         where schemaname = current_schema() and tablename = 'properties' and starts_with(indexname, 'catalogue_')`,
   )
   for (const index of indexes) await tx.execute(sql`drop index ${sql.identifier(index.name)}`)
   await load()

@@ -288,13 +288,14 @@ export async function findCataloguePage(
 
 /**
  * The exact number of published listings matching the filter, without counting the catalogue
- * (trigger-kept tables, migrations 0002 and 0008):
+ * (trigger-kept tables, migrations 0002, 0008 and 0009):
  * - city, type and deal (the landing page and most searches): a sum over catalogue_counts_by_city;
  * - with district or rooms: a sum over catalogue_counts;
  * - a price range with city, type, deal or rooms: a sum over the price bands wholly inside the
- *   range in catalogue_counts_by_price (or, without a city, catalogue_counts_by_price_all_cities), plus a count, on the price indexes, of the listings in
- *   the two bands at its ends (a few hundred index entries where the whole range was ~13,000
- *   for a Moscow flat budget among 1M listings);
+ *   range in catalogue_counts_by_price (without a city: catalogue_counts_by_price_all_cities),
+ *   plus a count, on the price indexes, of the listings in the two bands at its ends (a few
+ *   hundred index entries where the whole range was ~13,000 for a Moscow flat budget among
+ *   1M listings);
  * - anything else (area, complex, agency, or a district with a price) is counted on the
  *   catalogue indexes (see schema.ts).
  */

@@ -71,23 +71,22 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw ApiError.validation([{ loc: ['query', 'min_area'], msg: 'must not be greater than max_area' }])
       }
       const filter = repository.filterFromQuery(request.query)
+      const filterKey = JSON.stringify(Object.values(filter))
+      const snapshot = await versions.current()
+      // A search's total is kept apart from its pages: its other pages and orders share it.
+      const total = () =>
+        cache.get(`total:${filterKey}`, snapshot, async () => ({ value: await repository.countCatalogue(app.db, filter), bytes: 8, cityId: filter.cityId }))
       if (offset > MAX_CATALOGUE_OFFSET) {
-        const total = await repository.countCatalogue(app.db, filter)
-        if (offset >= total) return { items: [], total, limit, offset }
+        const matches = await total()
+        if (offset >= matches) return { items: [], total: matches, limit, offset }
         throw ApiError.validation(
           [{ loc: ['query', 'offset'], msg: `must be at most ${MAX_CATALOGUE_OFFSET}` }],
           `Pages deeper than offset ${MAX_CATALOGUE_OFFSET} are not served; narrow the search with filters.`,
         )
       }
-      const filterKey = JSON.stringify(Object.values(filter))
-      const snapshot = await versions.current()
       const answer = await cache.get(`list:${sort}:${limit}:${offset}:${filterKey}`, snapshot, async () => {
-        // The total is kept apart too: other pages and orders of the same search share it.
-        const [total, items] = await Promise.all([
-          cache.get(`total:${filterKey}`, snapshot, async () => ({ value: await repository.countCatalogue(app.db, filter), bytes: 8, cityId: filter.cityId })),
-          repository.findCataloguePage(app.db, filter, sort, limit, offset, mediaBase),
-        ])
-        return answerOf(reply, { items, total, limit, offset }, filter.cityId)
+        const [matches, items] = await Promise.all([total(), repository.findCataloguePage(app.db, filter, sort, limit, offset, mediaBase)])
+        return answerOf(reply, { items, total: matches, limit, offset }, filter.cityId)
       })
       return send(reply, answer)
     },

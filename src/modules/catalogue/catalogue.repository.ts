@@ -338,7 +338,8 @@ export async function countCatalogue(db: Database, filter: CatalogueFilter): Pro
  * bands strictly between min's and max's (summed from the counts table: the city's bands, or
  * without a city the all-cities ones), and from the start of max's band to max. When both are
  * in one band the first part is the whole range and the others are empty. The end parts are
- * index range scans on the *_price_idx indexes.
+ * index range scans on the *_price_idx indexes; the bands are one range scan of the counts
+ * table's range indexes (with a type, migration 0011's; without, 0009's).
  */
 function countByPriceBands(db: Database, groupKeys: FilterKey[]) {
   const min = sql.placeholder('minPrice')

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto'
 import { and, asc, desc, eq, gte, lte, sql, type AnyColumn, type SQL } from 'drizzle-orm'
 import type { Database } from '../../db/client.js'
+import { prepared } from '../../db/prepared.js'
 import { catalogueCounts, catalogueCountsByCity, catalogueCountsByPrice, catalogueCountsByPriceAllCities, properties, PUBLISHED } from '../../db/schema.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
 import { referenceNamesFor, type ReferenceNames } from '../reference/reference-names.js'
@@ -105,28 +105,6 @@ const isPublishedPlannedPerValue = eq(properties.statusId, PUBLISHED)
 
 function publishedWhere(keys: FilterKey[], published: SQL = isPublished): SQL {
   return and(published, ...keys.map((key) => filterConditions[key]()))!
-}
-
-/**
- * Prepared statements, one per shape of query (which filters, which order), each built once
- * per database and named so PostgreSQL parses and plans it once per connection. A catalogue
- * request then costs no query building and little planning.
- */
-const statementsByDatabase = new WeakMap<Database, Map<string, { execute(values?: Record<string, unknown>): Promise<unknown> }>>()
-
-function prepared<T>(db: Database, shape: string, build: (name: string) => { execute(values?: Record<string, unknown>): Promise<T> }) {
-  let statements = statementsByDatabase.get(db)
-  if (!statements) {
-    statements = new Map()
-    statementsByDatabase.set(db, statements)
-  }
-  let statement = statements.get(shape)
-  if (!statement) {
-    // Statement names are cut at 63 bytes by PostgreSQL: a digest keeps them unique.
-    statement = build(`mls_${createHash('sha1').update(shape).digest('hex').slice(0, 20)}`)
-    statements.set(shape, statement)
-  }
-  return statement as { execute(values?: Record<string, unknown>): Promise<T> }
 }
 
 /**

@@ -1,5 +1,6 @@
-import { and, count, desc, eq, ne, or, sql, type SQL } from 'drizzle-orm'
+import { and, count, desc, eq, getTableColumns, ne, or, sql, type SQL } from 'drizzle-orm'
 import { queryRows, type Database } from '../../db/client.js'
+import { prepared } from '../../db/prepared.js'
 import type { OwnerView } from './properties.mapper.js'
 import { idempotencyKeys, owners, properties, type NewPropertyColumns, type PropertyRow } from '../../db/schema.js'
 
@@ -30,9 +31,118 @@ export async function lockProperty(db: Database, tenantId: number, id: number): 
   return row
 }
 
-export async function insertProperty(db: Database, values: NewProperty): Promise<PropertyRow> {
-  const [row] = await db.insert(properties).values(values).returning()
-  return row!
+export interface OwnerSubmission {
+  name: string
+  phone: string
+  /** Undefined keeps the notes an existing owner has. */
+  notes: string | null | undefined
+}
+
+/**
+ * An owner is one per phone within a tenant (§2.2): a submission with a phone the tenant
+ * already has updates that owner, keeping its notes when `keepNotes` (the submission did not
+ * mention them).
+ */
+const upsertOwnerByPhone = (keepNotes: SQL) => ({
+  target: [owners.tenantId, owners.phone],
+  set: {
+    name: sql`excluded.name`,
+    notes: sql`case when ${keepNotes}::boolean then ${owners.notes} else excluded.notes end`,
+    updatedAt: sql`now()`,
+  },
+})
+const ownerColumns = { id: owners.id, name: owners.name, phone: owners.phone, notes: owners.notes }
+
+/** What a submission sets of a new property (§2.2); every other column takes its default. */
+export type SubmittedColumns = Pick<
+  NewProperty,
+  | 'tenantId'
+  | 'propertyTypeId'
+  | 'dealTypeId'
+  | 'price'
+  | 'description'
+  | 'cityId'
+  | 'districtId'
+  | 'residentialComplexId'
+  | 'address'
+  | 'street'
+  | 'houseNumber'
+  | 'apartmentNumber'
+  | 'latitude'
+  | 'longitude'
+  | 'attributes'
+>
+const submittedColumnNames = [
+  'tenantId',
+  'propertyTypeId',
+  'dealTypeId',
+  'price',
+  'description',
+  'cityId',
+  'districtId',
+  'residentialComplexId',
+  'address',
+  'street',
+  'houseNumber',
+  'apartmentNumber',
+  'latitude',
+  'longitude',
+  'attributes',
+] as const satisfies readonly (keyof SubmittedColumns)[]
+
+/**
+ * Inserts a submitted property, waiting for the internal check, with its owner created or
+ * updated by phone within the tenant (§2.2), all in one statement: atomic without a
+ * transaction of its own, and one round trip where BEGIN, two inserts and COMMIT were four.
+ * The statement is built once per database (see prepared.ts).
+ */
+export async function insertSubmittedProperty(
+  db: Database,
+  columns: SubmittedColumns,
+  owner: OwnerSubmission | null,
+): Promise<{ property: PropertyRow; owner: OwnerView | null }> {
+  const statement = prepared<(PropertyRow & { owner: OwnerView | null })[]>(db, owner ? 'submit:owner' : 'submit:no-owner', (name) => {
+    // Bare placeholders, not the columns' encoders, which would send a null as the text "null".
+    const placeholders = Object.fromEntries(submittedColumnNames.map((column) => [column, sql`${sql.placeholder(column)}`])) as Record<keyof SubmittedColumns, SQL>
+    const newProperty = { ...placeholders, reviewRequestedAt: sql`now()` }
+    if (!owner) {
+      return db
+        .insert(properties)
+        .values(newProperty)
+        .returning({ ...getTableColumns(properties), owner: sql<null>`null` })
+        .prepare(name)
+    }
+    const upserted = db.$with('upserted_owner').as(
+      db
+        .insert(owners)
+        .values({
+          tenantId: sql.placeholder('tenantId'),
+          name: sql.placeholder('ownerName'),
+          phone: sql.placeholder('ownerPhone'),
+          notes: sql.placeholder('ownerNotes'),
+        })
+        .onConflictDoUpdate(upsertOwnerByPhone(sql`${sql.placeholder('keepOwnerNotes')}`))
+        .returning(ownerColumns),
+    )
+    return db
+      .with(upserted)
+      .insert(properties)
+      .values({ ...newProperty, ownerId: sql`(select id from ${upserted})` })
+      .returning({
+        ...getTableColumns(properties),
+        owner: sql<OwnerView>`(select json_build_object('id', ${upserted.id}, 'name', ${upserted.name}, 'phone', ${upserted.phone}, 'notes', ${upserted.notes}) from ${upserted})`,
+      })
+      .prepare(name)
+  })
+  const nulls = Object.fromEntries(submittedColumnNames.map((column) => [column, null]))
+  const [row] = await statement.execute({
+    ...nulls,
+    ...columns,
+    attributes: JSON.stringify(columns.attributes ?? {}),
+    ...(owner && { ownerName: owner.name, ownerPhone: owner.phone, ownerNotes: owner.notes ?? null, keepOwnerNotes: owner.notes === undefined }),
+  })
+  const { owner: savedOwner, ...property } = row!
+  return { property, owner: savedOwner }
 }
 
 export async function updateProperty(db: Database, id: number, values: Partial<NewProperty>): Promise<PropertyRow> {
@@ -57,27 +167,13 @@ export async function deleteProperty(db: Database, tenantId: number, id: number)
   return deleted.length > 0
 }
 
-/**
- * Creates the owner, or updates the one this tenant already has with that phone (§2.2).
- * Notes are kept when the new submission does not mention them.
- */
-export async function upsertOwner(
-  db: Database,
-  tenantId: number,
-  owner: { name: string; phone: string; notes: string | null | undefined },
-): Promise<OwnerView> {
+/** Creates the owner, or updates the one this tenant already has with that phone. */
+export async function upsertOwner(db: Database, tenantId: number, owner: OwnerSubmission): Promise<OwnerView> {
   const [row] = await db
     .insert(owners)
     .values({ tenantId, name: owner.name, phone: owner.phone, notes: owner.notes ?? null })
-    .onConflictDoUpdate({
-      target: [owners.tenantId, owners.phone],
-      set: {
-        name: sql`excluded.name`,
-        notes: owner.notes === undefined ? sql`${owners.notes}` : sql`excluded.notes`,
-        updatedAt: sql`now()`,
-      },
-    })
-    .returning({ id: owners.id, name: owners.name, phone: owners.phone, notes: owners.notes })
+    .onConflictDoUpdate(upsertOwnerByPhone(sql`${owner.notes === undefined}`))
+    .returning(ownerColumns)
   return row!
 }
 

@@ -46,9 +46,8 @@ export class PropertiesService {
    * included, is one transaction: a crash leaves nothing behind, a retry replays.
    */
   async create(tenant: AuthenticatedTenant, body: PropertySubmission, idempotencyKey: string | undefined): Promise<CreateResult> {
-    if (idempotencyKey === undefined) {
-      return { body: await this.db.transaction((tx) => this.insert(tx, tenant, body)), replayed: false }
-    }
+    // One statement (see insertSubmittedProperty): atomic without a transaction.
+    if (idempotencyKey === undefined) return { body: await this.insert(this.db, tenant, body), replayed: false }
     const requestDigest = digestSecret(stringify(body) ?? '')
     return this.db.transaction(async (tx) => {
       if (!(await repository.tryLockIdempotencyKey(tx, tenant.id, idempotencyKey))) {
@@ -177,20 +176,21 @@ export class PropertiesService {
     })
   }
 
-  private async insert(tx: Database, tenant: AuthenticatedTenant, body: PropertySubmission): Promise<Property> {
-    const resolved = await this.resolve(tx, tenant, { ...body, attributes: body.attributes ?? {} })
-    const owner = resolved.owner ? await repository.upsertOwner(tx, tenant.id, resolved.owner) : null
-    const created = await repository.insertProperty(tx, {
-      tenantId: tenant.id,
-      propertyTypeId: propertyTypeIds.get(body.property_type)!,
-      dealTypeId: dealTypeIds.get(body.deal_type)!,
-      ...resolved.columns,
-      description: body.description ?? null,
-      ownerId: owner?.id ?? null,
-      reviewRequestedAt: new Date(),
-    })
+  private async insert(db: Database, tenant: AuthenticatedTenant, body: PropertySubmission): Promise<Property> {
+    const resolved = await this.resolve(db, tenant, { ...body, attributes: body.attributes ?? {} })
+    const created = await repository.insertSubmittedProperty(
+      db,
+      {
+        ...resolved.columns,
+        tenantId: tenant.id,
+        propertyTypeId: propertyTypeIds.get(body.property_type)!,
+        dealTypeId: dealTypeIds.get(body.deal_type)!,
+        description: body.description ?? null,
+      },
+      resolved.owner ?? null,
+    )
     // A property just created has no photos: no query for them.
-    return this.view(created, owner, tx, [])
+    return this.view(created.property, created.owner, db, [])
   }
 
   /** The property as the API shows it; `images` when the caller knows them already. */

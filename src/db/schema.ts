@@ -192,6 +192,8 @@ export interface ModerationResult {
 
 export type AttributeValues = Record<string, string | number | boolean>
 
+/** Property statuses the code names (§3; the reference table property_statuses has them all). */
+export const PENDING_REVIEW = 1
 export const PUBLISHED = 2
 
 export const properties = pgTable(

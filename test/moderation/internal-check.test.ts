@@ -107,6 +107,25 @@ describe('the internal check (auto mode)', () => {
     assert.equal((await get(differentArea.id)).status_id, 2)
   })
 
+  it('rejects an older listing brought back as a copy of a published one', async () => {
+    const same = { location: { city_id: 1, address: 'Москва, Тверская улица, 7' }, attributes: { area: '55' } }
+    const older = await submitProperty(t.app, agency, same)
+    await runInternalCheck(t.db)
+    const withdraw = await t.app.inject({ method: 'POST', url: `/properties/${older.id}/status`, headers: agency.headers, payload: { status_id: 4 } })
+    assert.equal(withdraw.statusCode, 200)
+    const newer = await submitProperty(t.app, agency, same)
+    await runInternalCheck(t.db)
+    assert.equal((await get(newer.id)).status_id, 2, 'the original is withdrawn: the new copy is the live one')
+
+    const resubmit = await t.app.inject({ method: 'POST', url: `/properties/${older.id}/status`, headers: agency.headers, payload: { status_id: 1 } })
+    assert.equal(resubmit.statusCode, 200)
+    await runInternalCheck(t.db)
+    const rejected = await get(older.id)
+    assert.equal(rejected.status_id, 3)
+    assert.deepEqual(rejected.moderation.reasons.map((reason: { code: string }) => reason.code), ['duplicate_listing'])
+    assert.equal((await get(newer.id)).status_id, 2)
+  })
+
   it('runs in the background worker and publishes within seconds', async () => {
     const worker = new Worker({ db: t.db, config: t.config, log: pino({ level: 'silent' }) }, workerJobs())
     worker.start()

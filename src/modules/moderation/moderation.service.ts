@@ -1,18 +1,17 @@
 import { and, asc, count, desc, eq, isNotNull, sql } from 'drizzle-orm'
 import type { CountryCode } from 'libphonenumber-js'
 import type { Database } from '../../db/client.js'
-import { properties, PUBLISHED, tenants, type ModerationReason, type ModerationResult, type PropertyRow } from '../../db/schema.js'
+import { PENDING_REVIEW, properties, PUBLISHED, tenants, type ModerationReason, type ModerationResult, type PropertyRow } from '../../db/schema.js'
 import { seedPropertyTypes } from '../../db/seed/dictionaries.js'
 import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
 import { findCatalogueItem } from '../catalogue/catalogue.repository.js'
 import { recordEvent } from '../events/events.repository.js'
-import { hasEarlierDuplicate } from '../properties/properties.repository.js'
+import { hasLiveDuplicate } from '../properties/properties.repository.js'
 import type { PropertyTypeName } from '../reference/attribute-catalogue.js'
 import { referenceNamesFor, type ReferenceNames } from '../reference/reference-names.js'
 import { checkListing } from './rules.js'
 
-const PENDING_REVIEW = 1
 const REJECTED = 3
 const propertyTypeNames = new Map<number, PropertyTypeName>(seedPropertyTypes.map((type) => [type.id, type.name]))
 
@@ -52,7 +51,7 @@ export class ModerationService {
           listing,
           propertyType: propertyTypeNames.get(listing.propertyTypeId)!,
           country: country as CountryCode,
-          hasDuplicate: await hasEarlierDuplicate(tx, listing),
+          hasDuplicate: await hasLiveDuplicate(tx, listing),
         })
         if (this.mode === 'manual') {
           await tx

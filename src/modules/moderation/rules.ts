@@ -7,7 +7,7 @@ export interface ListingUnderCheck {
   propertyType: PropertyTypeName
   /** The agency's country, for recognising phone numbers written the national way. */
   country: CountryCode
-  /** Whether the agency already has the same offer live (see hasEarlierDuplicate). */
+  /** Whether the agency already has the same offer live (see hasLiveDuplicate). */
   hasDuplicate: boolean
 }
 

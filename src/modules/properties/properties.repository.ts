@@ -1,8 +1,8 @@
-import { and, count, desc, eq, getTableColumns, ne, or, sql, type SQL } from 'drizzle-orm'
+import { and, count, desc, eq, getTableColumns, lt, ne, or, sql, type SQL } from 'drizzle-orm'
 import { queryRows, type Database } from '../../db/client.js'
 import { prepared } from '../../db/prepared.js'
 import type { OwnerView } from './properties.mapper.js'
-import { idempotencyKeys, owners, properties, type NewPropertyColumns, type PropertyRow } from '../../db/schema.js'
+import { idempotencyKeys, owners, PENDING_REVIEW, properties, PUBLISHED, type NewPropertyColumns, type PropertyRow } from '../../db/schema.js'
 
 export type { PropertyRow } from '../../db/schema.js'
 export type NewProperty = NewPropertyColumns
@@ -222,11 +222,13 @@ export async function listTenantProperties(db: Database, tenantId: number, filte
 }
 
 /**
- * Whether the tenant has another live listing (on review or published) that is the same
- * offer: type, deal, city, area, and the same address or the same coordinates. Only
- * listings submitted earlier count, so of two identical submissions the first one passes.
+ * Whether the tenant has another live listing that is the same offer: type, deal, city, area,
+ * and the same address or the same coordinates. A published one always counts, whichever is
+ * older (an old listing resubmitted or edited into a copy of a newer one is the duplicate);
+ * one on review counts only if submitted earlier, so of two identical submissions checked in
+ * turn the first passes and the second then meets it published.
  */
-export async function hasEarlierDuplicate(db: Database, listing: PropertyRow): Promise<boolean> {
+export async function hasLiveDuplicate(db: Database, listing: PropertyRow): Promise<boolean> {
   const sameAddress =
     listing.address === null ? undefined : sql`lower(btrim(${properties.address})) = lower(btrim(${listing.address}))`
   const samePlace =
@@ -241,8 +243,7 @@ export async function hasEarlierDuplicate(db: Database, listing: PropertyRow): P
       and(
         eq(properties.tenantId, listing.tenantId),
         ne(properties.id, listing.id),
-        sql`${properties.id} < ${listing.id}`,
-        sql`${properties.statusId} in (1, 2)`,
+        or(eq(properties.statusId, PUBLISHED), and(eq(properties.statusId, PENDING_REVIEW), lt(properties.id, listing.id))),
         eq(properties.propertyTypeId, listing.propertyTypeId),
         eq(properties.dealTypeId, listing.dealTypeId),
         listing.cityId === null ? sql`${properties.cityId} is null` : eq(properties.cityId, listing.cityId),

@@ -1,6 +1,6 @@
 import stringify from 'safe-stable-stringify'
 import type { Database } from '../../db/client.js'
-import type { AttributeValues, NewPropertyColumns, PropertyRow } from '../../db/schema.js'
+import { PENDING_REVIEW, type AttributeValues, type NewPropertyColumns, type PropertyRow } from '../../db/schema.js'
 import { seedDealTypes, seedPropertyTypes } from '../../db/seed/dictionaries.js'
 import { ApiError, PROPERTY_NOT_FOUND, type FieldError } from '../../lib/errors.js'
 import { normalisePhone } from '../../lib/phone.js'
@@ -22,7 +22,6 @@ const dealTypeIds = new Map<string, number>(seedDealTypes.map((type) => [type.na
 /** The moves a tenant may make (D5); any other is a 409 naming these. */
 const tenantMoves: Record<number, number[]> = { 1: [], 2: [4, 5], 3: [1], 4: [1], 5: [] }
 const CLOSED = 5
-const PENDING_REVIEW = 1
 
 export interface CreateResult {
   body: Property

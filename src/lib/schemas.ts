@@ -55,7 +55,8 @@ export const Id = Type.Integer({ minimum: 1, maximum: 2_147_483_647 })
 
 export const PageQuery = {
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Page size, 1 to 100.' }),
-  offset: Type.Integer({ minimum: 0, default: 0, description: 'Number of items skipped.' }),
+  // Any count of items, up to the largest a JSON number holds exactly (PostgreSQL's bigint goes further).
+  offset: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'Number of items skipped.' }),
 }
 
 /** `{items, total, limit, offset}`, the list envelope of §4.2/§4.3. */

@@ -80,7 +80,7 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       assert.equal((await call('GET', '/properties?limit=100')).statusCode, 200)
     })
 
-    for (const query of ['limit=0', 'limit=101', 'limit=-1', 'offset=-1', 'limit=ten', 'status_id=x', 'city_id=0', 'property_type=квартира', 'deal_type=Rent']) {
+    for (const query of ['limit=0', 'limit=101', 'limit=-1', 'offset=-1', 'offset=100000000000000000000', 'limit=ten', 'status_id=x', 'city_id=0', 'property_type=квартира', 'deal_type=Rent']) {
       it(`answers 422 for ${query}`, async () => {
         const response = await call('GET', `/properties?${query}`)
         assert.equal(response.statusCode, 422)

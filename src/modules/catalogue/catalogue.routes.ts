@@ -10,8 +10,6 @@ import { CatalogueVersions } from './catalogue-versions.js'
 import * as repository from './catalogue.repository.js'
 import { CatalogueDetail, CatalogueIdParams, CataloguePage, CatalogueQuery } from './catalogue.schemas.js'
 
-/** Deeper pages cost more to find; past this, narrow the search with filters instead. */
-export const MAX_CATALOGUE_OFFSET = 10_000
 /** Short enough that a new listing shows within a minute, long enough to absorb bursts. */
 const CACHE_CONTROL = 'public, max-age=30'
 
@@ -57,7 +55,10 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         ...catalogue,
         summary: 'Search the published listings',
-        description: `Newest first unless \`sort\` says otherwise. \`offset\` may go up to ${MAX_CATALOGUE_OFFSET} (past the last match the page is simply empty); narrow deeper searches with filters.`,
+        description:
+          'Newest first unless `sort` says otherwise. Any `offset` is served; past the last match the page is empty. ' +
+          'A deep page skips index entries, never listings, so its cost grows with the offset: ' +
+          'about 1.5 ms at 10,000 and 100 ms at 850,000 on a million listings. Narrowing the search with filters is faster.',
         querystring: CatalogueQuery,
         response: { 200: CataloguePage, ...errorResponses(422, 429) },
       },
@@ -76,14 +77,6 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // A search's total is kept apart from its pages: its other pages and orders share it.
       const total = () =>
         cache.get(`total:${filterKey}`, snapshot, async () => ({ value: await repository.countCatalogue(app.db, filter), bytes: 8, cityId: filter.cityId }))
-      if (offset > MAX_CATALOGUE_OFFSET) {
-        const matches = await total()
-        if (offset >= matches) return { items: [], total: matches, limit, offset }
-        throw ApiError.validation(
-          [{ loc: ['query', 'offset'], msg: `must be at most ${MAX_CATALOGUE_OFFSET}` }],
-          `Pages deeper than offset ${MAX_CATALOGUE_OFFSET} are not served; narrow the search with filters.`,
-        )
-      }
       const answer = await cache.get(`list:${sort}:${limit}:${offset}:${filterKey}`, snapshot, async () => {
         const [matches, items] = await Promise.all([total(), repository.findCataloguePage(app.db, filter, sort, limit, offset, mediaBase)])
         return answerOf(reply, { items, total: matches, limit, offset }, filter.cityId)

@@ -150,9 +150,18 @@ describe('the public MLS catalogue', () => {
     const again = await t.app.inject({ url: '/mls/properties?city_id=1', headers: { 'if-none-match': tag } })
     assert.equal(again.statusCode, 304)
     assert.equal(again.body, '')
+    assert.equal(again.headers.etag, tag)
+    // RFC 9110: any tag of a list, the weak form, or `*` matches; another tag does not.
+    for (const header of [`"other", ${tag}`, `W/${tag}`, '*']) {
+      const revalidated = await t.app.inject({ url: '/mls/properties?city_id=1', headers: { 'if-none-match': header } })
+      assert.equal(revalidated.statusCode, 304, header)
+    }
+    assert.equal((await t.app.inject({ url: '/mls/properties?city_id=1', headers: { 'if-none-match': '"other"' } })).statusCode, 200)
     const detail = await t.app.inject(`/mls/properties/${ids.moscowFlat}`)
     assert.ok(detail.headers.etag)
     assert.equal((await t.app.inject({ url: `/mls/properties/${ids.moscowFlat}`, headers: { 'if-none-match': detail.headers.etag } })).statusCode, 304)
+    const missing = await t.app.inject({ url: '/mls/properties/999999', headers: { 'if-none-match': '*' } })
+    assert.equal(missing.statusCode, 404, 'only a listing that exists is fresh')
   })
 
   it('keeps the trigger-maintained counts exact through withdrawals, deletions and moves', async () => {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import etag from '@fastify/etag'
+import fresh from 'fresh'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
 import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
@@ -42,11 +43,17 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const mediaBase = mediaBaseUrl(app.config)
   const versions = new CatalogueVersions(app.db)
   const cache = new CatalogueCache(app.config.catalogueCacheBytes)
-  // ETag on every answer of this scope; a matching If-None-Match gets a 304 with no body.
-  await app.register(etag)
+  // ETag on every answer of this scope. @fastify/etag compares If-None-Match with it as one
+  // value only; `fresh` (as Express and `send` use it) matches as RFC 9110 says: any tag of a
+  // list, weakly, or `*`. A fresh 200 becomes a 304 with no body.
+  await app.register(etag, { replyWith304: false })
   app.addHook('onRequest', app.catalogueRateLimit)
-  app.addHook('onSend', async (_request, reply) => {
-    if (reply.statusCode === 200 || reply.statusCode === 304) reply.header('cache-control', CACHE_CONTROL)
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (reply.statusCode !== 200) return payload
+    reply.header('cache-control', CACHE_CONTROL)
+    if (!fresh(request.headers, { etag: reply.getHeader('etag') })) return payload
+    reply.code(304)
+    return ''
   })
 
   app.get(

@@ -9,16 +9,17 @@ export function isSupportedCountry(country: string): country is CountryCode {
 
 /**
  * Turns a phone written any usual way into the international form of interface §2.2,
- * reading national numbers as the given country's: for country code 7,
- * `8 (912) 345-67-89` → `+7 912 345-67-89`; other countries get libphonenumber's
- * international form (`+49 30 123456`). Returns null for a number that is not valid.
+ * reading national numbers as the given country's. A number of ten national digits, the
+ * pattern's 3 + 3 + 2 + 2, takes that form in every country: `8 (912) 345-67-89` →
+ * `+7 912 345-67-89`, `(212) 736-5000` in the US → `+1 212 736-50-00`. The pattern cannot
+ * hold other lengths; those get libphonenumber's international form (`+49 30 1234567`).
+ * Written nationally or internationally, one number gives one form: it identifies the owner.
+ * Returns null for a number that is not valid.
  */
 export function normalisePhone(raw: string, country: CountryCode): string | null {
   const parsed = parsePhoneNumberFromString(raw, country)
   if (!parsed?.isValid()) return null
   const national = parsed.nationalNumber
-  if (national.length === 10 && parsed.countryCallingCode === '7') {
-    return `+7 ${national.slice(0, 3)} ${national.slice(3, 6)}-${national.slice(6, 8)}-${national.slice(8)}`
-  }
-  return parsed.formatInternational()
+  if (national.length !== 10) return parsed.formatInternational()
+  return `+${parsed.countryCallingCode} ${national.slice(0, 3)} ${national.slice(3, 6)}-${national.slice(6, 8)}-${national.slice(8)}`
 }

@@ -19,9 +19,15 @@ describe('normalisePhone', () => {
     assert.equal(normalisePhone('8 701 234 5678', 'KZ'), '+7 701 234-56-78')
   })
 
-  it('gives other countries their international form', () => {
+  it('gives any country’s ten-digit numbers the same form, however they are written', () => {
+    assert.equal(normalisePhone('(212) 736-5000', 'US'), '+1 212 736-50-00')
+    assert.equal(normalisePhone('+1 212 736 5000', 'RU'), '+1 212 736-50-00')
+    assert.equal(normalisePhone('020 7946 0958', 'GB'), '+44 207 946-09-58')
+  })
+
+  it('gives numbers of other lengths their international form', () => {
     assert.equal(normalisePhone('030 1234567', 'DE'), '+49 30 1234567')
-    assert.equal(normalisePhone('+44 20 7946 0958', 'RU'), '+44 20 7946 0958')
+    assert.equal(normalisePhone('8 029 123-45-67', 'BY'), '+375 29 123 45 67')
   })
 
   it('refuses what is not a valid number', () => {

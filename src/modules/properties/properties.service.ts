@@ -229,7 +229,9 @@ export class PropertiesService {
     if (input.owner) {
       const phone = normalisePhone(input.owner.phone, tenant.country)
       if (!phone) errors.push({ loc: ['body', 'owner', 'phone'], msg: `is not a valid phone number for ${tenant.country}` })
-      owner = { name: input.owner.name.trim(), phone: phone ?? '', notes: input.owner.notes }
+      const name = input.owner.name.trim()
+      if (name === '') errors.push({ loc: ['body', 'owner', 'name'], msg: 'must not be blank' })
+      owner = { name, phone: phone ?? '', notes: input.owner.notes }
     }
 
     if (input.location === null) {

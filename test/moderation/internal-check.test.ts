@@ -58,6 +58,9 @@ describe('the internal check (auto mode)', () => {
     ['a phone in the description', { description: 'Звоните: 8 (912) 345-67-89, без посредников' }, 'contacts_in_description', 'description'],
     ['a spaced-out phone in the description', { description: 'тел 8 9 1 2 3 4 5 6 7 8 9' }, 'contacts_in_description', 'description'],
     ['an e-mail in the description', { description: 'Пишите на owner@mail.ru' }, 'contacts_in_description', 'description'],
+    ['an e-mail with spaces around the @', { description: 'Пишите: owner @ mail.ru' }, 'contacts_in_description', 'description'],
+    ['an e-mail with (at) and [dot]', { description: 'Пишите: owner(at)mail[dot]ru' }, 'contacts_in_description', 'description'],
+    ['an e-mail with собака for the @', { description: 'почта owner собака mail.ru' }, 'contacts_in_description', 'description'],
   ]
   for (const [name, overrides, code, field] of failing) {
     it(`rejects a listing with ${name} (${code}) and tells the agency why`, async () => {
@@ -78,8 +81,8 @@ describe('the internal check (auto mode)', () => {
     })
   }
 
-  it('passes prices and areas in the description, and a valid land listing', async () => {
-    const priced = await submitProperty(t.app, agency, { description: 'Цена 8 500 000 руб., 54.5 м², 5/9 этаж, 2020 год.' })
+  it('passes prices, areas and a dog in the description, and a valid land listing', async () => {
+    const priced = await submitProperty(t.app, agency, { description: 'Цена 8 500 000 руб., 54.5 м², 5/9 этаж, 2020 год. Хозяйская собака лайка.Остаётся.' })
     const land = await submitProperty(t.app, agency, {
       property_type: 'Земля',
       attributes: { area_land: '12', land_category: 'ИЖС', electricity: 'Есть', road_access: 'Асфальт' },

@@ -11,7 +11,14 @@ export interface ListingUnderCheck {
   hasDuplicate: boolean
 }
 
-const EMAIL = /[\p{L}\p{N}._%+-]+@[\p{L}\p{N}.-]+\.\p{L}{2,}/u
+const EMAIL = /[\p{L}\p{N}._%+-]+\s*@\s*[\p{L}\p{N}.-]+\.\p{L}{2,}/u
+// An address with its @ or dots spelled out to slip past the pattern above ("ivan (at) mail
+// dot ru", "ivan собака mail.ru"). Addresses are written in Latin letters, and asking for them
+// keeps Russian prose ("собака лайка.Рядом") from looking like one; a bare "at" is left out,
+// English prose has too many ("look at home.Nice").
+const SPELLED_AT = String.raw`\s*[(\[{]\s*(?:at|собака)\s*[)\]}]\s*|\s+собака\s+`
+const SPELLED_DOT = String.raw`\.|\s*[(\[{]\s*(?:dot|точка)\s*[)\]}]\s*|\s+(?:dot|точка)\s+`
+const SPELLED_EMAIL = new RegExp(String.raw`[a-z0-9._%+-]+(?:${SPELLED_AT})[a-z0-9-]+(?:(?:${SPELLED_DOT})[a-z0-9-]+)*(?:${SPELLED_DOT})[a-z]{2,}`, 'i')
 // Ten or more digits in a row, whatever separates them: a phone number written to slip past
 // a parser ("8 9I2..." aside). Prices ("8 500 000") and areas have fewer.
 const LONG_DIGIT_RUN = /(?:\d[\s\-().]*){10,}/
@@ -71,5 +78,5 @@ export function checkListing({ listing, propertyType, country, hasDuplicate }: L
 }
 
 function containsContacts(text: string, country: CountryCode): boolean {
-  return EMAIL.test(text) || LONG_DIGIT_RUN.test(text) || findPhoneNumbersInText(text, country).length > 0
+  return EMAIL.test(text) || SPELLED_EMAIL.test(text) || LONG_DIGIT_RUN.test(text) || findPhoneNumbersInText(text, country).length > 0
 }

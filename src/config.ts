@@ -90,7 +90,10 @@ export function loadConfig(env: Env = process.env): Config {
     host: read('HOST', '127.0.0.1', (v) => v),
     trustProxy: read('TRUST_PROXY', false, boolean),
     databaseUrl: read('DATABASE_URL', undefined, postgresUrl),
-    databasePoolSize: read('DATABASE_POOL_SIZE', 10, integerIn(1, 1000)),
+    // Two connections per core, at least four: one Node process cannot keep more busy with
+    // millisecond queries, and on a small machine shared with PostgreSQL more backends only
+    // contend (2 cores, catalogue searches: 4 connections 5-13 % faster than 10; see README).
+    databasePoolSize: read('DATABASE_POOL_SIZE', Math.max(4, 2 * availableParallelism()), integerIn(1, 1000)),
     dataDir,
     publicBaseUrl: read('PUBLIC_BASE_URL', `http://localhost:${port}`, httpUrl),
     adminApiKey: read('ADMIN_API_KEY', undefined, minLength(16)),

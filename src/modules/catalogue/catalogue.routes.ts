@@ -81,11 +81,12 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const filter = repository.filterFromQuery(request.query)
       const filterKey = JSON.stringify(Object.values(filter))
       const snapshot = await versions.current()
-      // A search's total is kept apart from its pages: its other pages and orders share it.
-      const total = () =>
-        cache.get(`total:${filterKey}`, snapshot, async () => ({ value: await repository.countCatalogue(app.db, filter), bytes: 8, cityId: filter.cityId }))
       const answer = await cache.get(`list:${sort}:${limit}:${offset}:${filterKey}`, snapshot, async () => {
-        const [matches, items] = await Promise.all([total(), repository.findCataloguePage(app.db, filter, sort, limit, offset, mediaBase)])
+        const [matches, items] = await Promise.all([
+          // A search's total is kept apart from its pages: its other pages and orders share it.
+          cache.get(`total:${filterKey}`, snapshot, async () => ({ value: await repository.countCatalogue(app.db, filter), bytes: 8, cityId: filter.cityId })),
+          repository.findCataloguePage(app.db, filter, sort, limit, offset, mediaBase),
+        ])
         return answerOf(reply, { items, total: matches, limit, offset }, filter.cityId)
       })
       return send(reply, answer)

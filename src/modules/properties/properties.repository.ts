@@ -54,24 +54,6 @@ const upsertOwnerByPhone = (keepNotes: SQL) => ({
 const ownerColumns = { id: owners.id, name: owners.name, phone: owners.phone, notes: owners.notes }
 
 /** What a submission sets of a new property (§2.2); every other column takes its default. */
-export type SubmittedColumns = Pick<
-  NewProperty,
-  | 'tenantId'
-  | 'propertyTypeId'
-  | 'dealTypeId'
-  | 'price'
-  | 'description'
-  | 'cityId'
-  | 'districtId'
-  | 'residentialComplexId'
-  | 'address'
-  | 'street'
-  | 'houseNumber'
-  | 'apartmentNumber'
-  | 'latitude'
-  | 'longitude'
-  | 'attributes'
->
 const submittedColumnNames = [
   'tenantId',
   'propertyTypeId',
@@ -88,7 +70,10 @@ const submittedColumnNames = [
   'latitude',
   'longitude',
   'attributes',
-] as const satisfies readonly (keyof SubmittedColumns)[]
+] as const satisfies readonly (keyof NewProperty)[]
+export type SubmittedColumns = Pick<NewProperty, (typeof submittedColumnNames)[number]>
+/** A submission's columns not given: the statement has a placeholder for each. */
+const noSubmittedColumns = Object.fromEntries(submittedColumnNames.map((column) => [column, null]))
 
 /**
  * Inserts a submitted property, waiting for the internal check, with its owner created or
@@ -134,9 +119,8 @@ export async function insertSubmittedProperty(
       })
       .prepare(name)
   })
-  const nulls = Object.fromEntries(submittedColumnNames.map((column) => [column, null]))
   const [row] = await statement.execute({
-    ...nulls,
+    ...noSubmittedColumns,
     ...columns,
     attributes: JSON.stringify(columns.attributes ?? {}),
     ...(owner && { ownerName: owner.name, ownerPhone: owner.phone, ownerNotes: owner.notes ?? null, keepOwnerNotes: owner.notes === undefined }),

@@ -90,15 +90,11 @@ const usedKeys = (filter: CatalogueFilter) => (Object.keys(filter) as FilterKey[
  * every value of a parameter (a generic plan) cannot use the partial indexes, which hold
  * status 2 only; so with the status as a parameter every execution is planned for its values,
  * and with it as a literal PostgreSQL settles on one plan per statement after a few runs.
- * - Totals from the counts tables and the detail have one best plan whatever the values:
- *   literal, no planning, which costs as much as running them (~0.3 ms).
+ * - Totals from the counts tables, the detail and pages (see PagePlan) have one best plan
+ *   whatever the values: literal, no planning, which costs as much as running them (~0.3 ms).
  * - A total counted on the listings has not: a plan blind to the values prefers the index
  *   matching most filters (city, type, deal, price) where a district with a price is 6x
  *   cheaper on its own index. Parameter.
- * - Nor has a page with a price range (a narrow range is best found on a price index, a wide
- *   one by walking the newest first). And no page gets a generic plan anyway: with LIMIT and
- *   OFFSET as parameters PostgreSQL costs it for a tenth of the matches, so it always looks
- *   dearer than a plan for the values, and every execution is planned. Parameter.
  */
 const isPublished = sql`${properties.statusId} = ${sql.raw(String(PUBLISHED))}`
 const isPublishedPlannedPerValue = eq(properties.statusId, PUBLISHED)
@@ -175,6 +171,54 @@ async function toItems(db: Database, rows: ItemRow[], mediaBase: string, names =
   }))
 }
 
+/**
+ * Page statements are planned once and kept (PostgreSQL's generic plans, chosen after five
+ * runs), never for each execution: planning a catalogue query costs as much as running it.
+ * So each statement is written so that one plan is right for all its values, and where the
+ * values decide the plan (a price range, newest first) the service decides it, with the
+ * counts it already has, and picks the statement written for that plan:
+ * - `window`: a search's first matches in its order, on the index made for that order (see
+ *   schema.ts), reading `windowFor(offset + limit)` of them; the page is cut from those.
+ * - `walk`: a price range newest first with many matches: the newest listings of the search
+ *   without its price, as many as should hold the page (the depth), then the price, so only
+ *   the walk on the newest-first index can serve it. Short of the page (the prices were not
+ *   spread over time as the counts suggest), the page is read by `range` instead.
+ * - `range`: a price range newest first with few matches: every match, found on a price
+ *   index, then sorted. The fence (OFFSET 0) keeps PostgreSQL from walking the newest first.
+ */
+type PagePlan = { kind: 'window'; window: number } | { kind: 'walk'; depth: number } | { kind: 'range' }
+
+/** What the service knows of a search before it reads a page. */
+export interface PageCounts {
+  /** The search's total. */
+  matches: number
+  /** The total of the same search without its price range. */
+  withoutPrice: number
+}
+
+/**
+ * The smallest of 100, 400, 1,600… that reaches `rows`: a LIMIT written into the SQL as a
+ * literal (an unknown LIMIT is costed as a tenth of all matches, which no generic plan
+ * survives) from a handful of statements per filter shape.
+ */
+function windowFor(rows: number): number {
+  let window = 100
+  while (window < rows) window *= 4
+  return window
+}
+
+/** A LIMIT or OFFSET Drizzle writes as it is, not as a parameter (see windowFor). */
+const literal = (rows: number) => sql.raw(String(rows)) as unknown as number
+
+/**
+ * Newest first with a price range: walk the newest if fewer index entries are read that way
+ * (about `end` × all / matches of them, twice that to be safe) than there are matches.
+ */
+function pricedPagePlan(end: number, counts: PageCounts): PagePlan {
+  const depth = Math.ceil((2 * end * counts.withoutPrice) / Math.max(counts.matches, 1))
+  return depth < counts.matches ? { kind: 'walk', depth: windowFor(depth) } : { kind: 'range' }
+}
+
 /** A page's row as the page query sends it: the columns of ItemRow in order, the time in ms. */
 type PageRow = [
   id: number,
@@ -197,9 +241,12 @@ type PageRow = [
  * page's rows and carries their columns; only then, for those rows alone, the first photo. So a
  * deep offset skips index entries, never table rows, and pays for no thumbnail it drops.
  *
- * The rows come back as one JSON array of arrays, which the driver parses natively: mapping 50
- * rows of 13 columns one value at a time was the largest cost of a page in this process.
+ * A search with a price range, newest first, needs its counts (see PagePlan); the others don't.
  */
+/** Whether findCataloguePage needs the search's counts: a price range, newest first. */
+export const pageNeedsCounts = (filter: CatalogueFilter, sort: CatalogueSort) =>
+  sort === 'created_desc' && (filter.minPrice !== undefined || filter.maxPrice !== undefined)
+
 export async function findCataloguePage(
   db: Database,
   filter: CatalogueFilter,
@@ -207,18 +254,31 @@ export async function findCataloguePage(
   limit: number,
   offset: number,
   mediaBase: string,
+  counts?: PageCounts,
 ): Promise<CatalogueItem[]> {
   const keys = usedKeys(filter)
-  const statement = prepared<{ rows: PageRow[] }[]>(db, `page:${sort}:${keys.join(',')}`, (name) => {
-    const { thumbnailKey: _thumbnail, ...indexedColumns } = itemColumns
-    const page = db
-      .select(indexedColumns)
-      .from(properties)
-      .where(publishedWhere(keys, isPublishedPlannedPerValue))
-      .orderBy(...orderings[sort]())
-      .limit(sql.placeholder('limit'))
-      .offset(sql.placeholder('offset'))
-      .as('page')
+  if (!pageNeedsCounts(filter, sort)) return readPage(db, filter, keys, sort, limit, offset, mediaBase, { kind: 'window', window: windowFor(offset + limit) })
+  if (!counts) throw new Error('a page of a price range, newest first, is planned from its counts')
+  const expected = Math.min(limit, Math.max(counts.matches - offset, 0))
+  if (expected === 0) return []
+  const plan = pricedPagePlan(offset + limit, counts)
+  const items = await readPage(db, filter, keys, sort, limit, offset, mediaBase, plan)
+  return items.length < expected ? readPage(db, filter, keys, sort, limit, offset, mediaBase, { kind: 'range' }) : items
+}
+
+async function readPage(
+  db: Database,
+  filter: CatalogueFilter,
+  keys: FilterKey[],
+  sort: CatalogueSort,
+  limit: number,
+  offset: number,
+  mediaBase: string,
+  plan: PagePlan,
+): Promise<CatalogueItem[]> {
+  const size = plan.kind === 'window' ? plan.window : plan.kind === 'walk' ? plan.depth : ''
+  const statement = prepared<{ rows: PageRow[] }[]>(db, `page:${sort}:${plan.kind}${size}:${keys.join(',')}`, (name) => {
+    const page = pageQuery(db, keys, sort, plan).limit(sql.placeholder('limit')).offset(sql.placeholder('offset')).as('page')
     const row = sql.join(
       [
         page.id,
@@ -237,6 +297,8 @@ export async function findCataloguePage(
       ],
       sql`, `,
     )
+    // The rows come back as one JSON array of arrays, which the driver parses natively:
+    // mapping 50 rows of 13 columns one value at a time was the largest cost of a page here.
     return db
       .select({ rows: sql<PageRow[]>`coalesce(json_agg(json_build_array(${row}) order by ${sql.join(orderings[sort](page), sql`, `)}), '[]')` })
       .from(page)
@@ -262,6 +324,33 @@ export async function findCataloguePage(
     })),
     mediaBase,
   )
+}
+
+/** The matches a page is cut from, in the page's order, as PagePlan says to read them. */
+function pageQuery(db: Database, keys: FilterKey[], sort: CatalogueSort, plan: PagePlan) {
+  const { thumbnailKey: _thumbnail, ...indexedColumns } = itemColumns
+  const matching = (filterKeys: FilterKey[]) => db.select(indexedColumns).from(properties).where(publishedWhere(filterKeys))
+  switch (plan.kind) {
+    case 'window': {
+      const first = matching(keys).orderBy(...orderings[sort]()).limit(literal(plan.window)).as('first')
+      return db.select().from(first).orderBy(...orderings[sort](first))
+    }
+    case 'walk': {
+      const newest = matching(keys.filter((key) => !isPriceBound(key)))
+        .orderBy(...orderings[sort]())
+        .limit(literal(plan.depth))
+        .as('newest')
+      const priced = and(
+        keys.includes('minPrice') ? gte(newest.price, sql.placeholder('minPrice')) : undefined,
+        keys.includes('maxPrice') ? lte(newest.price, sql.placeholder('maxPrice')) : undefined,
+      )
+      return db.select().from(newest).where(priced).orderBy(...orderings[sort](newest))
+    }
+    case 'range': {
+      const all = matching(keys).offset(literal(0)).as('all_matches')
+      return db.select().from(all).orderBy(...orderings[sort](all))
+    }
+  }
 }
 
 /**

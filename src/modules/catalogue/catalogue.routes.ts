@@ -9,7 +9,7 @@ import { mediaBaseUrl } from '../images/storage.js'
 import { CatalogueCache, type Kept } from './catalogue-cache.js'
 import { CatalogueVersions } from './catalogue-versions.js'
 import * as repository from './catalogue.repository.js'
-import { CatalogueDetail, CatalogueIdParams, CataloguePage, CatalogueQuery } from './catalogue.schemas.js'
+import { CatalogueDetail, CatalogueIdParams, CataloguePage, CatalogueQuery, type CatalogueItem } from './catalogue.schemas.js'
 
 /** Short enough that a new listing shows within a minute, long enough to absorb bursts. */
 const CACHE_CONTROL = 'public, max-age=30'
@@ -79,14 +79,24 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw ApiError.validation([{ loc: ['query', 'min_area'], msg: 'must not be greater than max_area' }])
       }
       const filter = repository.filterFromQuery(request.query)
-      const filterKey = JSON.stringify(Object.values(filter))
       const snapshot = await versions.current()
-      const answer = await cache.get(`list:${sort}:${limit}:${offset}:${filterKey}`, snapshot, async () => {
-        const [matches, items] = await Promise.all([
-          // A search's total is kept apart from its pages: its other pages and orders share it.
-          cache.get(`total:${filterKey}`, snapshot, async () => ({ value: await repository.countCatalogue(app.db, filter), bytes: 8, cityId: filter.cityId })),
-          repository.findCataloguePage(app.db, filter, sort, limit, offset, mediaBase),
-        ])
+      // A search's total is kept apart from its pages: its other pages and orders share it.
+      const totalOf = (search: repository.CatalogueFilter) =>
+        cache.get(`total:${JSON.stringify(Object.values(search))}`, snapshot, async () => ({
+          value: await repository.countCatalogue(app.db, search),
+          bytes: 8,
+          cityId: search.cityId,
+        }))
+      const answer = await cache.get(`list:${sort}:${limit}:${offset}:${JSON.stringify(Object.values(filter))}`, snapshot, async () => {
+        let matches: number, items: CatalogueItem[]
+        if (repository.pageNeedsCounts(filter, sort)) {
+          // Which way to read the page depends on how many listings the price range keeps.
+          const [all, withoutPrice] = await Promise.all([totalOf(filter), totalOf({ ...filter, minPrice: undefined, maxPrice: undefined })])
+          matches = all
+          items = await repository.findCataloguePage(app.db, filter, sort, limit, offset, mediaBase, { matches, withoutPrice })
+        } else {
+          ;[matches, items] = await Promise.all([totalOf(filter), repository.findCataloguePage(app.db, filter, sort, limit, offset, mediaBase)])
+        }
         return answerOf(reply, { items, total: matches, limit, offset }, filter.cityId)
       })
       return send(reply, answer)

@@ -271,6 +271,10 @@ export const properties = pgTable(
     //   sort=price_* with a city           → catalogue_city_price_idx; with a deal → catalogue_deal_price_idx
     //   sort=price_* with neither          → catalogue_price_idx
     //   tenant_id                          → properties_tenant_recent_idx + the status filter
+    //   a price range, newest first        → the *_recent_idx of the other filters, walked with the
+    //                                          price checked in it, when the range keeps many
+    //                                          listings; else the *_price_idx range, then sorted
+    //                                          (the service chooses: PagePlan in catalogue.repository.ts)
     // Totals for filters on city, type, deal, district and rooms come from catalogue_counts.
     // With a price or area filter they are counted on the *_price_idx indexes: an index-only
     // scan over the price range.

@@ -9,7 +9,7 @@ import { mediaBaseUrl } from '../images/storage.js'
 import { CatalogueCache, type Kept } from './catalogue-cache.js'
 import { CatalogueVersions } from './catalogue-versions.js'
 import * as repository from './catalogue.repository.js'
-import { CatalogueDetail, CatalogueIdParams, CataloguePage, CatalogueQuery, type CatalogueItem } from './catalogue.schemas.js'
+import { CatalogueDetail, CatalogueIdParams, CataloguePage, CatalogueQuery } from './catalogue.schemas.js'
 
 /** Short enough that a new listing shows within a minute, long enough to absorb bursts. */
 const CACHE_CONTROL = 'public, max-age=30'
@@ -88,15 +88,11 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
           cityId: search.cityId,
         }))
       const answer = await cache.get(`list:${sort}:${limit}:${offset}:${JSON.stringify(Object.values(filter))}`, snapshot, async () => {
-        let matches: number, items: CatalogueItem[]
-        if (repository.pageNeedsCounts(filter, sort)) {
-          // Which way to read the page depends on how many listings the price range keeps.
-          const [all, withoutPrice] = await Promise.all([totalOf(filter), totalOf({ ...filter, minPrice: undefined, maxPrice: undefined })])
-          matches = all
-          items = await repository.findCataloguePage(app.db, filter, sort, limit, offset, mediaBase, { matches, withoutPrice })
-        } else {
-          ;[matches, items] = await Promise.all([totalOf(filter), repository.findCataloguePage(app.db, filter, sort, limit, offset, mediaBase)])
-        }
+        // How a price range's page is read, newest first, depends on how many listings it keeps.
+        const counts = repository.pageNeedsCounts(filter, sort)
+          ? await Promise.all([totalOf(filter), totalOf({ ...filter, minPrice: undefined, maxPrice: undefined })]).then(([matches, withoutPrice]) => ({ matches, withoutPrice }))
+          : undefined
+        const [matches, items] = await Promise.all([counts?.matches ?? totalOf(filter), repository.findCataloguePage(app.db, filter, sort, limit, offset, mediaBase, counts)])
         return answerOf(reply, { items, total: matches, limit, offset }, filter.cityId)
       })
       return send(reply, answer)

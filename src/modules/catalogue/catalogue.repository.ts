@@ -172,8 +172,10 @@ async function toItems(db: Database, rows: ItemRow[], mediaBase: string, names =
 }
 
 /**
- * Page statements are planned once and kept (PostgreSQL's generic plans, chosen after five
- * runs), never for each execution: planning a catalogue query costs as much as running it.
+ * Page statements are written to be planned once and kept (PostgreSQL's generic plans, which
+ * it takes after five runs when they cost no more than planning each run): planning a
+ * catalogue query costs as much as running it. Shapes filtering on rooms or a district are
+ * still often planned per run, as PostgreSQL judges an averaged selectivity dearer.
  * So each statement is written so that one plan is right for all its values, and where the
  * values decide the plan (a price range, newest first) the service decides it, with the
  * counts it already has, and picks the statement written for that plan:

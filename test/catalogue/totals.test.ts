@@ -62,4 +62,15 @@ describe('catalogue totals with a price range', () => {
     assert.equal(await inBand(), 0)
     assert.equal((await t.app.inject('/mls/properties?min_price=55000&max_price=55000')).json<{ total: number }>().total, 1)
   })
+
+  it('keeps the counts tables as a rebuild from the listings would, after the price change too', async () => {
+    const tables = ['catalogue_counts', 'catalogue_counts_by_city', 'catalogue_counts_by_price', 'catalogue_counts_by_price_all_cities']
+    // The trigger leaves rows counting nothing where listings left; a rebuild has none.
+    const contents = async () =>
+      Promise.all(tables.map(async (table) => (await queryRows(t.db, sql`select * from ${sql.identifier(table)} where listings > 0`)).map((row) => JSON.stringify(row)).sort()))
+    const kept = await contents()
+    assert.ok(kept.every((rows) => rows.length > 0))
+    await t.db.execute(sql`select catalogue_counts_rebuild()`)
+    assert.deepEqual(await contents(), kept)
+  })
 })

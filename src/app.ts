@@ -28,10 +28,11 @@ import { WebhooksService } from './modules/webhooks/webhooks.service.js'
 import authPlugin from './plugins/auth.js'
 import databasePlugin from './plugins/database.js'
 import docsPlugin from './plugins/docs.js'
-import { installErrorHandlers } from './plugins/error-handler.js'
+import { clientErrorHandler, frameworkErrors, installErrorHandlers } from './plugins/error-handler.js'
+import { installJsonBodyParser } from './plugins/json-body.js'
 import metricsPlugin from './plugins/metrics.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
-import { installValidators } from './plugins/validation.js'
+import { installValidators, rejectUnstorableValues } from './plugins/validation.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -63,12 +64,16 @@ export async function buildApp({ config, database, logger }: AppOptions): Promis
     bodyLimit: JSON_BODY_LIMIT,
     trustProxy: config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true },
+    frameworkErrors,
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   installValidators(app)
   // Bodies are JSON (multipart where a route adds it); a text body is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain')
+  installJsonBodyParser(app)
   installErrorHandlers(app)
+  app.addHook('preHandler', rejectUnstorableValues)
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)
   })

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, errorStatus } from '../lib/errors.js'
 import { describeValidationFailure } from './validation.js'
@@ -18,6 +19,44 @@ export function installErrorHandlers(app: FastifyInstance): void {
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) =>
     sendError(reply, 404, { detail: `There is no ${request.method} ${request.url.split('?')[0]} route.` }),
   )
+}
+
+/**
+ * Fastify's `frameworkErrors`: a path the router cannot decode (`/mls/properties/%FF`) fails
+ * before any route or error handler, so it is answered here, in the same shape as the rest.
+ */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const detail =
+    error.code === 'FST_ERR_BAD_URL'
+      ? 'The request path is not a valid URL: a % must begin a percent-encoded UTF-8 character.'
+      : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? 'A value in the request path is too long.'
+        : sentence(error.message)
+  request.log.info({ status: 400, detail }, 'request rejected')
+  void sendError(reply, 400, { detail })
+}
+
+/**
+ * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses (raw non-ASCII bytes in
+ * the URL, a malformed header) never becomes a request, so the answer is written to the socket,
+ * as Fastify's own handler does, with a `{"detail"}` body.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  // A reset connection is gone: nothing to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  const [status, reason, detail] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'Request Timeout', 'The request did not arrive in time.']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large', 'The request headers are too large.']
+        : [400, 'Bad Request', 'The request is not valid HTTP; characters outside ASCII in the URL must be percent-encoded.']
+  const body = JSON.stringify({ detail })
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
+    )
+  }
+  socket.destroy(error)
 }
 
 function sendError(reply: FastifyReply, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) {

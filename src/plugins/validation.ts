@@ -1,7 +1,7 @@
-import { Ajv, type ErrorObject, type Options } from 'ajv'
+import { Ajv, str, type ErrorObject, type Options } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance, FastifyRequest, FastifySchemaValidationError } from 'fastify'
-import { describeFieldErrors, type FieldError } from '../lib/errors.js'
+import { ApiError, describeFieldErrors, type FieldError } from '../lib/errors.js'
 
 // ajv-formats is CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
@@ -15,10 +15,28 @@ const commonOptions: Options = {
   verbose: true, // findings carry their schema, for `x-message`
 }
 
-/** A schema may say in `x-message` how to describe its failure better than ajv would. */
-function withMessages(ajv: Ajv): Ajv {
+/**
+ * Our keywords: `x-message`, how to describe a schema's failure better than ajv would; and
+ * `x-max-decimals`, the digits a number may have after the point. `multipleOf: 0.01` cannot
+ * say it: in binary 1234567.89 / 0.01 is 123456788.99999999. A number's shortest decimal
+ * form, which JSON parsing round-trips, can.
+ */
+function withKeywords(ajv: Ajv): Ajv {
   ajv.addVocabulary(['x-message'])
+  ajv.addKeyword({
+    keyword: 'x-max-decimals',
+    type: 'number',
+    schemaType: 'number',
+    validate: (maximum: number, value: number) => decimalPlaces(value) <= maximum,
+    error: { message: ({ schema }) => str`must have at most ${schema} decimal places` },
+  })
   return ajv
+}
+
+function decimalPlaces(value: number): number {
+  const [mantissa = '', exponent = '0'] = String(value).split('e')
+  const fraction = mantissa.split('.')[1]?.length ?? 0
+  return Math.max(0, fraction - Number(exponent))
 }
 
 /**
@@ -27,14 +45,56 @@ function withMessages(ajv: Ajv): Ajv {
  * are coerced to the schema's types.
  */
 export function installValidators(app: FastifyInstance): void {
-  const bodyAjv = withMessages(addFormats(new Ajv({ ...commonOptions, coerceTypes: false })))
-  const textAjv = withMessages(addFormats(new Ajv({ ...commonOptions, coerceTypes: 'array' })))
+  const bodyAjv = withKeywords(addFormats(new Ajv({ ...commonOptions, coerceTypes: false })))
+  const textAjv = withKeywords(addFormats(new Ajv({ ...commonOptions, coerceTypes: 'array' })))
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema))
 }
 
 /** preValidation hook for routes whose body is all optional: a bare POST counts as `{}`. */
 export async function allowEmptyBody(request: FastifyRequest): Promise<void> {
   request.body ??= {}
+}
+
+/**
+ * preHandler hook for every route: values the schemas let through but the database cannot
+ * take, answered 422 before they fail a query as a 500.
+ * - The NUL character, in any text or key (`"\u0000"` in JSON, `%00` in a URL): PostgreSQL's
+ *   text cannot hold it.
+ * - A number that is not finite: ajv coerces a query string like `1e400` or `Infinity` to
+ *   Infinity and then skips its `minimum` and `maximum` checks, which apply to finite numbers.
+ */
+export async function rejectUnstorableValues(request: FastifyRequest): Promise<void> {
+  const parts: [string, unknown][] = [
+    ['path', request.params],
+    ['query', request.query],
+    ['body', request.body],
+  ]
+  const errors = parts.flatMap(([part, value]) => unstorableValues(value, [part]))
+  if (errors.length > 0) throw ApiError.validation(errors)
+}
+
+const NUL = '\u0000'
+
+function unstorableValues(value: unknown, loc: (string | number)[]): FieldError[] {
+  if (typeof value === 'string') return value.includes(NUL) ? [{ loc, msg: 'must not contain the NUL character (\\u0000)' }] : []
+  if (typeof value === 'number') return Number.isFinite(value) ? [] : [{ loc, msg: 'must be a finite number' }]
+  if (Array.isArray(value)) return value.flatMap((item, index) => unstorableValues(item, [...loc, index]))
+  if (isParsedObject(value)) {
+    return Object.entries(value).flatMap(([key, item]) =>
+      key.includes(NUL) ? [{ loc: [...loc, key], msg: 'must not contain the NUL character (\\u0000)' }] : unstorableValues(item, [...loc, key]),
+    )
+  }
+  return []
+}
+
+/**
+ * Parsed JSON, query strings and path parameters (plain objects, or objects of a class with
+ * no constructor of its own, as Fastify makes the latter); not a stream or a buffer.
+ */
+function isParsedObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false
+  const { constructor } = value as { constructor?: unknown }
+  return constructor === undefined || constructor === Object
 }
 
 const locationOfPart: Record<string, string> = {
@@ -95,6 +155,10 @@ function messageFor(findings: ErrorObject[]): string {
   if (union) {
     const custom: unknown = (union.parentSchema)?.['x-message']
     if (typeof custom === 'string') return custom
+    // A branch of the value's own type that failed a bound (a text too long for `string | null`)
+    // says what is wrong; the other branches' types would only mislead.
+    const bound = findings.find((finding) => !['anyOf', 'type', 'const'].includes(finding.keyword))
+    if (bound?.message) return bound.message
     const alternatives = findings.flatMap((finding) => {
       const params = finding.params as Record<string, unknown>
       if (finding.keyword === 'type') return [String(params.type)]

@@ -111,6 +111,15 @@ describe('POST /properties', () => {
     assert.equal(berliner?.phone, '+49 30 1234567')
   })
 
+  it('takes any price in whole kopecks, however its binary fraction rounds', async () => {
+    // 1234567.89 / 0.01 is 123456788.99999999 in binary: a multipleOf check would refuse it.
+    for (const price of [1234567.89, 0.07, '0.29', 9_999_999_999_999]) {
+      const response = await submit(propertyBody({ price }))
+      assert.equal(response.statusCode, 201, response.body)
+      assert.equal(response.json<{ price: number }>().price, Number(price))
+    }
+  })
+
   const rejectedBodies: [string, Record<string, unknown>, (string | number)[]][] = [
     ['no property_type', { property_type: undefined }, ['body', 'property_type']],
     ['no deal_type', { deal_type: undefined }, ['body', 'deal_type']],
@@ -118,6 +127,8 @@ describe('POST /properties', () => {
     ['a tenant_id', { tenant_id: 1 }, ['body', 'tenant_id']],
     ['a negative price', { price: -5 }, ['body', 'price']],
     ['a price that is not a number', { price: 'дорого' }, ['body', 'price']],
+    ['a price finer than a kopeck', { price: 0.001 }, ['body', 'price']],
+    ['a price finer than a kopeck, as a string', { price: '8500000.555' }, ['body', 'price']],
     ['an owner without phone', { owner: { name: 'Иван' } }, ['body', 'owner', 'phone']],
     ['an owner without name', { owner: { phone: '89123456789' } }, ['body', 'owner', 'name']],
     ['an owner whose name is blank', { owner: { name: '   ', phone: '89123456789' } }, ['body', 'owner', 'name']],

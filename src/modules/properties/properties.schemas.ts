@@ -7,14 +7,19 @@ export const propertyTypeNames = seedPropertyTypes.map((type) => type.name)
 export const dealTypeNames = seedDealTypes.map((type) => type.name)
 
 
-/** A decimal as a JSON number or a numeric string (D2), within bounds. */
-const Decimal = (options: { minimum: number; maximum: number; example: string }) =>
+/**
+ * A decimal as a JSON number or a numeric string (D2), within bounds; with `decimals`, no more
+ * digits after the point than its column keeps (a price of 0.001 is refused, not stored as 0).
+ */
+const Decimal = (options: { minimum: number; maximum: number; example: string; decimals?: number }) =>
   Type.Union(
     [
-      Type.Number({ minimum: options.minimum, maximum: options.maximum }),
-      Type.String({ pattern: options.minimum < 0 ? '^-?\\d{1,13}(\\.\\d+)?$' : '^\\d{1,13}(\\.\\d+)?$' }),
+      Type.Number({ minimum: options.minimum, maximum: options.maximum, ...(options.decimals === undefined ? {} : { 'x-max-decimals': options.decimals }) }),
+      Type.String({ pattern: `^${options.minimum < 0 ? '-?' : ''}\\d{1,13}(\\.\\d${options.decimals === undefined ? '+' : `{1,${options.decimals}}`})?$` }),
     ],
-    { 'x-message': `must be a number from ${options.minimum} to ${options.maximum}, as a JSON number or a string like "${options.example}"` },
+    {
+      'x-message': `must be a number from ${options.minimum} to ${options.maximum}${options.decimals === undefined ? '' : ` with at most ${options.decimals} decimal places`}, as a JSON number or a string like "${options.example}"`,
+    },
   )
 
 const Text = (maxLength: number, description?: string) => Type.String({ maxLength, ...(description ? { description } : {}) })
@@ -54,7 +59,7 @@ const attributesDescription =
 const submissionFields = {
   property_type: Type.Enum(propertyTypeNames, { description: 'Exact, case-sensitive.' }),
   deal_type: Type.Enum(dealTypeNames, { description: 'Exact, case-sensitive.' }),
-  price: Type.Optional(Nullable(Decimal({ minimum: 0, maximum: 9_999_999_999_999, example: '8500000.00' }))),
+  price: Type.Optional(Nullable(Decimal({ minimum: 0, maximum: 9_999_999_999_999, example: '8500000.00', decimals: 2 }))),
   description: Type.Optional(Nullable(Text(10_000, 'Shown in the public catalogue: no phone numbers or e-mail addresses.'))),
   owner: Type.Optional(Nullable(OwnerInput)),
   location: Type.Optional(Nullable(LocationInput)),

@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict'
+import { connect } from 'node:net'
+import { after, before, describe, it } from 'node:test'
+import { sql } from 'drizzle-orm'
+import { queryRows } from '../../src/db/client.js'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { createTenant, propertyBody, registrationBody, submitProperty, type Tenant } from '../helpers/factories.js'
+
+/** Requests a careless or hostile client sends: each gets a `{"detail"}` answer, never a 500. */
+describe('malformed requests', () => {
+  let t: TestApp
+  let agency: Tenant
+  before(async () => {
+    t = await buildTestApp()
+    agency = await createTenant(t.app)
+  })
+  after(() => t.close())
+
+  const propertyCount = async () => (await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from properties`))[0]!.n
+
+  it('refuses the NUL character in any text with a 422 naming the field, and stores nothing', async () => {
+    const before = await propertyCount()
+    const cases: [Record<string, unknown>, (string | number)[]][] = [
+      [propertyBody({ description: 'a\u0000b' }), ['body', 'description']],
+      [propertyBody({ owner: { name: 'Иван\u0000', phone: '+79123456789' } }), ['body', 'owner', 'name']],
+      [propertyBody({ location: { city_id: 1, address: 'ул.\u0000' } }), ['body', 'location', 'address']],
+      [propertyBody({ attributes: { area: '54', 'rooms\u0000': '2' } }), ['body', 'attributes', 'rooms\u0000']],
+    ]
+    for (const [body, loc] of cases) {
+      const response = await t.app.inject({ method: 'POST', url: '/properties', headers: agency.headers, payload: body })
+      assert.equal(response.statusCode, 422, response.body)
+      const answer = response.json<{ detail: string; errors: { loc: unknown[]; msg: string }[] }>()
+      assert.deepEqual(answer.errors[0]!.loc, loc)
+      assert.match(answer.detail, /NUL character/)
+    }
+    assert.equal(await propertyCount(), before)
+
+    const property = await submitProperty(t.app, agency)
+    const patched = await t.app.inject({ method: 'PATCH', url: `/properties/${property.id}`, headers: agency.headers, payload: { description: 'x\u0000' } })
+    assert.equal(patched.statusCode, 422, patched.body)
+    const stored = await t.app.inject({ url: `/properties/${property.id}`, headers: agency.headers })
+    assert.equal(stored.json<{ description: string }>().description, propertyBody().description)
+  })
+
+  it('refuses the NUL character on public routes, in bodies, paths and query strings', async () => {
+    const register = await t.app.inject({ method: 'POST', url: '/tenants/register', payload: registrationBody({ company_name: 'ООО\u0000' }) })
+    assert.equal(register.statusCode, 422, register.body)
+    const status = await t.app.inject('/tenants/register/reg_%00?email=a%00@b.c')
+    assert.equal(status.statusCode, 422, status.body)
+    assert.deepEqual(
+      status.json<{ errors: { loc: unknown[] }[] }>().errors.map((error) => error.loc),
+      [
+        ['path', 'request_code'],
+        ['query', 'email'],
+      ],
+    )
+  })
+
+  it('refuses numbers that are not finite, such as 1e400, which a query string turns into Infinity', async () => {
+    for (const query of ['min_price=1e400', 'max_price=Infinity', 'min_area=Infinity', 'max_area=1e400', 'max_price=-Infinity']) {
+      const response = await t.app.inject(`/mls/properties?${query}`)
+      assert.equal(response.statusCode, 422, `${query}: ${response.body}`)
+      assert.match(response.json<{ detail: string }>().detail, /^Invalid query\.(min|max)_(price|area): must (be a finite number|be >= 0)\.$/)
+    }
+    const large = await t.app.inject('/mls/properties?max_price=1e300')
+    assert.equal(large.statusCode, 200, large.body)
+  })
+
+  it('says a text is too long, not that it should have been null', async () => {
+    const response = await t.app.inject({ method: 'POST', url: '/properties', headers: agency.headers, payload: propertyBody({ description: 'я'.repeat(10_001) }) })
+    assert.equal(response.statusCode, 422)
+    assert.equal(response.json<{ detail: string }>().detail, 'Invalid body.description: must NOT have more than 10000 characters.')
+  })
+
+  it('answers a path that is not valid percent-encoding with a JSON 400', async () => {
+    for (const url of ['/mls/properties/%FF', '/properties/%E0%A4%A']) {
+      const response = await t.app.inject({ url, headers: agency.headers })
+      assert.equal(response.statusCode, 400, url)
+      assert.match(response.headers['content-type'] as string, /^application\/json/)
+      assert.deepEqual(Object.keys(response.json()), ['detail'])
+    }
+  })
+
+  it('answers a request the HTTP parser refuses with a JSON 400', async () => {
+    const address = await t.app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = new URL(address)
+    // Raw UTF-8 in the request line, as a hand-made client might send it.
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => socket.write(Buffer.from('GET /mls/properties?city=Москва HTTP/1.1\r\nHost: x\r\n\r\n')))
+      let answer = ''
+      socket.on('data', (chunk) => (answer += chunk.toString()))
+      socket.on('close', () => resolve(answer))
+      socket.on('error', reject)
+    })
+    assert.match(raw, /^HTTP\/1\.1 400 Bad Request\r\n/)
+    assert.match(raw, /content-type: application\/json/i)
+    const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as { detail: string }
+    assert.match(body.detail, /percent-encoded/)
+  })
+
+  it('refuses a __proto__ field as a field the API does not have, not as broken JSON', async () => {
+    for (const payload of ['{"property_type":"Дом","deal_type":"Продажа","__proto__":{"x":1}}', '{"constructor":{"prototype":{"x":1}}}']) {
+      const response = await t.app.inject({ method: 'POST', url: '/properties', headers: { ...agency.headers, 'content-type': 'application/json' }, payload })
+      assert.equal(response.statusCode, 422, response.body)
+      assert.match(response.json<{ detail: string }>().detail, /__proto__ or constructor\.prototype/)
+    }
+  })
+
+  it('takes a DELETE labelled JSON with no body as a DELETE', async () => {
+    const property = await submitProperty(t.app, agency)
+    const response = await t.app.inject({ method: 'DELETE', url: `/properties/${property.id}`, headers: { ...agency.headers, 'content-type': 'application/json' } })
+    assert.equal(response.statusCode, 204, response.body)
+    const empty = await t.app.inject({ method: 'POST', url: '/properties', headers: { ...agency.headers, 'content-type': 'application/json' } })
+    assert.equal(empty.statusCode, 400)
+    assert.equal(empty.json<{ detail: string }>().detail, 'The request body is empty; send a JSON object.')
+  })
+})

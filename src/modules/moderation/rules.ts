@@ -22,6 +22,9 @@ const SPELLED_EMAIL = new RegExp(String.raw`[a-z0-9._%+-]+(?:${SPELLED_AT})[a-z0
 // Ten or more digits in a row, whatever separates them: a phone number written to slip past
 // a parser ("8 9I2..." aside). Prices ("8 500 000") and areas have fewer.
 const LONG_DIGIT_RUN = /(?:\d[\s\-().]*){10,}/
+// A messenger handle (`@ivan_realty`: Telegram's and Instagram's are 5 to 32 letters, digits
+// or underscores) or a link that opens a chat (t.me, wa.me…): contacts as much as a phone is.
+const MESSENGER = /(?<![\p{L}\p{N}._%+-])@[a-z][a-z0-9_.]{4,31}(?![\p{L}\p{N}@])|\b(?:t\.me|telegram\.me|wa\.me|viber\.click|vk\.me)\s*\/\s*[\p{L}\p{N}_+]/iu
 
 /**
  * The internal check of D5: every rule that fails gives a reason with a stable code, the
@@ -67,7 +70,7 @@ export function checkListing({ listing, propertyType, country, hasDuplicate }: L
     reason(
       'contacts_in_description',
       'description',
-      'The description contains a phone number or an e-mail address; the public catalogue must not carry contacts.',
+      'The description contains a phone number, an e-mail address or a messenger contact; the public catalogue must not carry contacts.',
     )
   }
 
@@ -77,6 +80,10 @@ export function checkListing({ listing, propertyType, country, hasDuplicate }: L
   return reasons
 }
 
-function containsContacts(text: string, country: CountryCode): boolean {
-  return EMAIL.test(text) || SPELLED_EMAIL.test(text) || LONG_DIGIT_RUN.test(text) || findPhoneNumbersInText(text, country).length > 0
+function containsContacts(description: string, country: CountryCode): boolean {
+  // NFKC folds look-alike forms into the plain ones: a full-width ＠ or ８ is an @ or an 8.
+  const text = description.normalize('NFKC')
+  return (
+    EMAIL.test(text) || SPELLED_EMAIL.test(text) || MESSENGER.test(text) || LONG_DIGIT_RUN.test(text) || findPhoneNumbersInText(text, country).length > 0
+  )
 }

@@ -49,7 +49,9 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
       ? [408, 'Request Timeout', 'The request did not arrive in time.']
       : error.code === 'HPE_HEADER_OVERFLOW'
         ? [431, 'Request Header Fields Too Large', 'The request headers are too large.']
-        : [400, 'Bad Request', 'The request is not valid HTTP; characters outside ASCII in the URL must be percent-encoded.']
+        : error.code === 'HPE_INVALID_URL'
+          ? [400, 'Bad Request', 'The request URL is not valid: characters outside ASCII must be percent-encoded.']
+          : [400, 'Bad Request', 'The request is not valid HTTP.']
   const body = JSON.stringify({ detail })
   if (socket.writable) {
     socket.write(

@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../lib/errors.js'
 
-/** Methods whose routes here take no body. */
-const BODILESS_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS'])
+/** Methods whose routes here take no body, and whose bodies Fastify still parses. */
+const BODILESS_METHODS = new Set(['DELETE', 'OPTIONS'])
 
 /**
  * JSON bodies through Fastify's own parser (which refuses `__proto__` and
  * `constructor.prototype` keys, against prototype poisoning), with two answers it lacks:
- * - some clients label every request JSON, a DELETE or a GET included; with nothing in it,
- *   such a request has no body, not an empty and invalid one;
+ * - some clients label every request JSON, a DELETE included; with nothing in it, such a
+ *   request has no body, not an empty and invalid one;
  * - JSON that parses but names a forbidden key is a 422 that says so, not "not valid JSON".
  */
 export function installJsonBodyParser(app: FastifyInstance): void {
@@ -19,7 +19,8 @@ export function installJsonBodyParser(app: FastifyInstance): void {
     if (text === '' && BODILESS_METHODS.has(request.method)) return done(null, undefined)
     void parseJson(request, text, (error, value) => {
       if (error && isJson(text)) {
-        return done(new ApiError('validation_failed', 'The request body names a field __proto__ or constructor.prototype, which this API does not have.'), undefined)
+        const problem = { loc: ['body'], msg: 'names a field __proto__ or constructor.prototype, which this API does not have' }
+        return done(ApiError.validation([problem], `The request body ${problem.msg}.`), undefined)
       }
       done(error, value)
     })
@@ -28,7 +29,8 @@ export function installJsonBodyParser(app: FastifyInstance): void {
 
 function isJson(text: string): boolean {
   try {
-    JSON.parse(text)
+    // Fastify's parser skips a byte order mark; JSON.parse does not.
+    JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
     return true
   } catch {
     return false

@@ -63,8 +63,11 @@ describe('the internal check (auto mode)', () => {
     ['an e-mail with собака for the @', { description: 'почта owner собака mail.ru' }, 'contacts_in_description', 'description'],
     ['an e-mail with a full-width @', { description: 'Пишите: ivan＠mail.ru' }, 'contacts_in_description', 'description'],
     ['a phone in full-width digits', { description: 'Тел. ８ ９１２ ３４５ ６７ ８９' }, 'contacts_in_description', 'description'],
-    ['a Telegram handle', { description: 'Вопросы в telegram @ivan_realty' }, 'contacts_in_description', 'description'],
+    ['a Telegram handle', { description: 'Вопросы в telegram @ivanrealty' }, 'contacts_in_description', 'description'],
+    ['a handle named with its messenger', { description: 'Связь: tg: ivanrealty' }, 'contacts_in_description', 'description'],
+    ['a handle with an underscore', { description: 'Пишите @ivan_realty' }, 'contacts_in_description', 'description'],
     ['a chat link', { description: 'Пишите: t.me/ivan_realty' }, 'contacts_in_description', 'description'],
+    ['a profile link', { description: 'Страница: vk.com/ivanrealty' }, 'contacts_in_description', 'description'],
   ]
   for (const [name, overrides, code, field] of failing) {
     it(`rejects a listing with ${name} (${code}) and tells the agency why`, async () => {
@@ -87,7 +90,8 @@ describe('the internal check (auto mode)', () => {
 
   it('passes prices, areas and a dog in the description, and a valid land listing', async () => {
     const priced = await submitProperty(t.app, agency, {
-      description: 'Цена 8 500 000 руб., 54.5 м², 5/9 этаж, 2020 год. Хозяйская собака лайка.Остаётся. ЖК @Home, 5 мин. до м. Смоленская; скидка 5 %.',
+      description:
+        'Цена 8 500 000 руб., 54.5 м², 5/9 этаж, 2020 год. Хозяйская собака лайка.Остаётся. ЖК @Residence, рядом ТЦ @Tower, 5 мин. до м. Смоленская; скидка 5 %. Есть Telegram-канал дома.',
     })
     const land = await submitProperty(t.app, agency, {
       property_type: 'Земля',

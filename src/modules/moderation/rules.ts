@@ -22,9 +22,15 @@ const SPELLED_EMAIL = new RegExp(String.raw`[a-z0-9._%+-]+(?:${SPELLED_AT})[a-z0
 // Ten or more digits in a row, whatever separates them: a phone number written to slip past
 // a parser ("8 9I2..." aside). Prices ("8 500 000") and areas have fewer.
 const LONG_DIGIT_RUN = /(?:\d[\s\-().]*){10,}/
-// A messenger handle (`@ivan_realty`: Telegram's and Instagram's are 5 to 32 letters, digits
-// or underscores) or a link that opens a chat (t.me, wa.me…): contacts as much as a phone is.
-const MESSENGER = /(?<![\p{L}\p{N}._%+-])@[a-z][a-z0-9_.]{4,31}(?![\p{L}\p{N}@])|\b(?:t\.me|telegram\.me|wa\.me|viber\.click|vk\.me)\s*\/\s*[\p{L}\p{N}_+]/iu
+// Messenger contacts, as much contacts as a phone: a link that opens a chat or a profile
+// (t.me/…, wa.me/…, vk.com/…); a handle named with its messenger ("telegram @ivan",
+// "tg: ivanrealty", "инстаграм @ivan"); or an @handle that only a handle looks like, with a
+// digit or an underscore (Telegram's and Instagram's are 5 to 32 characters). A bare "@Tower"
+// is left alone: complexes and shops are written that way ("ЖК @Home", "ЖК «@Residence»").
+const CHAT_LINK = /\b(?:t\.me|telegram\.me|wa\.me|vk\.me|vk\.com|instagram\.com|viber\.click)\s*\/\s*[\p{L}\p{N}_+]/iu
+const NAMED_HANDLE =
+  /(?<![\p{L}\p{N}_])(?:telegram|телеграм\p{L}*|tg|тг|whats\s?app|ватсап\p{L}*|viber|вайбер\p{L}*|instagram|инстаграм\p{L}*|insta|инста)(?![\p{L}\p{N}])\s*[:\-–—]?\s*@?[a-z][a-z0-9_.]{4,31}(?![\p{L}\p{N}@])/iu
+const MARKED_HANDLE = /(?<![\p{L}\p{N}._%+-])@(?=[a-z0-9_.]*[0-9_])[a-z][a-z0-9_.]{4,31}(?![\p{L}\p{N}@])/iu
 
 /**
  * The internal check of D5: every rule that fails gives a reason with a stable code, the
@@ -84,6 +90,12 @@ function containsContacts(description: string, country: CountryCode): boolean {
   // NFKC folds look-alike forms into the plain ones: a full-width ＠ or ８ is an @ or an 8.
   const text = description.normalize('NFKC')
   return (
-    EMAIL.test(text) || SPELLED_EMAIL.test(text) || MESSENGER.test(text) || LONG_DIGIT_RUN.test(text) || findPhoneNumbersInText(text, country).length > 0
+    EMAIL.test(text) ||
+    SPELLED_EMAIL.test(text) ||
+    CHAT_LINK.test(text) ||
+    NAMED_HANDLE.test(text) ||
+    MARKED_HANDLE.test(text) ||
+    LONG_DIGIT_RUN.test(text) ||
+    findPhoneNumbersInText(text, country).length > 0
   )
 }

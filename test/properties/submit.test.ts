@@ -113,7 +113,7 @@ describe('POST /properties', () => {
 
   it('takes any price in whole kopecks, however its binary fraction rounds', async () => {
     // 1234567.89 / 0.01 is 123456788.99999999 in binary: a multipleOf check would refuse it.
-    for (const price of [1234567.89, 0.07, '0.29', 9_999_999_999_999]) {
+    for (const price of [1234567.89, 0.07, '0.29', 9_999_999_999_999.99, '9999999999999.99']) {
       const response = await submit(propertyBody({ price }))
       assert.equal(response.statusCode, 201, response.body)
       assert.equal(response.json<{ price: number }>().price, Number(price))

@@ -59,7 +59,7 @@ const attributesDescription =
 const submissionFields = {
   property_type: Type.Enum(propertyTypeNames, { description: 'Exact, case-sensitive.' }),
   deal_type: Type.Enum(dealTypeNames, { description: 'Exact, case-sensitive.' }),
-  price: Type.Optional(Nullable(Decimal({ minimum: 0, maximum: 9_999_999_999_999, example: '8500000.00', decimals: 2 }))),
+  price: Type.Optional(Nullable(Decimal({ minimum: 0, maximum: 9_999_999_999_999.99, example: '8500000.00', decimals: 2 }))),
   description: Type.Optional(Nullable(Text(10_000, 'Shown in the public catalogue: no phone numbers or e-mail addresses.'))),
   owner: Type.Optional(Nullable(OwnerInput)),
   location: Type.Optional(Nullable(LocationInput)),

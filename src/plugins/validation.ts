@@ -86,8 +86,8 @@ interface Visit {
 
 const locOf = (visit: Visit): (string | number)[] => {
   const loc: (string | number)[] = []
-  for (let at: Visit | undefined = visit; at; at = at.parent) loc.unshift(at.key)
-  return loc
+  for (let at: Visit | undefined = visit; at; at = at.parent) loc.push(at.key)
+  return loc.reverse()
 }
 
 /**

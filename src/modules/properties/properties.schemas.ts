@@ -60,7 +60,7 @@ const submissionFields = {
   property_type: Type.Enum(propertyTypeNames, { description: 'Exact, case-sensitive.' }),
   deal_type: Type.Enum(dealTypeNames, { description: 'Exact, case-sensitive.' }),
   price: Type.Optional(Nullable(Decimal({ minimum: 0, maximum: 9_999_999_999_999.99, example: '8500000.00', decimals: 2 }))),
-  description: Type.Optional(Nullable(Text(10_000, 'Shown in the public catalogue: no phone numbers or e-mail addresses.'))),
+  description: Type.Optional(Nullable(Text(10_000, 'Shown in the public catalogue: no phone numbers, e-mail addresses or messenger contacts.'))),
   owner: Type.Optional(Nullable(OwnerInput)),
   location: Type.Optional(Nullable(LocationInput)),
   attributes: Type.Optional(Type.Record(Type.String(), attributeValue, { maxProperties: 100, description: attributesDescription })),

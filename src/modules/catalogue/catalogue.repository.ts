@@ -238,6 +238,10 @@ type PageRow = [
   thumbnailKey: string | null,
 ]
 
+/** Whether findCataloguePage needs the search's counts: a price range, newest first. */
+export const pageNeedsCounts = (filter: CatalogueFilter, sort: CatalogueSort) =>
+  sort === 'created_desc' && (filter.minPrice !== undefined || filter.maxPrice !== undefined)
+
 /**
  * One page of the catalogue: one index-only scan of a covering index (see schema.ts) finds the
  * page's rows and carries their columns; only then, for those rows alone, the first photo. So a
@@ -245,10 +249,6 @@ type PageRow = [
  *
  * A search with a price range, newest first, needs its counts (see PagePlan); the others don't.
  */
-/** Whether findCataloguePage needs the search's counts: a price range, newest first. */
-export const pageNeedsCounts = (filter: CatalogueFilter, sort: CatalogueSort) =>
-  sort === 'created_desc' && (filter.minPrice !== undefined || filter.maxPrice !== undefined)
-
 export async function findCataloguePage(
   db: Database,
   filter: CatalogueFilter,

@@ -51,7 +51,11 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.addHook('onSend', async (request, reply, payload) => {
     if (reply.statusCode !== 200) return payload
     reply.header('cache-control', CACHE_CONTROL)
-    if (!fresh(request.headers, { etag: reply.getHeader('etag') })) return payload
+    // If-None-Match alone: `fresh` also reads a request's `Cache-Control: no-cache` as "answer in
+    // full", which is for caches on the way. This is the origin, which must evaluate the
+    // precondition (RFC 9110, 13.2.1), and fetch() adds no-cache to every If-None-Match it sends.
+    const ifNoneMatch = request.headers['if-none-match']
+    if (ifNoneMatch === undefined || !fresh({ 'if-none-match': ifNoneMatch }, { etag: reply.getHeader('etag') })) return payload
     reply.code(304)
     return ''
   })

@@ -1,4 +1,4 @@
-import swagger from '@fastify/swagger'
+import swagger, { type SwaggerTransform } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
@@ -18,10 +18,28 @@ Property timestamps carry a numeric offset (\`+00:00\`), image timestamps end in
 Rate limits answer 429 with \`Retry-After\` and \`RateLimit-*\` headers.
 `.trim()
 
+interface QuerySchema {
+  properties?: Record<string, { default?: unknown }>
+  required?: string[]
+}
+
+/**
+ * A query parameter with a default (`limit`, `offset`…) is optional to a client: the schema
+ * lists it as required only so that ajv fills the default in and handlers always see it set.
+ */
+const defaultedQueryIsOptional: SwaggerTransform = ({ schema, url }) => {
+  const query = schema.querystring as QuerySchema | undefined
+  if (!query?.required || !query.properties) return { schema, url }
+  const properties = query.properties
+  const required = query.required.filter((name) => properties[name]?.default === undefined)
+  return { schema: { ...schema, querystring: { ...query, required } }, url }
+}
+
 /** `/openapi.json` (OpenAPI 3.1, generated from the route schemas) and `/docs` (interactive reference). */
 export default fp(
   async function docsPlugin(app: FastifyInstance) {
     await app.register(swagger, {
+      transform: defaultedQueryIsOptional,
       openapi: {
         openapi: '3.1.0',
         info: { title: 'Open MLS API', version: '0.1.0', description },

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import etag from '@fastify/etag'
 import fresh from 'fresh'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
 import type { FastifyReply } from 'fastify'
 import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import { errorResponses } from '../../lib/schemas.js'
@@ -15,6 +16,19 @@ import { CatalogueDetail, CatalogueIdParams, CataloguePage, CatalogueQuery } fro
 const CACHE_CONTROL = 'public, max-age=30'
 
 const catalogue = { tags: ['Catalogue'] }
+
+/**
+ * For the OpenAPI document: the conditional request and its answers, which the hooks below
+ * make (fastify-swagger reads `headers` of a response; serialization ignores them).
+ */
+const ConditionalRequest = Type.Object({
+  'if-none-match': Type.Optional(Type.String({ description: 'An ETag this client holds (a list, weak tags and `*` work too): a 304 while it is current.' })),
+})
+const cachingHeaders = {
+  etag: { type: 'string', description: 'The tag of this answer, for If-None-Match.' },
+  'cache-control': { type: 'string', description: `\`${CACHE_CONTROL}\`` },
+}
+const NotModified = { type: 'null', description: 'Not modified: If-None-Match lists the current ETag. No body.', headers: cachingHeaders }
 
 /** A catalogue answer ready to send: its JSON bytes and their ETag. */
 interface Answer {
@@ -71,7 +85,8 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'A deep page skips index entries, never listings, so its cost grows with the offset: ' +
           'about 1.5 ms at 10,000 and 100 ms at 850,000 on a million listings. Narrowing the search with filters is faster.',
         querystring: CatalogueQuery,
-        response: { 200: CataloguePage, ...errorResponses(422, 429) },
+        headers: ConditionalRequest,
+        response: { 200: { ...CataloguePage, headers: cachingHeaders }, 304: NotModified, ...errorResponses(422, 429) },
       },
     },
     async (request, reply) => {
@@ -110,7 +125,8 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...catalogue,
         summary: 'One published listing',
         params: CatalogueIdParams,
-        response: { 200: CatalogueDetail, ...errorResponses(404, 422, 429) },
+        headers: ConditionalRequest,
+        response: { 200: { ...CatalogueDetail, headers: cachingHeaders }, 304: NotModified, ...errorResponses(404, 422, 429) },
       },
     },
     async (request, reply) => {

@@ -128,6 +128,33 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       assert.ok(row?.reviewRequestedAt)
     })
 
+    it('leaves the listing as it is when the PATCH changes nothing (a retry keeps it published)', async () => {
+      const created = await submitProperty(t.app, agency)
+      await runInternalCheck(t.db)
+      const before = (await call('GET', `/properties/${created.id}`)).json()
+      assert.equal(before.status_id, 2)
+      // The location as it was submitted: its ids and texts, without the names the view adds.
+      const { city: _city, district: _district, residential_complex: _complex, ...location } = before.location as Record<string, unknown>
+      const submittedLocation = Object.fromEntries(Object.entries(location).filter(([, value]) => value !== null))
+      const sameAgain = [
+        { price: 8500000 },
+        { price: '8500000.00', description: before.description },
+        // the owner's phone in another format, its notes left out (kept), attributes in another order and form
+        { owner: { name: 'Иван Петров', phone: '+79123456789' }, attributes: { rooms: 2, area: '54.50' } },
+        { location: submittedLocation, property_type: 'Квартира', deal_type: 'Продажа' },
+      ]
+      for (const payload of sameAgain) {
+        const response = await call('PATCH', `/properties/${created.id}`, payload)
+        assert.equal(response.statusCode, 200, response.body)
+        assert.deepEqual(response.json(), before, JSON.stringify(payload))
+      }
+      assert.equal((await t.app.inject(`/mls/properties/${created.id}`)).statusCode, 200, 'still in the catalogue')
+      // Any real change, the owner's notes included, goes back through the check.
+      const changed = (await call('PATCH', `/properties/${created.id}`, { owner: { name: 'Иван Петров', phone: '+79123456789', notes: 'Звонить до 18:00' } })).json()
+      assert.equal(changed.status_id, 1)
+      assert.equal(changed.owner.notes, 'Звонить до 18:00')
+    })
+
     it('clears the location and the owner with null', async () => {
       const created = await submitProperty(t.app, agency)
       const changed = (await call('PATCH', `/properties/${created.id}`, { location: null, owner: null, description: null })).json()

@@ -69,6 +69,9 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         ...tenantRoute,
         summary: 'Change a property; it goes back through the internal check',
+        description:
+          '`owner` and `location` are replaced whole (null clears them), `attributes` are merged (null removes one). ' +
+          'A change sends the listing back to status 1 for the check; a PATCH that changes nothing leaves it, and its status, as it is.',
         params: PropertyIdParams,
         body: PropertyPatch,
         response: { 200: Property, ...errorResponses(400, 401, 404, 409, 415, 422, 429) },

@@ -11,3 +11,13 @@ export function toOffsetTimestamp(date: Date): string {
 export function toUtcTimestamp(date: Date): string {
   return date.toISOString()
 }
+
+/**
+ * D2's form of a UTC time as PostgreSQL's JSON writes a `timestamp`: `2026-11-22T09:15:02.123456`,
+ * its fraction trimmed of trailing zeros or absent. Milliseconds are cut, not rounded, as a
+ * Date read from the database keeps them, so both ways give the same text.
+ */
+export function offsetTimestampFromUtcText(text: string): string {
+  const milliseconds = text.length > 20 ? text.slice(20, 23).padEnd(3, '0') : '000'
+  return `${text.slice(0, 19)}.${milliseconds}+00:00`
+}

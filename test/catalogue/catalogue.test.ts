@@ -168,6 +168,23 @@ describe('the public MLS catalogue', () => {
     assert.equal(missing.statusCode, 404, 'only a listing that exists is fresh')
   })
 
+  it('shows created_at to the millisecond (cut, not rounded) alike in pages, the detail and the agency’s view', async () => {
+    const times: [number, string, string][] = [
+      [ids.spbFlat!, '2026-03-04 05:06:07+00', '2026-03-04T05:06:07.000+00:00'],
+      [ids.spbHouse!, '2026-03-04 05:06:07.5+00', '2026-03-04T05:06:07.500+00:00'],
+      [ids.moscowRent!, '2026-03-04 05:06:07.05+00', '2026-03-04T05:06:07.050+00:00'],
+      [ids.moscowFlat!, '2026-03-04 05:06:07.123999+00', '2026-03-04T05:06:07.123+00:00'],
+    ]
+    for (const [id, stored] of times) await t.db.execute(sql`update properties set created_at = ${stored}::timestamptz where id = ${id}`)
+    const page = await search()
+    for (const [id, , shown] of times) {
+      assert.equal((page.items.find((item) => item.id === id) as unknown as { created_at: string }).created_at, shown, `page, ${id}`)
+      assert.equal((await t.app.inject(`/mls/properties/${id}`)).json().created_at, shown, `detail, ${id}`)
+      const owner = id === ids.spbFlat || id === ids.spbHouse ? rival : agency
+      assert.equal((await t.app.inject({ url: `/properties/${id}`, headers: owner.headers })).json().created_at, shown, `agency, ${id}`)
+    }
+  })
+
   it('keeps the trigger-maintained counts exact through withdrawals, deletions and moves', async () => {
     const counted = async (table: 'catalogue_counts' | 'catalogue_counts_by_city' | 'catalogue_counts_by_price' | 'catalogue_counts_by_price_all_cities') =>
       (await queryRows<{ n: number }>(t.db, sql`select coalesce(sum(listings), 0)::int as n from ${sql.identifier(table)}`))[0]!.n

@@ -1,4 +1,4 @@
-import { and, count, desc, eq, getTableColumns, lt, ne, or, sql, type SQL } from 'drizzle-orm'
+import { and, count, desc, eq, getTableColumns, lt, ne, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
 import { queryRows, type Database } from '../../db/client.js'
 import { prepared } from '../../db/prepared.js'
 import type { OwnerView } from './properties.mapper.js'
@@ -207,14 +207,15 @@ export async function listTenantProperties(db: Database, tenantId: number, filte
 
 /**
  * Whether the tenant has another live listing that is the same offer: type, deal, city, area,
- * and the same address or the same coordinates. A published one always counts, whichever is
+ * and the same address (whatever its case and spacing) or the same coordinates. A published one always counts, whichever is
  * older (an old listing resubmitted or edited into a copy of a newer one is the duplicate);
  * one on review counts only if submitted earlier, so of two identical submissions checked in
  * turn the first passes and the second then meets it published.
  */
 export async function hasLiveDuplicate(db: Database, listing: PropertyRow): Promise<boolean> {
-  const sameAddress =
-    listing.address === null ? undefined : sql`lower(btrim(${properties.address})) = lower(btrim(${listing.address}))`
+  // An address compares as a person reads it: case and runs of spaces aside.
+  const spelled = (address: SQLWrapper | string) => sql`lower(btrim(regexp_replace(${address}, '[[:space:]]+', ' ', 'g')))`
+  const sameAddress = listing.address === null ? undefined : sql`${spelled(properties.address)} = ${spelled(listing.address)}`
   const samePlace =
     listing.latitude === null || listing.longitude === null
       ? undefined

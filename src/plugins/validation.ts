@@ -1,4 +1,4 @@
-import { Ajv, type ErrorObject, type Options } from 'ajv'
+import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import { ApiError, describeFieldErrors, type FieldError } from '../lib/errors.js'
@@ -47,7 +47,44 @@ function decimalPlaces(value: number): number {
 export function installValidators(app: FastifyInstance): void {
   const bodyAjv = withKeywords(addFormats(new Ajv({ ...commonOptions, coerceTypes: false })))
   const textAjv = withKeywords(addFormats(new Ajv({ ...commonOptions, coerceTypes: 'array' })))
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema))
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    httpPart === 'body' ? bodyAjv.compile(schema) : decimalNumbersOnly(schema as TextPartSchema, textAjv.compile(schema)),
+  )
+}
+
+interface TextPartSchema {
+  properties?: Record<string, { type?: unknown }>
+}
+
+/**
+ * How a number must be written in a path or a query: decimal, as people and clients write it.
+ * ajv's coercion reads any text JavaScript reads as a number, so `0x10`, ` 5` or `1e0` would
+ * pass for 16, 5 and an integer 1.
+ */
+const decimalText = {
+  integer: { pattern: /^-?\d+$/, message: 'must be an integer in decimal digits' },
+  number: { pattern: /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/, message: 'must be a number in decimal digits' },
+} as const
+
+/** The compiled validator of a path or query schema, after a check of its numbers as written. */
+function decimalNumbersOnly(schema: TextPartSchema, validate: ValidateFunction): ValidateFunction {
+  const numbers = Object.entries(schema.properties ?? {}).flatMap(([name, property]) =>
+    property.type === 'integer' || property.type === 'number' ? [{ name, ...decimalText[property.type] }] : [],
+  )
+  if (numbers.length === 0) return validate
+  const checked = ((data: Record<string, unknown> | undefined) => {
+    const errors: ErrorObject[] = numbers
+      .filter(({ name, pattern }) => typeof data?.[name] === 'string' && !pattern.test(data[name]))
+      .map(({ name, message }) => ({ instancePath: `/${name}`, schemaPath: `#/properties/${name}`, keyword: 'pattern', params: {}, message }))
+    if (errors.length > 0) {
+      checked.errors = errors
+      return false
+    }
+    const valid = validate(data)
+    checked.errors = validate.errors
+    return valid
+  }) as ValidateFunction
+  return checked
 }
 
 /** preValidation hook for routes whose body is all optional: a bare POST counts as `{}`. */

@@ -71,13 +71,43 @@ describe('malformed requests', () => {
   })
 
   it('refuses numbers that are not finite, such as 1e400, which a query string turns into Infinity', async () => {
-    for (const query of ['min_price=1e400', 'max_price=Infinity', 'min_area=Infinity', 'max_area=1e400', 'max_price=-Infinity']) {
+    for (const query of ['min_price=1e400', 'max_area=1e400', 'max_price=-1e400']) {
       const response = await t.app.inject(`/mls/properties?${query}`)
       assert.equal(response.statusCode, 422, `${query}: ${response.body}`)
       assert.match(response.json<{ detail: string }>().detail, /^Invalid query\.(min|max)_(price|area): must be a finite number\.$/)
     }
+    for (const query of ['max_price=Infinity', 'min_area=Infinity', 'max_price=-Infinity', 'min_price=NaN']) {
+      const response = await t.app.inject(`/mls/properties?${query}`)
+      assert.equal(response.statusCode, 422, `${query}: ${response.body}`)
+    }
     const large = await t.app.inject('/mls/properties?max_price=1e300')
     assert.equal(large.statusCode, 200, large.body)
+  })
+
+  it('reads numbers in a path or a query only as decimal digits, not as JavaScript would', async () => {
+    // ajv alone would read 0x10 as 16, ' 5' and '+5' as 5, and 1e0 or 1.0 as the integer 1.
+    const refused: [string, string, string][] = [
+      ['/mls/properties/0x1', 'path.id', 'an integer'],
+      ['/mls/properties/1e0', 'path.id', 'an integer'],
+      ['/mls/properties/1.0', 'path.id', 'an integer'],
+      ['/mls/properties/%201', 'path.id', 'an integer'],
+      ['/mls/properties?limit=0x10', 'query.limit', 'an integer'],
+      ['/mls/properties?limit=%2B5', 'query.limit', 'an integer'],
+      ['/mls/properties?city_id=%201', 'query.city_id', 'an integer'],
+      ['/mls/properties?min_price=0x10', 'query.min_price', 'a number'],
+      ['/mls/properties?max_area=1_000', 'query.max_area', 'a number'],
+      [`/properties/0x1`, 'path.id', 'an integer'],
+      ['/properties?status_id=0b1', 'query.status_id', 'an integer'],
+    ]
+    for (const [url, field, kind] of refused) {
+      const response = await t.app.inject({ url, headers: agency.headers })
+      assert.equal(response.statusCode, 422, `${url}: ${response.body}`)
+      assert.equal(response.json<{ detail: string }>().detail, `Invalid ${field}: must be ${kind} in decimal digits.`, url)
+    }
+    for (const url of ['/mls/properties?min_price=1e6&max_price=2500000.50&limit=05&offset=0', '/mls/properties?min_area=-0&city_id=1']) {
+      const response = await t.app.inject(url)
+      assert.equal(response.statusCode, 200, `${url}: ${response.body}`)
+    }
   })
 
   it('says a text is too long, not that it should have been null', async () => {

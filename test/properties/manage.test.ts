@@ -149,6 +149,14 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
         assert.deepEqual(response.json(), before, JSON.stringify(payload))
       }
       assert.equal((await t.app.inject(`/mls/properties/${created.id}`)).statusCode, 200, 'still in the catalogue')
+      // Coordinates finer than the column keeps (a map widget's 7 decimals): stored rounded, and a
+      // retry of the same PATCH is no change.
+      const placed = { location: { ...submittedLocation, latitude: 55.7558264, longitude: 37.6172999 } }
+      const first = (await call('PATCH', `/properties/${created.id}`, placed)).json()
+      assert.deepEqual([first.location.latitude, first.location.longitude, first.status_id], [55.755826, 37.6173, 1])
+      await runInternalCheck(t.db)
+      const retried = (await call('PATCH', `/properties/${created.id}`, placed)).json()
+      assert.equal(retried.status_id, 2, 'the retry changed nothing')
       // Any real change, the owner's notes included, goes back through the check.
       const changed = (await call('PATCH', `/properties/${created.id}`, { owner: { name: 'Иван Петров', phone: '+79123456789', notes: 'Звонить до 18:00' } })).json()
       assert.equal(changed.status_id, 1)

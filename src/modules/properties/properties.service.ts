@@ -29,6 +29,14 @@ export interface CreateResult {
 }
 
 /** Submission, the tenant's list, changes and status moves of properties (D5). */
+/**
+ * A coordinate as its column keeps it, numeric(9,6): rounded here, so what is stored is what a
+ * later PATCH compares with (a map widget's 55.7558264 is stored and compared as 55.755826).
+ */
+function toCoordinate(value: number | string): number {
+  return Math.round(Number(value) * 1e6) / 1e6
+}
+
 export class PropertiesService {
   private readonly names: ReferenceNames
 
@@ -260,8 +268,8 @@ export class PropertiesService {
         street: location.street ?? null,
         houseNumber: location.house_number ?? null,
         apartmentNumber: location.apartment_number ?? null,
-        latitude: location.latitude == null ? null : Number(location.latitude),
-        longitude: location.longitude == null ? null : Number(location.longitude),
+        latitude: location.latitude == null ? null : toCoordinate(location.latitude),
+        longitude: location.longitude == null ? null : toCoordinate(location.longitude),
       })
     }
 

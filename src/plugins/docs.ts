@@ -28,7 +28,8 @@ interface QuerySchema {
  * lists it as required only so that ajv fills the default in and handlers always see it set.
  */
 const defaultedQueryIsOptional: SwaggerTransform = ({ schema, url }) => {
-  const query = schema.querystring as QuerySchema | undefined
+  // A route without a schema has none to change (swagger passes it as undefined).
+  const query = (schema as typeof schema | undefined)?.querystring as QuerySchema | undefined
   if (!query?.required || !query.properties) return { schema, url }
   const properties = query.properties
   const required = query.required.filter((name) => properties[name]?.default === undefined)

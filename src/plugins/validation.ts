@@ -73,16 +73,19 @@ function decimalNumbersOnly(schema: TextPartSchema, validate: ValidateFunction):
   )
   if (numbers.length === 0) return validate
   const checked = ((data: Record<string, unknown> | undefined) => {
-    const errors: ErrorObject[] = numbers
-      .filter(({ name, pattern }) => typeof data?.[name] === 'string' && !pattern.test(data[name]))
-      .map(({ name, message }) => ({ instancePath: `/${name}`, schemaPath: `#/properties/${name}`, keyword: 'pattern', params: {}, message }))
-    if (errors.length > 0) {
-      checked.errors = errors
-      return false
-    }
+    const misspelled = numbers.filter(({ name, pattern }) => typeof data?.[name] === 'string' && !pattern.test(data[name]))
     const valid = validate(data)
-    checked.errors = validate.errors
-    return valid
+    if (misspelled.length === 0) {
+      checked.errors = validate.errors
+      return valid
+    }
+    // Every problem at once: these first, then ajv's about the other fields.
+    const paths = new Set(misspelled.map(({ name }) => `/${name}`))
+    checked.errors = [
+      ...misspelled.map(({ name, message }) => ({ instancePath: `/${name}`, schemaPath: `#/properties/${name}`, keyword: 'pattern', params: {}, message })),
+      ...(validate.errors ?? []).filter((error) => !paths.has(error.instancePath)),
+    ]
+    return false
   }) as ValidateFunction
   return checked
 }

@@ -104,6 +104,13 @@ describe('malformed requests', () => {
       assert.equal(response.statusCode, 422, `${url}: ${response.body}`)
       assert.equal(response.json<{ detail: string }>().detail, `Invalid ${field}: must be ${kind} in decimal digits.`, url)
     }
+    // Every problem at once, the other fields' too.
+    const several = await t.app.inject('/mls/properties?limit=%2B5&sort=bogus&offset=-1')
+    const reported = several.json<{ errors: { loc: string[] }[] }>().errors.map((error) => error.loc.join('.'))
+    assert.deepEqual([...reported].sort(), ['query.limit', 'query.offset', 'query.sort'])
+    // An id past what the column holds is a 422, not a database error.
+    const tooLarge = await t.app.inject({ url: '/property-images?property_id=2147483648', headers: agency.headers })
+    assert.equal(tooLarge.statusCode, 422, tooLarge.body)
     for (const url of ['/mls/properties?min_price=1e6&max_price=2500000.50&limit=05&offset=0', '/mls/properties?min_area=-0&city_id=1']) {
       const response = await t.app.inject(url)
       assert.equal(response.statusCode, 200, `${url}: ${response.body}`)

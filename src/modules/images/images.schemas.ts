@@ -36,7 +36,7 @@ export const PropertyImage = Type.Object(
 export type PropertyImage = Static<typeof PropertyImage>
 
 export const ImageListQuery = Type.Object({
-  property_id: Type.Optional(Type.Integer({ minimum: 1, description: 'Only this property’s photos.' })),
+  property_id: Type.Optional({ ...Id, description: 'Only this property’s photos.' }),
 })
 
 export const ImageIdParams = Type.Object({ image_id: Id })

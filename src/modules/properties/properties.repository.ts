@@ -1,4 +1,4 @@
-import { and, count, desc, eq, getTableColumns, lt, ne, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
+import { and, count, desc, eq, getTableColumns, lt, ne, or, sql, type SQL } from 'drizzle-orm'
 import { queryRows, type Database } from '../../db/client.js'
 import { prepared } from '../../db/prepared.js'
 import type { OwnerView } from './properties.mapper.js'
@@ -207,22 +207,18 @@ export async function listTenantProperties(db: Database, tenantId: number, filte
 
 /**
  * Whether the tenant has another live listing that is the same offer: type, deal, city, area,
- * and the same address (whatever its case and spacing) or the same coordinates. A published one always counts, whichever is
- * older (an old listing resubmitted or edited into a copy of a newer one is the duplicate);
- * one on review counts only if submitted earlier, so of two identical submissions checked in
- * turn the first passes and the second then meets it published.
+ * and the same address (as a person reads it, see spelledAddress) or the same coordinates. A
+ * published one always counts, whichever is older (an old listing resubmitted or edited into a
+ * copy of a newer one is the duplicate); one on review counts only if submitted earlier, so of
+ * two identical submissions checked in turn the first passes and the second then meets it
+ * published. The database narrows the candidates to the agency's same offers; their addresses
+ * are compared here, where case folding does not depend on the database's locale.
  */
 export async function hasLiveDuplicate(db: Database, listing: PropertyRow): Promise<boolean> {
-  // An address compares as a person reads it: case and runs of spaces aside.
-  const spelled = (address: SQLWrapper | string) => sql`lower(btrim(regexp_replace(${address}, '[[:space:]]+', ' ', 'g')))`
-  const sameAddress = listing.address === null ? undefined : sql`${spelled(properties.address)} = ${spelled(listing.address)}`
-  const samePlace =
-    listing.latitude === null || listing.longitude === null
-      ? undefined
-      : and(eq(properties.latitude, listing.latitude), eq(properties.longitude, listing.longitude))
-  if (!sameAddress && !samePlace) return false
-  const [row] = await db
-    .select({ id: properties.id })
+  const hasPlace = listing.latitude !== null && listing.longitude !== null
+  if (listing.address === null && !hasPlace) return false
+  const candidates = await db
+    .select({ address: properties.address, latitude: properties.latitude, longitude: properties.longitude })
     .from(properties)
     .where(
       and(
@@ -233,12 +229,18 @@ export async function hasLiveDuplicate(db: Database, listing: PropertyRow): Prom
         eq(properties.dealTypeId, listing.dealTypeId),
         listing.cityId === null ? sql`${properties.cityId} is null` : eq(properties.cityId, listing.cityId),
         sql`${properties.area} is not distinct from ${listing.area}::numeric`,
-        or(sameAddress, samePlace),
       ),
     )
-    .limit(1)
-  return row !== undefined
+  const address = listing.address === null ? undefined : spelledAddress(listing.address)
+  return candidates.some(
+    (candidate) =>
+      (hasPlace && candidate.latitude === listing.latitude && candidate.longitude === listing.longitude) ||
+      (address !== undefined && candidate.address !== null && spelledAddress(candidate.address) === address),
+  )
 }
+
+/** An address as a person reads it: any case, any run of spaces (non-breaking ones too) as one. */
+const spelledAddress = (address: string) => address.replace(/\s+/gu, ' ').trim().toLocaleLowerCase('ru')
 
 // ---------------------------------------------------------------------------------------
 // Idempotency-Key (D5).

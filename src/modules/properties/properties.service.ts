@@ -28,7 +28,6 @@ export interface CreateResult {
   replayed: boolean
 }
 
-/** Submission, the tenant's list, changes and status moves of properties (D5). */
 /**
  * A coordinate as its column keeps it, numeric(9,6): rounded here, so what is stored is what a
  * later PATCH compares with (a map widget's 55.7558264 is stored and compared as 55.755826).
@@ -37,6 +36,7 @@ function toCoordinate(value: number | string): number {
   return Math.round(Number(value) * 1e6) / 1e6
 }
 
+/** Submission, the tenant's list, changes and status moves of properties (D5). */
 export class PropertiesService {
   private readonly names: ReferenceNames
 

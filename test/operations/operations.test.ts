@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import Fastify from 'fastify'
+import docsPlugin from '../../src/plugins/docs.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 
 describe('operations and HTTP conventions', () => {
@@ -28,6 +30,21 @@ describe('operations and HTTP conventions', () => {
     assert.match(response.body, /route="unmatched",status_code="404"/)
     assert.ok(!response.body.includes('/cities/1"'))
     assert.match(response.body, /process_cpu_user_seconds_total/)
+  })
+
+  it('documents a route that has no schema too', async () => {
+    // Every route of the service has one; a route added without must not break /openapi.json.
+    const app = Fastify()
+    app.decorate('config', t.config)
+    await app.register(docsPlugin)
+    app.get('/plain', async () => 'plain')
+    try {
+      const response = await app.inject('/openapi.json')
+      assert.equal(response.statusCode, 200, response.body)
+      assert.ok(response.json().paths['/plain'].get)
+    } finally {
+      await app.close()
+    }
   })
 
   it('publishes a complete OpenAPI 3.1 document', async () => {

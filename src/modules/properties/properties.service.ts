@@ -36,6 +36,22 @@ function toCoordinate(value: number | string): number {
   return Math.round(Number(value) * 1e6) / 1e6
 }
 
+type ResolvedFields = Awaited<ReturnType<PropertiesService['resolve']>>
+
+/**
+ * Whether a resolved PATCH would store what is already stored: every column it sets, the
+ * description, and the owner (its phone, name, and notes when sent).
+ */
+function changesNothing(current: PropertyRow, owner: OwnerView | null, resolved: ResolvedFields, description: string | null | undefined): boolean {
+  const stored = current as unknown as Record<string, unknown>
+  // Canonical JSON: attributes compare by content whatever their keys' order.
+  if (Object.entries(resolved.columns).some(([column, value]) => stringify(stored[column]) !== stringify(value))) return false
+  if (description !== undefined && description !== current.description) return false
+  if (resolved.owner === undefined) return true
+  if (resolved.owner === null || owner === null) return resolved.owner === null && owner === null
+  return owner.phone === resolved.owner.phone && owner.name === resolved.owner.name && (resolved.owner.notes === undefined || resolved.owner.notes === owner.notes)
+}
+
 /** Submission, the tenant's list, changes and status moves of properties (D5). */
 export class PropertiesService {
   private readonly names: ReferenceNames
@@ -141,7 +157,8 @@ export class PropertiesService {
       })
       // D5: a *change* sends the listing back through the check. A PATCH that changes nothing
       // (a retry, a form saved as it was) leaves it as it is: published stays in the catalogue.
-      if (await this.changesNothing(tx, current, resolved, patch.description)) return this.view(current, await this.ownerOf(tx, current), tx)
+      const currentOwner = await this.ownerOf(tx, current)
+      if (changesNothing(current, currentOwner, resolved, patch.description)) return this.view(current, currentOwner, tx)
       const owner = resolved.owner ? await repository.upsertOwner(tx, tenant.id, resolved.owner) : resolved.owner
       const updated = await repository.updateProperty(tx, id, {
         ...resolved.columns,
@@ -150,7 +167,8 @@ export class PropertiesService {
         statusId: PENDING_REVIEW,
         reviewRequestedAt: new Date(),
       })
-      return this.view(updated, owner === undefined ? await this.ownerOf(tx, updated) : owner, tx)
+      // An owner not sent is the one the listing had, unchanged in this transaction.
+      return this.view(updated, owner === undefined ? currentOwner : owner, tx)
     })
   }
 
@@ -279,26 +297,6 @@ export class PropertiesService {
 
     if (errors.length > 0) throw ApiError.validation(errors)
     return { columns, owner }
-  }
-
-  /**
-   * Whether a resolved PATCH would store what is already stored: every column it sets, the
-   * description, and the owner (its phone, name, and notes when sent).
-   */
-  private async changesNothing(tx: Database, current: PropertyRow, resolved: Awaited<ReturnType<PropertiesService['resolve']>>, description: string | null | undefined): Promise<boolean> {
-    const stored = current as unknown as Record<string, unknown>
-    // Canonical JSON: attributes compare by content whatever their keys' order.
-    if (Object.entries(resolved.columns).some(([column, value]) => stringify(stored[column]) !== stringify(value))) return false
-    if (description !== undefined && description !== current.description) return false
-    if (resolved.owner === undefined) return true
-    if (resolved.owner === null || current.ownerId === null) return resolved.owner === null && current.ownerId === null
-    const owner = await repository.findOwner(tx, current.ownerId)
-    return (
-      owner !== undefined &&
-      owner.phone === resolved.owner.phone &&
-      owner.name === resolved.owner.name &&
-      (resolved.owner.notes === undefined || resolved.owner.notes === owner.notes)
-    )
   }
 
   /** The city exists and the district and complex (if any) lie in it; from the name cache. */

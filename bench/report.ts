@@ -17,8 +17,11 @@ export interface RunInfo {
   duration_s: number
   warmup_s: number
   seeding_seconds: number | null
-  /** pool_size: connections of the service to PostgreSQL (null on PGlite, which has one). */
-  service: { pool_size: number | null; rate_limits_enabled: false; log_level: string }
+  /**
+   * The service's connections to PostgreSQL: its pool, and the pipelined ones the catalogue
+   * uses (null on PGlite, which has one).
+   */
+  service: { pool_size: number | null; pipelined_connections: number | null; rate_limits_enabled: false; log_level: string }
 }
 
 export interface TargetCheck {

@@ -89,6 +89,7 @@ async function main(options: BenchOptions): Promise<void> {
     seeding_seconds: prepared.seedingSeconds === null ? null : Number(prepared.seedingSeconds.toFixed(1)),
     service: {
       pool_size: options.engine === 'postgres' ? loadConfig(serviceEnv).databasePoolSize : null,
+      pipelined_connections: options.engine === 'postgres' ? loadConfig(serviceEnv).databasePipelinedConnections : null,
       rate_limits_enabled: false,
       log_level: 'warn',
     },

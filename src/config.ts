@@ -16,6 +16,7 @@ export interface Config {
   /** `postgres://…`, or undefined for the embedded PGlite under `dataDir/pglite`. */
   databaseUrl: string | undefined
   databasePoolSize: number
+  databasePipelinedConnections: number
   dataDir: string
   publicBaseUrl: string
   adminApiKey: string | undefined
@@ -94,6 +95,10 @@ export function loadConfig(env: Env = process.env): Config {
     // millisecond queries, and on a small machine shared with PostgreSQL more backends only
     // contend (2 cores, catalogue searches: 4 connections 5-13 % faster than 10; see README).
     databasePoolSize: read('DATABASE_POOL_SIZE', Math.max(4, 2 * availableParallelism()), integerIn(1, 1000)),
+    // The catalogue's statements, pipelined (db/pipelines.ts). One was fastest on the bench's 2
+    // cores (45 % of the ceiling against 41 % with two), but would put every search of the
+    // process behind the slowest one; two let a deep page hold up only half of them.
+    databasePipelinedConnections: read('DATABASE_PIPELINED_CONNECTIONS', 2, integerIn(1, 64)),
     dataDir,
     publicBaseUrl: read('PUBLIC_BASE_URL', `http://localhost:${port}`, httpUrl),
     adminApiKey: read('ADMIN_API_KEY', undefined, minLength(16)),

@@ -42,5 +42,6 @@ export function openConfiguredDatabase(config: Config): Promise<DatabaseHandle> 
     databaseUrl: config.databaseUrl,
     pgliteDir: path.join(config.dataDir, 'pglite'),
     poolSize: config.databasePoolSize,
+    pipelinedConnections: config.databasePipelinedConnections,
   })
 }

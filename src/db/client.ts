@@ -6,17 +6,23 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/node-postgres'
 import pg from 'pg'
+import { PipelinedConnections } from './pipelines.js'
 import * as schema from './schema.js'
 
 export type Schema = typeof schema
 /** The one query interface the code uses, whichever engine is underneath. */
 export type Database = PgDatabase<PgQueryResultHKT, Schema>
+/**
+ * The query interface without transactions (see DatabaseHandle.pipelined); also the type code
+ * that runs only standalone statements takes, so that either interface serves it.
+ */
+export type PipelinedDatabase = Omit<Database, 'transaction'>
 
 /**
  * Runs raw SQL and returns its rows. Both drivers answer `{ rows }`; the shared type cannot
  * say so, hence this one typed door for the few queries Drizzle's builder does not express.
  */
-export async function queryRows<T>(db: Database, query: SQL): Promise<T[]> {
+export async function queryRows<T>(db: PipelinedDatabase, query: SQL): Promise<T[]> {
   const result = (await db.execute(query)) as { rows: T[] }
   return result.rows
 }
@@ -25,6 +31,12 @@ export type DatabaseKind = 'pglite' | 'postgres'
 
 export interface DatabaseHandle {
   db: Database
+  /**
+   * The same database for statements that stand alone, outside any transaction (the public
+   * catalogue's reads): on PostgreSQL they are pipelined on connections of their own (see
+   * PipelinedConnections), on PGlite this is `db`.
+   */
+  pipelined: PipelinedDatabase
   kind: DatabaseKind
   /**
    * Runs `work` on one dedicated connection, for what must stay on a single session
@@ -40,21 +52,30 @@ export interface DatabaseOptions {
   /** Where PGlite keeps its files; undefined keeps PGlite in memory (tests). */
   pgliteDir: string | undefined
   poolSize?: number
+  /** Connections of `pipelined` on PostgreSQL. */
+  pipelinedConnections?: number
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
-  return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10) : openPglite(options.pgliteDir)
+  return options.databaseUrl
+    ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options.pipelinedConnections ?? 2)
+    : openPglite(options.pgliteDir)
 }
 
-async function openPostgres(connectionString: string, max: number): Promise<DatabaseHandle> {
+async function openPostgres(connectionString: string, max: number, pipelinedConnections: number): Promise<DatabaseHandle> {
   const pool = new pg.Pool({ connectionString, max, application_name: 'open-mls' })
   // An idle client that loses its server emits 'error'; without a listener that would
   // crash the process. The pool replaces the client, and queries report their own errors.
   pool.on('error', () => {})
   const db = drizzlePostgres(pool, { schema }) as unknown as Database
   await db.execute(sql`select 1`)
+  const pipelines = new PipelinedConnections({ connectionString, application_name: 'open-mls' }, pipelinedConnections)
+  // Drizzle's session calls only `query(config, values)` on its client outside transactions,
+  // which PipelinedConnections answers (and PipelinedDatabase has no `transaction`).
+  const pipelined = drizzlePostgres(pipelines as unknown as pg.Client, { schema }) as unknown as PipelinedDatabase
   return {
     db,
+    pipelined,
     kind: 'postgres',
     async withSession(work) {
       const client = await pool.connect()
@@ -64,7 +85,9 @@ async function openPostgres(connectionString: string, max: number): Promise<Data
         client.release()
       }
     },
-    close: () => pool.end(),
+    async close() {
+      await Promise.all([pool.end(), pipelines.end()])
+    },
   }
 }
 
@@ -75,6 +98,7 @@ async function openPglite(dir: string | undefined): Promise<DatabaseHandle> {
     const db = drizzlePglite(client, { schema }) as unknown as Database
     return {
       db,
+      pipelined: db,
       kind: 'pglite',
       withSession: (work) => work(db),
       async close() {

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto'
-import type { Database } from './client.js'
+import type { PipelinedDatabase } from './client.js'
 
 /** What Drizzle's `.prepare(name)` gives: a statement run with values for its placeholders. */
 export interface PreparedStatement<T> {
   execute(values?: Record<string, unknown>): Promise<T>
 }
 
-const statementsByDatabase = new WeakMap<Database, Map<string, PreparedStatement<unknown>>>()
+const statementsByDatabase = new WeakMap<PipelinedDatabase, Map<string, PreparedStatement<unknown>>>()
 
 /**
  * A prepared statement for one shape of query, built once per database (so a request spends
@@ -16,7 +16,7 @@ const statementsByDatabase = new WeakMap<Database, Map<string, PreparedStatement
  * Built on a transaction, a statement is kept with that transaction and goes with it; the name
  * still spares the connection a parse when it already knows the statement.
  */
-export function prepared<T>(db: Database, shape: string, build: (name: string) => PreparedStatement<T>): PreparedStatement<T> {
+export function prepared<T>(db: PipelinedDatabase, shape: string, build: (name: string) => PreparedStatement<T>): PreparedStatement<T> {
   let statements = statementsByDatabase.get(db)
   if (!statements) {
     statements = new Map()

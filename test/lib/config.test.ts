@@ -27,6 +27,7 @@ describe('configuration', () => {
     assert.equal(config.rateLimits.registrationStatusPerMinute, 30)
     assert.equal(config.rateLimits.cataloguePerMinute, 600)
     assert.equal(config.rateLimits.apiKeyPerMinute, 1200)
+    assert.equal(config.databasePipelinedConnections, 2)
     rmSync(dir, { recursive: true })
   })
 
@@ -50,7 +51,9 @@ describe('configuration', () => {
       WEBHOOK_RETRY_SCHEDULE: '1s,500ms,1h',
       REDIS_URL: 'redis://127.0.0.1:6379',
       SECRET_KEY: 'k'.repeat(32),
+      DATABASE_PIPELINED_CONNECTIONS: '3',
     })
+    assert.equal(config.databasePipelinedConnections, 3)
     assert.equal(config.publicBaseUrl, 'http://localhost:8080')
     assert.equal(config.moderationMode, 'manual')
     assert.equal(config.allowPrivateNetwork, true)
@@ -68,10 +71,11 @@ describe('configuration', () => {
           MODERATION_MODE: 'sometimes',
           WEBHOOK_RETRY_SCHEDULE: '5s,soon',
           SECRET_KEY: 'short',
+          DATABASE_PIPELINED_CONNECTIONS: '0',
         }),
       (error: unknown) => {
         assert.ok(error instanceof ConfigError)
-        for (const name of ['PORT', 'DATABASE_URL', 'MODERATION_MODE', 'WEBHOOK_RETRY_SCHEDULE', 'SECRET_KEY']) {
+        for (const name of ['PORT', 'DATABASE_URL', 'MODERATION_MODE', 'WEBHOOK_RETRY_SCHEDULE', 'SECRET_KEY', 'DATABASE_PIPELINED_CONNECTIONS']) {
           assert.match(error.message, new RegExp(`${name}=`))
         }
         assert.match(error.message, /expected one of auto, manual/)

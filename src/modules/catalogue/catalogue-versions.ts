@@ -1,4 +1,4 @@
-import type { Database } from '../../db/client.js'
+import type { PipelinedDatabase } from '../../db/client.js'
 import { catalogueVersions } from '../../db/schema.js'
 
 /** The catalogue's counters as one read saw them (see catalogueVersions in schema.ts). */
@@ -32,7 +32,7 @@ export class CatalogueVersions {
   private running: Promise<CatalogueSnapshot> | undefined
   private next: Promise<CatalogueSnapshot> | undefined
 
-  constructor(private readonly db: Database) {}
+  constructor(private readonly db: PipelinedDatabase) {}
 
   current(): Promise<CatalogueSnapshot> {
     if (this.running === undefined) return this.start()

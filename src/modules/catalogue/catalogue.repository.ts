@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gte, lte, sql, type AnyColumn, type SQL } from 'drizzle-orm'
-import type { Database } from '../../db/client.js'
+import type { Database, PipelinedDatabase } from '../../db/client.js'
 import { prepared } from '../../db/prepared.js'
 import { catalogueCounts, catalogueCountsByCity, catalogueCountsByPrice, catalogueCountsByPriceAllCities, properties, PUBLISHED } from '../../db/schema.js'
 import { offsetTimestampFromUtcText, toOffsetTimestamp } from '../../lib/time.js'
@@ -150,7 +150,7 @@ type StoredItemRow = Omit<ItemRow, 'createdAt'> & { createdAt: Date }
 const asItemRow = (row: StoredItemRow): ItemRow => ({ ...row, createdAt: toOffsetTimestamp(row.createdAt) })
 
 /** §2.4 objects from rows, named from the in-memory reference names (loaded on a miss). */
-async function toItems(db: Database, rows: ItemRow[], mediaBase: string, names = referenceNamesFor(db)): Promise<CatalogueItem[]> {
+async function toItems(db: PipelinedDatabase, rows: ItemRow[], mediaBase: string, names = referenceNamesFor(db)): Promise<CatalogueItem[]> {
   await names.ensure(
     {
       cityIds: rows.map((row) => row.cityId),
@@ -258,7 +258,7 @@ export const pageNeedsCounts = (filter: CatalogueFilter, sort: CatalogueSort) =>
  * A search with a price range, newest first, needs its counts (see PagePlan); the others don't.
  */
 export async function findCataloguePage(
-  db: Database,
+  db: PipelinedDatabase,
   filter: CatalogueFilter,
   sort: CatalogueSort,
   limit: number,
@@ -277,7 +277,7 @@ export async function findCataloguePage(
 }
 
 async function readPage(
-  db: Database,
+  db: PipelinedDatabase,
   filter: CatalogueFilter,
   keys: FilterKey[],
   sort: CatalogueSort,
@@ -342,7 +342,7 @@ async function readPage(
 }
 
 /** The matches a page is cut from, in the page's order, as PagePlan says to read them. */
-function pageQuery(db: Database, keys: FilterKey[], sort: CatalogueSort, plan: PagePlan) {
+function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort, plan: PagePlan) {
   const { thumbnailKey: _thumbnail, ...indexedColumns } = itemColumns
   const matching = (filterKeys: FilterKey[]) => db.select(indexedColumns).from(properties).where(publishedWhere(filterKeys))
   switch (plan.kind) {
@@ -381,7 +381,7 @@ function pageQuery(db: Database, keys: FilterKey[], sort: CatalogueSort, plan: P
  * - anything else (area, complex, agency, or a district with a price) is counted on the
  *   catalogue indexes (see schema.ts).
  */
-export async function countCatalogue(db: Database, filter: CatalogueFilter): Promise<number> {
+export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFilter): Promise<number> {
   const keys = usedKeys(filter)
   const source = keys.every((key) => cityFacetConditions[key])
     ? 'city-facets'
@@ -423,7 +423,7 @@ export async function countCatalogue(db: Database, filter: CatalogueFilter): Pro
  * index range scans on the *_price_idx indexes; the bands are one range scan of the counts
  * table's range indexes (with a type, migration 0011's; without, 0009's).
  */
-function countByPriceBands(db: Database, groupKeys: FilterKey[]) {
+function countByPriceBands(db: PipelinedDatabase, groupKeys: FilterKey[]) {
   const min = sql.placeholder('minPrice')
   const max = sql.placeholder('maxPrice')
   const inRange = and(publishedWhere(groupKeys), gte(properties.price, min), lte(properties.price, max))
@@ -450,7 +450,7 @@ function countByPriceBands(db: Database, groupKeys: FilterKey[]) {
 }
 
 /** One published listing as the catalogue shows it (D6), or undefined. */
-export async function findCatalogueDetail(db: Database, id: number, mediaBase: string): Promise<CatalogueDetail | undefined> {
+export async function findCatalogueDetail(db: PipelinedDatabase, id: number, mediaBase: string): Promise<CatalogueDetail | undefined> {
   const statement = prepared<(StoredItemRow & { description: string | null; attributes: CatalogueDetail['attributes']; publishedAt: Date | null; imageKeys: string[] })[]>(
     db,
     'detail',

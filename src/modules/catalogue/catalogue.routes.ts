@@ -55,7 +55,9 @@ function send(reply: FastifyReply, answer: Answer): Buffer {
 /** The public MLS catalogue (§4.3, D6): published listings only, no key, no owner data. */
 const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const mediaBase = mediaBaseUrl(app.config)
-  const versions = new CatalogueVersions(app.db)
+  // Every statement of the catalogue stands alone: pipelined, on PostgreSQL (db/pipelines.ts).
+  const db = app.database.pipelined
+  const versions = new CatalogueVersions(db)
   const cache = new CatalogueCache(app.config.catalogueCacheBytes)
   // ETag on every answer of this scope. @fastify/etag compares If-None-Match with it as one
   // value only; `fresh` (as Express and `send` use it) matches as RFC 9110 says: any tag of a
@@ -102,7 +104,7 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // A search's total is kept apart from its pages: its other pages and orders share it.
       const totalOf = (search: repository.CatalogueFilter) =>
         cache.get(`total:${JSON.stringify(Object.values(search))}`, snapshot, async () => ({
-          value: await repository.countCatalogue(app.db, search),
+          value: await repository.countCatalogue(db, search),
           bytes: 8,
           cityId: search.cityId,
         }))
@@ -111,7 +113,7 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const counts = repository.pageNeedsCounts(filter, sort)
           ? await Promise.all([totalOf(filter), totalOf({ ...filter, minPrice: undefined, maxPrice: undefined })]).then(([matches, withoutPrice]) => ({ matches, withoutPrice }))
           : undefined
-        const [matches, items] = await Promise.all([counts?.matches ?? totalOf(filter), repository.findCataloguePage(app.db, filter, sort, limit, offset, mediaBase, counts)])
+        const [matches, items] = await Promise.all([counts?.matches ?? totalOf(filter), repository.findCataloguePage(db, filter, sort, limit, offset, mediaBase, counts)])
         return answerOf(reply, { items, total: matches, limit, offset }, filter.cityId)
       })
       return send(reply, answer)
@@ -131,7 +133,7 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const answer = await cache.get(`detail:${request.params.id}`, await versions.current(), async () => {
-        const detail = await repository.findCatalogueDetail(app.db, request.params.id, mediaBase)
+        const detail = await repository.findCatalogueDetail(db, request.params.id, mediaBase)
         // A listing without a city counts under city 0, as the database's counters do.
         return detail && answerOf(reply, detail, detail.city?.id ?? 0)
       })

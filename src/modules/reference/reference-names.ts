@@ -1,5 +1,5 @@
 import { inArray } from 'drizzle-orm'
-import type { Database } from '../../db/client.js'
+import type { PipelinedDatabase } from '../../db/client.js'
 import { cities, districts, residentialComplexes } from '../../db/schema.js'
 import { seedDealTypes, seedPropertyStatuses, seedPropertyTypes } from '../../db/seed/dictionaries.js'
 
@@ -22,7 +22,7 @@ export class ReferenceNames {
   private readonly districts = new Map<number, Place>()
   private readonly complexes = new Map<number, Place>()
 
-  constructor(private readonly db: Database) {}
+  constructor(private readonly db: PipelinedDatabase) {}
 
   /**
    * Loads whatever of these ids is not known yet (one query per kind, only on a miss). Inside a
@@ -30,7 +30,7 @@ export class ReferenceNames {
    */
   async ensure(
     ids: { cityIds?: Iterable<number | null>; districtIds?: Iterable<number | null>; complexIds?: Iterable<number | null> },
-    via: Database = this.db,
+    via: PipelinedDatabase = this.db,
   ): Promise<void> {
     const missing = (known: Map<number, Place>, wanted: Iterable<number | null> = []) =>
       [...new Set(wanted)].filter((id): id is number => id !== null && !known.has(id))
@@ -80,10 +80,10 @@ export class ReferenceNames {
   }
 }
 
-const namesByDatabase = new WeakMap<Database, ReferenceNames>()
+const namesByDatabase = new WeakMap<PipelinedDatabase, ReferenceNames>()
 
-/** The one cache for a database handle, shared by the API and the worker in a process. */
-export function referenceNamesFor(db: Database): ReferenceNames {
+/** The one cache for a query interface (a handle's `db` or `pipelined`), shared by the API and the worker in a process. */
+export function referenceNamesFor(db: PipelinedDatabase): ReferenceNames {
   let names = namesByDatabase.get(db)
   if (!names) {
     names = new ReferenceNames(db)

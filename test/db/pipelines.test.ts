@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { sql } from 'drizzle-orm'
+import { openDatabase, queryRows, type DatabaseHandle } from '../../src/db/client.js'
+import { buildTestApp } from '../helpers/app.js'
+import { emptyServerDatabase, engine } from '../helpers/database.js'
+
+const needsServer = { skip: engine !== 'postgres' && 'PGlite has one connection: `pipelined` is `db`' }
+
+/** One standalone statement on the pipelined connections: its backend and an echo of `n`. */
+async function echo(handle: DatabaseHandle, n: number): Promise<{ pid: number; n: number }> {
+  const [row] = await queryRows<{ pid: number; n: number }>(handle.pipelined, sql`select pg_backend_pid() as pid, ${n}::int as n`)
+  return row!
+}
+
+/** Until a statement goes through again (a lost connection is seen when Node reads its socket). */
+async function firstAnswer(handle: DatabaseHandle): Promise<{ pid: number; n: number }> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await echo(handle, attempt)
+    } catch (error) {
+      if (attempt >= 40) throw error
+      await sleep(50)
+    }
+  }
+}
+
+describe('pipelined connections', needsServer, () => {
+  let target: Awaited<ReturnType<typeof emptyServerDatabase>>
+  let handle: DatabaseHandle
+
+  before(async () => {
+    target = await emptyServerDatabase()
+    handle = await openDatabase({ databaseUrl: target.url, pgliteDir: undefined, pipelinedConnections: 2 })
+  })
+  after(async () => {
+    await handle.close()
+    await target.drop()
+  })
+
+  it('answer each of many statements sent at once with its own result, on two connections', async () => {
+    const answers = await Promise.all(Array.from({ length: 300 }, (_, n) => echo(handle, n)))
+    assert.deepEqual(
+      answers.map((answer) => answer.n),
+      Array.from({ length: 300 }, (_, n) => n),
+    )
+    assert.equal(new Set(answers.map((answer) => answer.pid)).size, 2)
+  })
+
+  it('fail a statement alone: those sent around it on its connection are answered', async () => {
+    const single = await openDatabase({ databaseUrl: target.url, pgliteDir: undefined, pipelinedConnections: 1 })
+    try {
+      const [first, failed, last] = await Promise.allSettled([echo(single, 1), queryRows(single.pipelined, sql`select 1 / ${0}::int`), echo(single, 3)])
+      assert.ok(failed.status === 'rejected')
+      assert.match(String((failed.reason as Error).cause), /division by zero/)
+      assert.ok(first.status === 'fulfilled' && last.status === 'fulfilled')
+      assert.deepEqual([first.value.n, last.value.n], [1, 3])
+      assert.equal(first.value.pid, last.value.pid, 'all three went on the one connection')
+    } finally {
+      await single.close()
+    }
+  })
+
+  it('send a statement past one that is still running, to the other connection', async () => {
+    let slowDone = false
+    const slow = queryRows(handle.pipelined, sql`select pg_sleep(1)`).then(() => (slowDone = true))
+    await sleep(50)
+    for (let n = 0; n < 5; n++) assert.equal((await echo(handle, n)).n, n)
+    assert.equal(slowDone, false, 'the quick statements waited for the slow one')
+    await slow
+  })
+
+  it('replace a connection the server ended', async () => {
+    const { pid } = await echo(handle, 0)
+    await handle.db.execute(sql`select pg_terminate_backend(${pid})`)
+    const answer = await firstAnswer(handle)
+    assert.notEqual(answer.pid, pid)
+    // and keep answering, on live connections only
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, n) => echo(handle, n)))
+    assert.ok(answers.every((row) => row.pid !== pid))
+  })
+
+  it('refuse statements once closed', async () => {
+    const closing = await openDatabase({ databaseUrl: target.url, pgliteDir: undefined })
+    await echo(closing, 1)
+    await closing.close()
+    await assert.rejects(echo(closing, 2), (error: Error) => /connections are closed/.test(String(error.cause)))
+  })
+})
+
+describe('the catalogue on pipelined connections', needsServer, () => {
+  let context: Awaited<ReturnType<typeof buildTestApp>>
+  before(async () => (context = await buildTestApp()))
+  after(() => context.close())
+
+  it('answers again once the server ended its connections', async () => {
+    assert.equal((await context.app.inject({ method: 'GET', url: '/mls/properties' })).statusCode, 200)
+    const ended = await queryRows<{ pid: number }>(
+      context.db,
+      sql`select pg_terminate_backend(pid), pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`,
+    )
+    assert.ok(ended.length >= 1)
+    let status = 0
+    for (let attempt = 0; attempt < 40 && status !== 200; attempt++) {
+      if (attempt > 0) await sleep(50)
+      status = (await context.app.inject({ method: 'GET', url: '/mls/properties?city_id=1' })).statusCode
+    }
+    assert.equal(status, 200)
+    for (const url of ['/mls/properties', '/mls/properties?limit=5', '/mls/properties?sort=price_asc']) {
+      assert.equal((await context.app.inject({ method: 'GET', url })).statusCode, 200, url)
+    }
+  })
+})

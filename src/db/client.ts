@@ -69,7 +69,13 @@ async function openPostgres(connectionString: string, max: number, pipelinedConn
   pool.on('error', () => {})
   const db = drizzlePostgres(pool, { schema }) as unknown as Database
   await db.execute(sql`select 1`)
-  const pipelines = new PipelinedConnections({ connectionString, application_name: 'open-mls' }, pipelinedConnections)
+  // Bounds on a hang, as these few connections carry every catalogue statement of the process
+  // and are never recycled: the server cuts a statement at 30 s; a statement unanswered for 35 s
+  // (a dead peer) destroys its connection and what is on it; keepalives find a dead idle peer.
+  const pipelines = new PipelinedConnections(
+    { connectionString, application_name: 'open-mls', keepAlive: true, connectionTimeoutMillis: 10_000, statement_timeout: 30_000, query_timeout: 35_000 },
+    pipelinedConnections,
+  )
   // Drizzle's session calls only `query(config, values)` on its client outside transactions,
   // which PipelinedConnections answers (and PipelinedDatabase has no `transaction`).
   const pipelined = drizzlePostgres(pipelines as unknown as pg.Client, { schema }) as unknown as PipelinedDatabase

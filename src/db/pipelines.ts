@@ -1,10 +1,19 @@
+import { performance } from 'node:perf_hooks'
 import pg from 'pg'
 
 interface Connection {
-  client: Promise<pg.Client>
-  /** Statements sent on it and not answered yet. */
-  unanswered: number
+  client: pg.Client
+  /** Settles once the connection is open, or has failed to open. */
+  opened: Promise<void>
+  isOpen: boolean
+  /** When each unanswered statement was sent, oldest first (answers come back in that order). */
+  sentAt: number[]
 }
+
+/** A statement unanswered this long marks its connection as held up: others are preferred. */
+const HELD_UP_MS = 10
+/** After a failed connect, the slot stays empty this long while another connection is open. */
+const RECONNECT_PAUSE_MS = 1000
 
 /**
  * A few connections in node-postgres' pipeline mode, shared by every caller: a statement is
@@ -13,17 +22,24 @@ interface Connection {
  * Why not the pool: a pool lends a connection to one statement, and the connection stays lent
  * until Node has read the answer. Under load Node is busy with other requests for a while
  * before it reads, and all that while the backend waits; on the bench's two cores a fifth of
- * the machine sat idle that way, and catalogue searches ran at 28 % of the ceiling, 39–45 %
+ * the machine sat idle that way, and catalogue searches ran at 26–30 % of the ceiling, 37–42 %
  * pipelined (README, Performance).
  *
  * Only for statements that stand alone: each is its own transaction (node-postgres ends each
  * with a Sync), and a BEGIN sent here would take in whatever other callers send after it.
- * Each statement goes to the connection with the fewest unanswered, so a slow one holds up few
- * others. A connection that fails is dropped: its unanswered statements fail with it, as they
- * would on a pool, and the next statement opens a new one.
+ *
+ * Which connection: an open one, never one still opening while another is open (so a connect
+ * that fails fails no statement that had somewhere else to go); of those, one whose oldest
+ * unanswered statement is not held up (a very deep page), then the one with the fewest
+ * unanswered, then the one whose oldest unanswered was sent last. A connection that fails is
+ * closed and dropped: every statement still on it fails, and the next statement opens a new
+ * one. Empty slots are refilled in the background. With none open, a statement waits for the
+ * first to open, and fails only when every one tried has failed.
  */
 export class PipelinedConnections {
   private readonly connections: (Connection | undefined)[]
+  private readonly failedAt: number[]
+  private lastFailure: unknown
   private closed = false
 
   constructor(
@@ -31,55 +47,87 @@ export class PipelinedConnections {
     size: number,
   ) {
     this.connections = Array.from({ length: size }, () => undefined)
+    this.failedAt = Array.from({ length: size }, () => -Infinity)
   }
 
   /** The one call Drizzle's node-postgres session makes on its client outside transactions. */
   async query(config: pg.QueryConfig, values?: unknown[]): Promise<pg.QueryResult> {
     if (this.closed) throw new Error('The database connections are closed')
-    const connection = this.leastBusy()
-    connection.unanswered++
+    // Chosen and counted in one go: statements sent together spread over the connections.
+    const connection = this.bestOpen() ?? (await this.firstToOpen())
+    connection.sentAt.push(performance.now())
     try {
-      const client = await connection.client
-      return await client.query(config, values)
+      return await connection.client.query(config, values)
     } finally {
-      connection.unanswered--
+      connection.sentAt.shift()
     }
   }
 
   async end(): Promise<void> {
     this.closed = true
-    const open = this.connections.filter((connection) => connection !== undefined)
+    const all = this.connections.filter((connection) => connection !== undefined)
     this.connections.fill(undefined)
-    await Promise.all(
-      open.map(async (connection) => {
-        const client = await connection.client.catch(() => undefined)
-        await client?.end()
-      }),
-    )
+    await Promise.all(all.map((connection) => connection.client.end().catch(() => undefined)))
   }
 
-  /** The connection with the fewest unanswered statements; one not open (yet or again) counts as none. */
-  private leastBusy(): Connection {
-    let best: number | undefined
+  /** The open connection to send to (see the class), if any; empty slots start opening. */
+  private bestOpen(): Connection | undefined {
+    const now = performance.now()
+    let best: Connection | undefined
     for (let index = 0; index < this.connections.length; index++) {
-      const unanswered = this.connections[index]?.unanswered ?? 0
-      if (best === undefined || unanswered < (this.connections[best]?.unanswered ?? 0)) best = index
+      const connection = this.connections[index] ?? (now - this.failedAt[index]! >= RECONNECT_PAUSE_MS ? this.open(index) : undefined)
+      if (connection?.isOpen && (!best || isBetter(connection, best, now))) best = connection
     }
-    return this.connections[best!] ?? this.open(best!)
+    return best
+  }
+
+  /** With none open: the first connection to open. Fails once every one tried has failed. */
+  private async firstToOpen(): Promise<Connection> {
+    for (let waited = false; ; waited = true) {
+      if (this.closed) throw new Error('The database connections are closed')
+      const open = this.bestOpen()
+      if (open) return open
+      const opening = this.connections.filter((connection) => connection !== undefined)
+      if (opening.length === 0) {
+        if (waited) throw new Error('Could not connect to the database', { cause: this.lastFailure })
+        // Every slot failed to open a moment ago: one more try, now, for this statement.
+        opening.push(this.open(0))
+      }
+      await Promise.race(opening.map((connection) => connection.opened))
+    }
   }
 
   private open(index: number): Connection {
     const client = new pg.Client({ ...this.config, pipeline: true })
-    const connection: Connection = { client: client.connect().then(() => client), unanswered: 0 }
+    const connection: Connection = { client, opened: Promise.resolve(), isOpen: false, sentAt: [] }
     const drop = () => {
       if (this.connections[index] === connection) this.connections[index] = undefined
+      if (!connection.isOpen) this.failedAt[index] = performance.now()
+      connection.isOpen = false
+      // Closes the socket (and so the backend) whatever made the client give up.
+      client.end().catch(() => undefined)
     }
     // Without a listener, a lost connection's 'error' would end the process.
     client.on('error', drop)
     client.on('end', drop)
-    // A failed connect fails the statements waiting for it (they await `client`); the next opens anew.
-    connection.client.catch(drop)
+    connection.opened = client.connect().then(
+      () => {
+        connection.isOpen = this.connections[index] === connection
+      },
+      (error: unknown) => {
+        this.lastFailure = error
+        drop()
+      },
+    )
     this.connections[index] = connection
     return connection
   }
+}
+
+/** Whether `a` should take the next statement rather than `b` (see PipelinedConnections). */
+function isBetter(a: Connection, b: Connection, now: number): boolean {
+  const heldUp = (connection: Connection) => connection.sentAt.length > 0 && now - connection.sentAt[0]! > HELD_UP_MS
+  if (heldUp(a) !== heldUp(b)) return heldUp(b)
+  if (a.sentAt.length !== b.sentAt.length) return a.sentAt.length < b.sentAt.length
+  return (a.sentAt[0] ?? Infinity) > (b.sentAt[0] ?? Infinity)
 }

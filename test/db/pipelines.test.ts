@@ -2,7 +2,9 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'drizzle-orm'
+import { randomBytes } from 'node:crypto'
 import { openDatabase, queryRows, type DatabaseHandle } from '../../src/db/client.js'
+import { PipelinedConnections } from '../../src/db/pipelines.js'
 import { buildTestApp } from '../helpers/app.js'
 import { emptyServerDatabase, engine } from '../helpers/database.js'
 
@@ -26,6 +28,16 @@ async function firstAnswer(handle: DatabaseHandle): Promise<{ pid: number; n: nu
   }
 }
 
+/** Until both of a handle's two pipelined connections are open (the second opens in the background). */
+async function bothOpen(handle: DatabaseHandle): Promise<void> {
+  for (let attempt = 0; attempt < 40; attempt++) {
+    const answers = await Promise.all([echo(handle, 0), echo(handle, 1), echo(handle, 2)])
+    if (new Set(answers.map((answer) => answer.pid)).size === 2) return
+    await sleep(25)
+  }
+  throw new Error('the second pipelined connection did not open')
+}
+
 describe('pipelined connections', needsServer, () => {
   let target: Awaited<ReturnType<typeof emptyServerDatabase>>
   let handle: DatabaseHandle
@@ -40,6 +52,7 @@ describe('pipelined connections', needsServer, () => {
   })
 
   it('answer each of many statements sent at once with its own result, on two connections', async () => {
+    await bothOpen(handle)
     const answers = await Promise.all(Array.from({ length: 300 }, (_, n) => echo(handle, n)))
     assert.deepEqual(
       answers.map((answer) => answer.n),
@@ -71,6 +84,51 @@ describe('pipelined connections', needsServer, () => {
     await slow
   })
 
+  it('send a statement past one held up, even when the other connection has more unanswered', async () => {
+    let slowDone = false
+    const slow = queryRows(handle.pipelined, sql`select pg_sleep(1)`).then(() => (slowDone = true))
+    await sleep(50)
+    // The slow one alone on its connection, two quick ones on the other: the next goes where
+    // the oldest unanswered is not held up, though more are unanswered there.
+    const others = [queryRows(handle.pipelined, sql`select pg_sleep(0.1)`), queryRows(handle.pipelined, sql`select pg_sleep(0.1)`)]
+    assert.equal((await echo(handle, 7)).n, 7)
+    assert.equal(slowDone, false, 'the statement waited behind the slow one')
+    await Promise.all([slow, ...others])
+  })
+
+  it('send statements to the open connection while another fails to open', async () => {
+    // A role allowed one connection: the second connection is refused.
+    const role = `mls_test_${randomBytes(6).toString('hex')}`
+    await handle.db.execute(sql.raw(`create role ${role} login connection limit 1`))
+    const url = new URL(target.url)
+    url.username = role
+    const limited = new PipelinedConnections({ connectionString: url.toString() }, 2)
+    try {
+      // The first two connects race for the role's one connection (both may lose): until one wins.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await limited.query({ text: 'select 1' })
+          break
+        } catch (error) {
+          if (attempt >= 20) throw error
+          await sleep(100)
+        }
+      }
+      for (let round = 0; round < 3; round++) {
+        // meanwhile the other slot tries to open again, once a second, and is refused
+        await sleep(600)
+        const answers = await Promise.allSettled(Array.from({ length: 20 }, (_, n) => limited.query({ text: 'select $1::int as n', values: [n] })))
+        assert.deepEqual(
+          answers.map((answer) => answer.status === 'fulfilled' && answer.value.rows[0].n),
+          Array.from({ length: 20 }, (_, n) => n),
+        )
+      }
+    } finally {
+      await limited.end()
+      await handle.db.execute(sql.raw(`drop role ${role}`))
+    }
+  })
+
   it('replace a connection the server ended', async () => {
     const { pid } = await echo(handle, 0)
     await handle.db.execute(sql`select pg_terminate_backend(${pid})`)
@@ -81,11 +139,17 @@ describe('pipelined connections', needsServer, () => {
     assert.ok(answers.every((row) => row.pid !== pid))
   })
 
-  it('refuse statements once closed', async () => {
+  it('close their backends and refuse statements once closed', async () => {
     const closing = await openDatabase({ databaseUrl: target.url, pgliteDir: undefined })
-    await echo(closing, 1)
+    const pids = new Set((await Promise.all(Array.from({ length: 10 }, (_, n) => echo(closing, n)))).map((answer) => answer.pid))
     await closing.close()
     await assert.rejects(echo(closing, 2), (error: Error) => /connections are closed/.test(String(error.cause)))
+    const listed = sql.join(
+      [...pids].map((pid) => sql`${pid}`),
+      sql`, `,
+    )
+    const [left] = await queryRows<{ count: number }>(handle.db, sql`select count(*)::int as count from pg_stat_activity where pid in (${listed})`)
+    assert.equal(left?.count, 0)
   })
 })
 

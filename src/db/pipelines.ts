@@ -100,7 +100,11 @@ export class PipelinedConnections {
   private open(index: number): Connection {
     const client = new pg.Client({ ...this.config, pipeline: true })
     const connection: Connection = { client, opened: Promise.resolve(), isOpen: false, sentAt: [] }
+    let dropped = false
+    // Once per connection, on whichever of 'error', 'end' or a failed connect comes first.
     const drop = () => {
+      if (dropped) return
+      dropped = true
       if (this.connections[index] === connection) this.connections[index] = undefined
       if (!connection.isOpen) this.failedAt[index] = performance.now()
       connection.isOpen = false

@@ -63,7 +63,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
 }
 
 async function openPostgres(connectionString: string, max: number, pipelinedConnections: number): Promise<DatabaseHandle> {
-  const pool = new pg.Pool({ connectionString, max, application_name: 'open-mls' })
+  const server = { connectionString, application_name: 'open-mls' }
+  const pool = new pg.Pool({ ...server, max })
   // An idle client that loses its server emits 'error'; without a listener that would
   // crash the process. The pool replaces the client, and queries report their own errors.
   pool.on('error', () => {})
@@ -73,7 +74,7 @@ async function openPostgres(connectionString: string, max: number, pipelinedConn
   // and are never recycled: the server cuts a statement at 30 s; a statement unanswered for 35 s
   // (a dead peer) destroys its connection and what is on it; keepalives find a dead idle peer.
   const pipelines = new PipelinedConnections(
-    { connectionString, application_name: 'open-mls', keepAlive: true, connectionTimeoutMillis: 10_000, statement_timeout: 30_000, query_timeout: 35_000 },
+    { ...server, keepAlive: true, connectionTimeoutMillis: 10_000, statement_timeout: 30_000, query_timeout: 35_000 },
     pipelinedConnections,
   )
   // Drizzle's session calls only `query(config, values)` on its client outside transactions,

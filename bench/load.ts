@@ -79,12 +79,7 @@ export async function measure(scenario: Scenario, connections: number, seconds: 
   }
 }
 
-function fire(
-  scenario: Scenario,
-  connections: number,
-  seconds: number,
-  failures: ScenarioResult['failure_samples'],
-): Promise<autocannon.Result> {
+function fire(scenario: Scenario, connections: number, seconds: number, failures: ScenarioResult['failure_samples']): Promise<autocannon.Result> {
   return autocannon({
     url: scenario.baseUrl,
     connections,

@@ -97,7 +97,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv = process.en
 function scenarioList(raw: string | undefined, engine: DatabaseKind): ScenarioName[] {
   // Webhook workers are processes of their own, and PGlite admits one process.
   if (raw === undefined) return SCENARIOS.filter((name) => engine === 'postgres' || name !== 'f')
-  if (engine === 'pglite' && raw.split(',').some((name) => name.trim() === 'f')) fail('(f) runs webhook workers as separate processes: it needs PostgreSQL, not --pglite.')
+  if (engine === 'pglite' && raw.split(',').some((name) => name.trim() === 'f'))
+    fail('(f) runs webhook workers as separate processes: it needs PostgreSQL, not --pglite.')
   const given = raw.split(',').map((name) => name.trim())
   const unknown = given.filter((name) => !(SCENARIOS as readonly string[]).includes(name))
   if (unknown.length > 0 || given.length === 0) fail(`--scenarios expects names from ${SCENARIOS.join(',')}, got "${raw}"`)

@@ -53,7 +53,13 @@ export function checkTargets(results: Results, uploads?: UploadFigures, webhooks
   if (b) targets.push({ name: '(b) p99 latency, ms', value: b.latency_p99_ms, target: '< 100', pass: b.latency_p99_ms < 100 })
   if (a1 && c) {
     ratios.c_over_a1 = round(c.requests_per_second / a1.requests_per_second, 4)
-    targets.push({ name: '(c) req/s vs ceiling (a1)', value: ratios.c_over_a1, target: '>= 25%', pass: ratios.c_over_a1 >= 0.25, shown: percent(ratios.c_over_a1) })
+    targets.push({
+      name: '(c) req/s vs ceiling (a1)',
+      value: ratios.c_over_a1,
+      target: '>= 25%',
+      pass: ratios.c_over_a1 >= 0.25,
+      shown: percent(ratios.c_over_a1),
+    })
   }
   if (d) {
     targets.push({ name: '(d) req/s', value: d.requests_per_second, target: '>= 500', pass: d.requests_per_second >= 500 })
@@ -80,7 +86,12 @@ export function checkTargets(results: Results, uploads?: UploadFigures, webhooks
   if (webhooks) {
     targets.push({ name: '(f) deliveries/s, 2 workers', value: webhooks.deliveries_per_second, target: '>= 500', pass: webhooks.deliveries_per_second >= 500 })
     targets.push({ name: '(f) publication→delivery p99, ms', value: webhooks.latency_p99_ms, target: '< 2000', pass: webhooks.latency_p99_ms < 2000 })
-    targets.push({ name: '(f) undelivered after the drain', value: webhooks.undelivered_after_drain, target: '0', pass: webhooks.undelivered_after_drain === 0 })
+    targets.push({
+      name: '(f) undelivered after the drain',
+      value: webhooks.undelivered_after_drain,
+      target: '0',
+      pass: webhooks.undelivered_after_drain === 0,
+    })
   }
   for (const id of ['b', 'c', 'd', 'e', 'e1', 'e2'] as const) {
     const result = results[id]

@@ -105,9 +105,7 @@ async function prepare(options: BenchOptions): Promise<PreparedDatabase> {
   try {
     await migrateDatabase(handle)
     const prepared = await prepareDatabase(handle, options)
-    console.error(
-      `Dataset: ${prepared.listings} listings (${prepared.published} published), ${prepared.tenants} bench tenants, ${prepared.owners} owners.`,
-    )
+    console.error(`Dataset: ${prepared.listings} listings (${prepared.published} published), ${prepared.tenants} bench tenants, ${prepared.owners} owners.`)
     return prepared
   } finally {
     // PGlite admits one process: the service child opens it next.

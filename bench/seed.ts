@@ -86,10 +86,7 @@ export async function prepareDatabase(handle: DatabaseHandle, options: SeedOptio
   if (stats.tenants === 0 || stats.published === 0) {
     throw new Error('The database has no bench tenants or no published listings: run once without --skip-seed.')
   }
-  const ids = await queryRows<{ id: number }>(
-    db,
-    sql`select id from properties where status_id = 2 order by random() limit ${SAMPLED_IDS}::int`,
-  )
+  const ids = await queryRows<{ id: number }>(db, sql`select id from properties where status_id = 2 order by random() limit ${SAMPLED_IDS}::int`)
   return {
     serverVersion: version?.version ?? 'unknown',
     ...stats,
@@ -160,7 +157,9 @@ async function seed(db: Database, options: SeedOptions): Promise<number> {
   console.error(`Catalogue indexes built and catalogue_counts rebuilt in ${lap()}.`)
   // Outside the transaction (VACUUM cannot run in one): fresh statistics and visibility map,
   // as a database that has been live for a while would have.
-  await db.execute(sql`vacuum analyze properties, owners, tenants, api_keys, catalogue_counts, catalogue_counts_by_city, catalogue_counts_by_price, catalogue_counts_by_price_all_cities, catalogue_versions`)
+  await db.execute(
+    sql`vacuum analyze properties, owners, tenants, api_keys, catalogue_counts, catalogue_counts_by_city, catalogue_counts_by_price, catalogue_counts_by_price_all_cities, catalogue_versions`,
+  )
   console.error(`VACUUM ANALYZE in ${lap()}.`)
   const seconds = (performance.now() - started) / 1000
   console.error(`Seeding took ${seconds.toFixed(1)} s.`)
@@ -203,7 +202,10 @@ async function wipe(db: Database): Promise<void> {
   const tables = await queryRows<{ name: string }>(
     db,
     sql`select tablename as name from pg_tables
-        where schemaname = 'public' and tablename not in (${sql.join(REFERENCE_TABLES.map((t) => sql`${t}`), sql`, `)})
+        where schemaname = 'public' and tablename not in (${sql.join(
+          REFERENCE_TABLES.map((t) => sql`${t}`),
+          sql`, `,
+        )})
         order by tablename`,
   )
   const list = tables.map((table) => `"public"."${table.name.replaceAll('"', '""')}"`).join(', ')
@@ -342,7 +344,9 @@ function attributesSql(): string {
     `'total_floors', b.total_floors`,
     // land is measured in sotka (100 m²); a house comes with a plot
     `'area_land', case when a.type_id = ${LAND} then round(b.area / 100, 1)
-                       when a.type_id in (${typesFor('area_land').filter((t) => t !== LAND && t !== 4).join(', ')})
+                       when a.type_id in (${typesFor('area_land')
+                         .filter((t) => t !== LAND && t !== 4)
+                         .join(', ')})
                        then round((2 + random() * 28)::numeric, 1) end`,
     ...ENUM_ATTRIBUTES.map(
       (name) => `'${name}', case when a.type_id in (${typesFor(name).join(', ')}) and random() < 0.8 then ${randomPick(enumValues(name))} end`,

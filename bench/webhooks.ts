@@ -104,10 +104,7 @@ async function publish(client: pg.Client, payloads: unknown[], going: () => bool
     const due = Math.floor(((Date.now() - started) / 1000) * PUBLICATIONS_PER_SECOND)
     if (due > written) {
       const batch = Array.from({ length: due - written }, () => JSON.stringify(payloads[next++ % payloads.length]))
-      await client.query(
-        `insert into events (type, tenant_id, data) select 'mls.new_listing', 1, data::jsonb from unnest($1::text[]) as data`,
-        [batch],
-      )
+      await client.query(`insert into events (type, tenant_id, data) select 'mls.new_listing', 1, data::jsonb from unnest($1::text[]) as data`, [batch])
       written = due
     }
     await sleep(TICK_MS)

@@ -57,9 +57,7 @@ export interface DatabaseOptions {
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
-  return options.databaseUrl
-    ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options.pipelinedConnections ?? 2)
-    : openPglite(options.pgliteDir)
+  return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options.pipelinedConnections ?? 2) : openPglite(options.pgliteDir)
 }
 
 async function openPostgres(connectionString: string, max: number, pipelinedConnections: number): Promise<DatabaseHandle> {

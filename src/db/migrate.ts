@@ -47,10 +47,7 @@ function checkedInMigrations(): number {
 /** How many checked-in migrations the database has not applied yet (for /readyz). */
 export async function countPendingMigrations(db: Database): Promise<number> {
   const expected = checkedInMigrations()
-  const [table] = await queryRows<{ exists: boolean }>(
-    db,
-    sql`select to_regclass('drizzle.__drizzle_migrations') is not null as exists`,
-  )
+  const [table] = await queryRows<{ exists: boolean }>(db, sql`select to_regclass('drizzle.__drizzle_migrations') is not null as exists`)
   if (!table?.exists) return expected
   const [applied] = await queryRows<{ count: number }>(db, sql`select count(*)::int as count from drizzle.__drizzle_migrations`)
   return expected - (applied?.count ?? 0)

@@ -254,7 +254,9 @@ export const properties = pgTable(
     // The tenant's list (GET /properties): its filters narrow a tenant's rows, newest first.
     index('properties_tenant_recent_idx').on(t.tenantId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     // The moderation queue: only rows waiting for the check are in it.
-    index('properties_review_queue_idx').on(t.reviewRequestedAt).where(sql`${t.reviewRequestedAt} is not null`),
+    index('properties_review_queue_idx')
+      .on(t.reviewRequestedAt)
+      .where(sql`${t.reviewRequestedAt} is not null`),
     // The public catalogue's indexes are in migrations 0007 and 0010, hand-written because Drizzle
     // cannot declare INCLUDE. Each is partial on published rows, ends in the order it serves,
     // and carries every column a page shows or filters on, so a page is one index-only range
@@ -321,7 +323,6 @@ export const propertyImages = pgTable(
     index('property_images_tenant_idx').on(t.tenantId, t.propertyId, t.sortOrder, t.id),
   ],
 )
-
 
 /**
  * The number of published listings per (city, type, deal, district, rooms), kept exact by a
@@ -436,7 +437,11 @@ export const events = pgTable(
     /** Set once deliveries have been fanned out to subscriptions. */
     dispatchedAt: timestamp('dispatched_at', { withTimezone: true, mode: 'date' }),
   },
-  (t) => [index('events_undispatched_idx').on(t.id).where(sql`${t.dispatchedAt} is null`)],
+  (t) => [
+    index('events_undispatched_idx')
+      .on(t.id)
+      .where(sql`${t.dispatchedAt} is null`),
+  ],
 )
 
 // ---------------------------------------------------------------------------------------
@@ -465,7 +470,9 @@ export const webhookSubscriptions = pgTable(
   (t) => [
     index('webhook_subscriptions_tenant_idx').on(t.tenantId, t.id),
     // Fan-out looks up the active subscriptions for an event type.
-    index('webhook_subscriptions_active_events_idx').using('gin', t.events).where(sql`${t.isActive}`),
+    index('webhook_subscriptions_active_events_idx')
+      .using('gin', t.events)
+      .where(sql`${t.isActive}`),
   ],
 )
 
@@ -495,7 +502,9 @@ export const webhookDeliveries = pgTable(
   },
   (t) => [
     // The workers' queue: due pending deliveries, oldest due first.
-    index('webhook_deliveries_due_idx').on(t.nextAttemptAt, t.id).where(sql`${t.status} = 'pending'`),
+    index('webhook_deliveries_due_idx')
+      .on(t.nextAttemptAt, t.id)
+      .where(sql`${t.status} = 'pending'`),
     // Cancelling a subscription's pending deliveries, and the cascade when it is deleted.
     index('webhook_deliveries_subscription_idx').on(t.subscriptionId),
     unique('webhook_deliveries_event_subscription_key').on(t.eventId, t.subscriptionId),

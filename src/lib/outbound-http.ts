@@ -12,14 +12,7 @@ import { isIP, type LookupFunction } from 'node:net'
 import ipaddr from 'ipaddr.js'
 import { Agent, request, type Dispatcher } from 'undici'
 
-export type OutboundFailureKind =
-  | 'invalid_url'
-  | 'blocked_address'
-  | 'dns'
-  | 'connection'
-  | 'timeout'
-  | 'too_large'
-  | 'too_many_redirects'
+export type OutboundFailureKind = 'invalid_url' | 'blocked_address' | 'dns' | 'connection' | 'timeout' | 'too_large' | 'too_many_redirects'
 
 /** Why a request could not be made or finished, in words a tenant can act on. */
 export class OutboundError extends Error {

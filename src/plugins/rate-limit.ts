@@ -26,9 +26,7 @@ declare module 'fastify' {
 export default fp(
   async function rateLimitPlugin(app: FastifyInstance) {
     const limits = app.config.rateLimits
-    const redis = app.config.redisUrl
-      ? new Redis(app.config.redisUrl, { connectTimeout: 500, maxRetriesPerRequest: 1, enableOfflineQueue: false })
-      : undefined
+    const redis = app.config.redisUrl ? new Redis(app.config.redisUrl, { connectTimeout: 500, maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined
     if (redis) {
       redis.on('error', (error) => app.log.warn({ err: error }, 'redis for rate limits is unavailable'))
       app.addHook('onClose', async () => {
@@ -42,8 +40,7 @@ export default fp(
       nameSpace: 'mls-rate-limit:',
       skipOnError: true,
       enableDraftSpec: true, // RateLimit-* headers, as D9 asks
-      errorResponseBuilder: (_request, context) =>
-        new ApiError('rate_limited', `Too many requests; retry in ${context.after}.`),
+      errorResponseBuilder: (_request, context) => new ApiError('rate_limited', `Too many requests; retry in ${context.after}.`),
     })
 
     const policies: Record<RateLimitPolicy, RateLimitOptions> = {
@@ -55,10 +52,16 @@ export default fp(
     // Limits shared by several routes are hooks on one store (route configs each get their
     // own); the key prefix keeps their counts apart.
     const sharedLimit = (max: number, key: (request: FastifyRequest) => string): onRequestHookHandler =>
-      limits.enabled ? (app.rateLimit({ max, timeWindow: '1 minute', keyGenerator: key })) : async () => {}
+      limits.enabled ? app.rateLimit({ max, timeWindow: '1 minute', keyGenerator: key }) : async () => {}
     // Counted by tenant, so it runs after authentication and all keys of a tenant share it.
-    app.decorate('tenantRateLimit', sharedLimit(limits.apiKeyPerMinute, (request) => `tenant:${request.tenant.id}`))
-    app.decorate('catalogueRateLimit', sharedLimit(limits.cataloguePerMinute, (request) => `catalogue:${request.ip}`))
+    app.decorate(
+      'tenantRateLimit',
+      sharedLimit(limits.apiKeyPerMinute, (request) => `tenant:${request.tenant.id}`),
+    )
+    app.decorate(
+      'catalogueRateLimit',
+      sharedLimit(limits.cataloguePerMinute, (request) => `catalogue:${request.ip}`),
+    )
   },
   { name: 'rate-limit', decorators: { fastify: ['config'] } },
 )

@@ -176,10 +176,7 @@ const locationOfPart: Record<string, string> = {
 }
 
 /** Turns ajv's findings into the `errors` list and `detail` sentence of a 422 (D2). */
-export function describeValidationFailure(
-  validation: FastifySchemaValidationError[],
-  context: string | undefined,
-): { detail: string; errors: FieldError[] } {
+export function describeValidationFailure(validation: FastifySchemaValidationError[], context: string | undefined): { detail: string; errors: FieldError[] } {
   const part = locationOfPart[context ?? 'body'] ?? 'body'
   const byLocation = new Map<string, { loc: (string | number)[]; findings: ErrorObject[] }>()
   for (const finding of validation as ErrorObject[]) {
@@ -224,7 +221,7 @@ function messageFor(findings: ErrorObject[]): string {
   // A union (anyOf) reports each branch separately; say once what would have been accepted.
   const union = findings.find((finding) => finding.keyword === 'anyOf')
   if (union) {
-    const custom: unknown = (union.parentSchema)?.['x-message']
+    const custom: unknown = union.parentSchema?.['x-message']
     if (typeof custom === 'string') return custom
     // A branch of the value's own type that failed a bound (a text too long for `string | null`)
     // says what is wrong; the other branches' types would only mislead.

@@ -17,9 +17,26 @@ describe('the public MLS catalogue', () => {
     agency = await createTenant(t.app, { company_name: 'Агентство Альфа', email: 'alpha@agency.example', phone: '+7 495 111-22-33' })
     rival = await createTenant(t.app, { company_name: 'Агентство Бета', email: 'beta@agency.example' })
     const owner = { name: 'Секретный Владелец', phone: '+7 916 555-44-33', notes: 'ключи у консьержа' }
-    ids.moscowFlat = (await submitProperty(t.app, agency, { owner, price: 12000000, location: { city_id: 1, district_id: 1, residential_complex_id: 4 }, attributes: { area: '60', rooms: '2', floor: '3', total_floors: '12' } })).id
-    ids.moscowRent = (await submitProperty(t.app, agency, { owner, deal_type: 'Долгосрочная аренда', price: 90000, location: { city_id: 1, district_id: 6 }, attributes: { area: '40', rooms: '1' } })).id
-    ids.spbHouse = (await submitProperty(t.app, rival, { property_type: 'Дом', price: 25000000, location: { city_id: 2 }, attributes: { area: '180', rooms: '5' } })).id
+    ids.moscowFlat = (
+      await submitProperty(t.app, agency, {
+        owner,
+        price: 12000000,
+        location: { city_id: 1, district_id: 1, residential_complex_id: 4 },
+        attributes: { area: '60', rooms: '2', floor: '3', total_floors: '12' },
+      })
+    ).id
+    ids.moscowRent = (
+      await submitProperty(t.app, agency, {
+        owner,
+        deal_type: 'Долгосрочная аренда',
+        price: 90000,
+        location: { city_id: 1, district_id: 6 },
+        attributes: { area: '40', rooms: '1' },
+      })
+    ).id
+    ids.spbHouse = (
+      await submitProperty(t.app, rival, { property_type: 'Дом', price: 25000000, location: { city_id: 2 }, attributes: { area: '180', rooms: '5' } })
+    ).id
     ids.spbFlat = (await submitProperty(t.app, rival, { price: 9000000, location: { city_id: 2, district_id: 13 }, attributes: { area: '45', rooms: '1' } })).id
     ids.rejected = (await submitProperty(t.app, agency, { price: null, location: { city_id: 1 } })).id
     await runInternalCheck(t.db)
@@ -101,7 +118,18 @@ describe('the public MLS catalogue', () => {
     assert.equal(beyond.total, 4)
   })
 
-  for (const query of ['limit=0', 'limit=101', 'offset=-1', 'offset=100000000000000000000', 'city_id=abc', 'min_price=-1', 'min_price=10&max_price=5', 'min_area=50&max_area=10', 'sort=cheapest', 'property_type_id=0']) {
+  for (const query of [
+    'limit=0',
+    'limit=101',
+    'offset=-1',
+    'offset=100000000000000000000',
+    'city_id=abc',
+    'min_price=-1',
+    'min_price=10&max_price=5',
+    'min_area=50&max_area=10',
+    'sort=cheapest',
+    'property_type_id=0',
+  ]) {
     it(`answers 422 for ${query}`, async () => {
       const response = await t.app.inject(`/mls/properties?${query}`)
       assert.equal(response.statusCode, 422)
@@ -136,7 +164,21 @@ describe('the public MLS catalogue', () => {
       (await t.app.inject(`/mls/properties?tenant_id=${agency.tenantId}`)).body,
     ]
     for (const body of bodies) {
-      for (const secret of ['Секретный', 'Владелец', '916', '555-44-33', 'консьерж', 'alpha@agency.example', 'Альфа', '495 111', 'owner', 'phone', 'email', 'notes', 'tenant']) {
+      for (const secret of [
+        'Секретный',
+        'Владелец',
+        '916',
+        '555-44-33',
+        'консьерж',
+        'alpha@agency.example',
+        'Альфа',
+        '495 111',
+        'owner',
+        'phone',
+        'email',
+        'notes',
+        'tenant',
+      ]) {
         assert.ok(!body.includes(secret), `${secret} leaked in ${body.slice(0, 200)}`)
       }
     }
@@ -159,7 +201,10 @@ describe('the public MLS catalogue', () => {
     assert.equal((await t.app.inject({ url: '/mls/properties?city_id=1', headers: { 'if-none-match': '"other"' } })).statusCode, 200)
     // fetch() sends `Cache-Control: no-cache` and `Pragma: no-cache` with every If-None-Match:
     // a directive to caches on the way, not to the origin, which still answers 304.
-    const fromFetch = await t.app.inject({ url: '/mls/properties?city_id=1', headers: { 'if-none-match': tag, 'cache-control': 'no-cache', pragma: 'no-cache' } })
+    const fromFetch = await t.app.inject({
+      url: '/mls/properties?city_id=1',
+      headers: { 'if-none-match': tag, 'cache-control': 'no-cache', pragma: 'no-cache' },
+    })
     assert.equal(fromFetch.statusCode, 304)
     const detail = await t.app.inject(`/mls/properties/${ids.moscowFlat}`)
     assert.ok(detail.headers.etag)

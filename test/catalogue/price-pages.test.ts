@@ -57,7 +57,15 @@ describe('catalogue pages with a price range, newest first', () => {
   ]
   for (const [label, min, max] of cases) {
     it(`pages ${label} exactly as a plain query orders them`, async () => {
-      for (const [limit, offset] of [[5, 0], [20, 0], [20, 40], [50, 100], [100, 300], [10, 445], [10, 1000]] as const) {
+      for (const [limit, offset] of [
+        [5, 0],
+        [20, 0],
+        [20, 40],
+        [50, 100],
+        [100, 300],
+        [10, 445],
+        [10, 1000],
+      ] as const) {
         const query = `city_id=1&limit=${limit}&offset=${offset}${min === undefined ? '' : `&min_price=${min}`}${max === undefined ? '' : `&max_price=${max}`}`
         const response = await t.app.inject(`/mls/properties?${query}`)
         assert.equal(response.statusCode, 200, response.body)

@@ -24,7 +24,10 @@ describe('catalogue totals with a price range', () => {
         price,
         deal_type: index % 3 === 0 ? 'Долгосрочная аренда' : 'Продажа',
         // Moscow's listings in two of its districts, so district searches have ranges too.
-        location: index % 2 === 0 ? { city_id: 1, district_id: index % 4 === 0 ? 1 : 6, address: `ул. Ценовая, д. ${index + 1}` } : { city_id: 2, address: `ул. Ценовая, д. ${index + 1}` },
+        location:
+          index % 2 === 0
+            ? { city_id: 1, district_id: index % 4 === 0 ? 1 : 6, address: `ул. Ценовая, д. ${index + 1}` }
+            : { city_id: 2, address: `ул. Ценовая, д. ${index + 1}` },
         attributes: { area: '50', rooms: String(1 + (index % 3)) },
       })
     }
@@ -36,7 +39,15 @@ describe('catalogue totals with a price range', () => {
     const published = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from properties where status_id = 2`)
     assert.equal(published[0]!.n, prices.length)
     let compared = 0
-    for (const others of ['', '&city_id=1', '&deal_type_id=1&property_type_id=1', '&city_id=2&rooms=2', '&rooms=1', '&district_id=1', '&city_id=1&district_id=6&deal_type_id=1']) {
+    for (const others of [
+      '',
+      '&city_id=1',
+      '&deal_type_id=1&property_type_id=1',
+      '&city_id=2&rooms=2',
+      '&rooms=1',
+      '&district_id=1',
+      '&city_id=1&district_id=6&deal_type_id=1',
+    ]) {
       for (const min of bounds) {
         for (const max of bounds) {
           if (min !== undefined && max !== undefined && min > max) continue
@@ -68,7 +79,11 @@ describe('catalogue totals with a price range', () => {
     const tables = ['catalogue_counts', 'catalogue_counts_by_city', 'catalogue_counts_by_price', 'catalogue_counts_by_price_all_cities']
     // The trigger leaves rows counting nothing where listings left; a rebuild has none.
     const contents = async () =>
-      Promise.all(tables.map(async (table) => (await queryRows(t.db, sql`select * from ${sql.identifier(table)} where listings > 0`)).map((row) => JSON.stringify(row)).sort()))
+      Promise.all(
+        tables.map(async (table) =>
+          (await queryRows(t.db, sql`select * from ${sql.identifier(table)} where listings > 0`)).map((row) => JSON.stringify(row)).sort(),
+        ),
+      )
     const kept = await contents()
     assert.ok(kept.every((rows) => rows.length > 0))
     await t.db.execute(sql`select catalogue_counts_rebuild()`)

@@ -26,7 +26,9 @@ type Answer = { status: number; headers?: Record<string, string>; body?: string 
  * A webhook receiver on loopback, as an agency would run one: it records every request and
  * answers what `answer` says (202 by default); `hang` never answers.
  */
-export async function startReceiver(answer: (request: { headers: IncomingMessage['headers']; body: string; index: number }) => Answer = () => ({ status: 202 })) {
+export async function startReceiver(
+  answer: (request: { headers: IncomingMessage['headers']; body: string; index: number }) => Answer = () => ({ status: 202 }),
+) {
   const requests: ReceivedRequest[] = []
   const hanging: ServerResponse[] = []
   const server = createServer((request, response) => {

@@ -85,7 +85,13 @@ describe('adding a photo by URL', () => {
     const owner = await createTenant(guarded.app, { email: 'guarded@agency.example' })
     const id = (await submitProperty(guarded.app, owner)).id
     const port = new URL(web.base).port
-    for (const url of [`${web.base}/photo.jpg`, `http://localhost:${port}/photo.jpg`, `http://[::1]:${port}/photo.jpg`, 'http://10.0.0.7/photo.jpg', 'http://169.254.169.254/latest/meta-data']) {
+    for (const url of [
+      `${web.base}/photo.jpg`,
+      `http://localhost:${port}/photo.jpg`,
+      `http://[::1]:${port}/photo.jpg`,
+      'http://10.0.0.7/photo.jpg',
+      'http://169.254.169.254/latest/meta-data',
+    ]) {
       const response = await addByUrl(guarded, owner, { property_id: id, url })
       assert.equal(response.statusCode, 422, `${url}: ${response.body}`)
       assert.match(response.json<{ detail: string }>().detail, /non-public/, url)

@@ -65,8 +65,15 @@ describe('photos in S3-compatible storage', () => {
 
   it('removes both files from the bucket when the photo, or its property, is deleted', async () => {
     const propertyId = (await submitProperty(t.app, agency)).id
-    const first = (await upload(t.app, agency, { file: await photo('png', 60, 60), fields: { property_id: String(propertyId) } })).json<{ id: number; url: string; thumbnail_url: string }>()
-    const second = (await upload(t.app, agency, { file: await photo('webp', 60, 60), fields: { property_id: String(propertyId) } })).json<{ url: string; thumbnail_url: string }>()
+    const first = (await upload(t.app, agency, { file: await photo('png', 60, 60), fields: { property_id: String(propertyId) } })).json<{
+      id: number
+      url: string
+      thumbnail_url: string
+    }>()
+    const second = (await upload(t.app, agency, { file: await photo('webp', 60, 60), fields: { property_id: String(propertyId) } })).json<{
+      url: string
+      thumbnail_url: string
+    }>()
     for (const url of [first.url, first.thumbnail_url, second.url, second.thumbnail_url]) assert.equal((await fetchObject(url)).status, 200)
 
     assert.equal((await t.app.inject({ method: 'DELETE', url: `/property-images/${first.id}`, headers: agency.headers })).statusCode, 204)

@@ -126,7 +126,9 @@ describe('photos of a property', () => {
     assert.equal(page.statusCode, 415, page.body)
     assert.match(page.json<{ detail: string }>().detail, /Only JPEG, PNG and WebP/)
     const gif = await upload(t.app, agency, {
-      file: await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).gif().toBuffer(),
+      file: await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } })
+        .gif()
+        .toBuffer(),
       filename: 'photo.png',
       contentType: 'image/png',
       fields: { property_id: String(propertyId) },
@@ -181,12 +183,18 @@ describe('photos of a property', () => {
     const jpeg = await photo('jpeg', 50, 50)
     const missing = await upload(t.app, agency, { file: jpeg })
     assert.equal(missing.statusCode, 422)
-    assert.deepEqual(missing.json<{ errors: { loc: string[] }[] }>().errors.map((e) => e.loc), [['body', 'property_id']])
+    assert.deepEqual(
+      missing.json<{ errors: { loc: string[] }[] }>().errors.map((e) => e.loc),
+      [['body', 'property_id']],
+    )
 
     const bad = await upload(t.app, agency, { fields: { property_id: 'abc', sort_order: '1.5', owner: 'x' } })
     assert.equal(bad.statusCode, 422)
     assert.deepEqual(
-      bad.json<{ errors: { loc: string[] }[] }>().errors.map((e) => e.loc.join('.')).sort(),
+      bad
+        .json<{ errors: { loc: string[] }[] }>()
+        .errors.map((e) => e.loc.join('.'))
+        .sort(),
       ['body.file', 'body.owner', 'body.property_id', 'body.sort_order'],
     )
 
@@ -230,10 +238,16 @@ describe('photos of a property', () => {
     assert.ok(Array.isArray(images))
     assert.ok(images.every((image) => image.property_id !== rivalPropertyId))
     const order = images.map((image) => [image.property_id, image.sort_order, image.id])
-    assert.deepEqual(order, [...order].sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]! || a[2]! - b[2]!))
+    assert.deepEqual(
+      order,
+      [...order].sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]! || a[2]! - b[2]!),
+    )
 
     const filtered = await t.app.inject({ url: `/property-images?property_id=${p1}`, headers: agency.headers })
-    assert.deepEqual(filtered.json<Image[]>().map((image) => image.id), [first.id, second.id])
+    assert.deepEqual(
+      filtered.json<Image[]>().map((image) => image.id),
+      [first.id, second.id],
+    )
     assert.ok(!filtered.json<Image[]>().some((image) => image.id === other.id))
 
     const rivals = await t.app.inject({ url: `/property-images?property_id=${rivalPropertyId}`, headers: agency.headers })
@@ -252,7 +266,12 @@ describe('photos of a property', () => {
     assert.equal(moved.statusCode, 200)
     assert.equal(moved.json<Image>().sort_order, 7)
 
-    const invalid = await t.app.inject({ method: 'PUT', url: `/property-images/${created.id}`, headers: agency.headers, payload: { sort_order: 'first', url: 'x' } })
+    const invalid = await t.app.inject({
+      method: 'PUT',
+      url: `/property-images/${created.id}`,
+      headers: agency.headers,
+      payload: { sort_order: 'first', url: 'x' },
+    })
     assert.equal(invalid.statusCode, 422)
 
     for (const request of [

@@ -24,7 +24,21 @@ describe('the guarded outbound HTTP client', () => {
 
   it('knows public from non-public addresses', () => {
     for (const address of ['8.8.8.8', '1.1.1.1', '2a00:1450:4010:c05::71']) assert.ok(isPublicAddress(address), address)
-    for (const address of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fd00::2', 'fe80::1', '::ffff:127.0.0.1', '192.0.2.2', '224.0.0.1']) {
+    for (const address of [
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.16.0.1',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      'fd00::2',
+      'fe80::1',
+      '::ffff:127.0.0.1',
+      '192.0.2.2',
+      '224.0.0.1',
+    ]) {
       assert.ok(!isPublicAddress(address), address)
     }
   })

@@ -24,7 +24,9 @@ describe('the internal check (auto mode)', () => {
       .select()
       .from(events)
       .orderBy(asc(events.id))
-      .then((rows) => rows.filter((row) => JSON.stringify(row.data).includes(`"id":${propertyId},`) || (row.data as { property_id?: number }).property_id === propertyId))
+      .then((rows) =>
+        rows.filter((row) => JSON.stringify(row.data).includes(`"id":${propertyId},`) || (row.data as { property_id?: number }).property_id === propertyId),
+      )
 
   it('publishes a listing that passes, with published_at and its events in the outbox', async () => {
     const created = await submitProperty(t.app, agency)
@@ -37,7 +39,10 @@ describe('the internal check (auto mode)', () => {
     assert.deepEqual(listing.moderation.reasons, [])
 
     const written = await eventsOf(created.id)
-    assert.deepEqual(written.map((event) => event.type), ['mls.new_listing', 'property.published'])
+    assert.deepEqual(
+      written.map((event) => event.type),
+      ['mls.new_listing', 'property.published'],
+    )
     const announcement = written[0]!
     assert.equal(announcement.tenantId, agency.tenantId)
     const catalogue = (await t.app.inject(`/mls/properties/${created.id}`)).json()
@@ -82,7 +87,10 @@ describe('the internal check (auto mode)', () => {
       assert.equal(reason.field, field)
       assert.ok(reason.message.length > 15)
       const written = await eventsOf(created.id)
-      assert.deepEqual(written.map((event) => event.type), ['property.rejected'])
+      assert.deepEqual(
+        written.map((event) => event.type),
+        ['property.rejected'],
+      )
       assert.deepEqual((written[0]!.data as { reasons: unknown }).reasons, listing.moderation.reasons)
       assert.equal((await t.app.inject(`/mls/properties/${created.id}`)).statusCode, 404)
     })
@@ -106,7 +114,11 @@ describe('the internal check (auto mode)', () => {
     const address = 'Москва, Ленинский проспект, 10'
     const same = { location: { city_id: 1, address }, attributes: { area: '70' } }
     const original = await submitProperty(t.app, agency, same)
-    const copy = await submitProperty(t.app, agency, { ...same, location: { city_id: 1, address: `\t ${address.toUpperCase().replaceAll(' ', '\u00a0 \t')} ` }, attributes: { area: '70.0' } })
+    const copy = await submitProperty(t.app, agency, {
+      ...same,
+      location: { city_id: 1, address: `\t ${address.toUpperCase().replaceAll(' ', '\u00a0 \t')} ` },
+      attributes: { area: '70.0' },
+    })
     const otherAgency = await createTenant(t.app, { email: 'dup@agency.example' })
     const theirs = await submitProperty(t.app, otherAgency, same)
     const differentArea = await submitProperty(t.app, agency, { ...same, attributes: { area: '71' } })
@@ -135,7 +147,10 @@ describe('the internal check (auto mode)', () => {
     await runInternalCheck(t.db)
     const rejected = await get(older.id)
     assert.equal(rejected.status_id, 3)
-    assert.deepEqual(rejected.moderation.reasons.map((reason: { code: string }) => reason.code), ['duplicate_listing'])
+    assert.deepEqual(
+      rejected.moderation.reasons.map((reason: { code: string }) => reason.code),
+      ['duplicate_listing'],
+    )
     assert.equal((await get(newer.id)).status_id, 2)
   })
 

@@ -63,7 +63,12 @@ describe('malformed requests', () => {
   it('walks a deeply nested body without overflowing the stack', async () => {
     const property = await submitProperty(t.app, agency)
     const nested = `${'['.repeat(5000)}"\\u0000"${']'.repeat(5000)}`
-    const response = await t.app.inject({ method: 'DELETE', url: `/properties/${property.id}`, headers: { ...agency.headers, 'content-type': 'application/json' }, payload: nested })
+    const response = await t.app.inject({
+      method: 'DELETE',
+      url: `/properties/${property.id}`,
+      headers: { ...agency.headers, 'content-type': 'application/json' },
+      payload: nested,
+    })
     assert.equal(response.statusCode, 422, response.body)
     assert.equal(response.json<{ errors: { loc: unknown[] }[] }>().errors[0]!.loc.length, 5001)
     const untouched = await t.app.inject({ url: `/properties/${property.id}`, headers: agency.headers })
@@ -118,7 +123,12 @@ describe('malformed requests', () => {
   })
 
   it('says a text is too long, not that it should have been null', async () => {
-    const response = await t.app.inject({ method: 'POST', url: '/properties', headers: agency.headers, payload: propertyBody({ description: 'я'.repeat(10_001) }) })
+    const response = await t.app.inject({
+      method: 'POST',
+      url: '/properties',
+      headers: agency.headers,
+      payload: propertyBody({ description: 'я'.repeat(10_001) }),
+    })
     assert.equal(response.statusCode, 422)
     assert.equal(response.json<{ detail: string }>().detail, 'Invalid body.description: must NOT have more than 10000 characters.')
   })
@@ -161,7 +171,11 @@ describe('malformed requests', () => {
 
   it('takes a DELETE labelled JSON with no body as a DELETE', async () => {
     const property = await submitProperty(t.app, agency)
-    const response = await t.app.inject({ method: 'DELETE', url: `/properties/${property.id}`, headers: { ...agency.headers, 'content-type': 'application/json' } })
+    const response = await t.app.inject({
+      method: 'DELETE',
+      url: `/properties/${property.id}`,
+      headers: { ...agency.headers, 'content-type': 'application/json' },
+    })
     assert.equal(response.statusCode, 204, response.body)
     const empty = await t.app.inject({ method: 'POST', url: '/properties', headers: { ...agency.headers, 'content-type': 'application/json' } })
     assert.equal(empty.statusCode, 400)

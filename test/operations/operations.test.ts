@@ -113,7 +113,11 @@ describe('operations and HTTP conventions', () => {
     type Parameter = { name: string; in: string; required?: boolean; schema: { default?: unknown } }
     for (const path of ['/properties', '/mls/properties', '/webhooks/{id}/logs', '/admin/properties']) {
       const query = (document.paths[path].get.parameters as Parameter[]).filter((parameter) => parameter.in === 'query')
-      assert.deepEqual(query.filter((parameter) => parameter.required).map((parameter) => parameter.name), [], `${path}: no required query parameter`)
+      assert.deepEqual(
+        query.filter((parameter) => parameter.required).map((parameter) => parameter.name),
+        [],
+        `${path}: no required query parameter`,
+      )
       const byName = new Map(query.map((parameter) => [parameter.name, parameter]))
       assert.equal(byName.get('limit')?.schema.default, 50, path)
       assert.equal(byName.get('offset')?.schema.default, 0, path)
@@ -121,7 +125,10 @@ describe('operations and HTTP conventions', () => {
     // D6: the catalogue's answers are conditional, and say so.
     for (const path of ['/mls/properties', '/mls/properties/{id}']) {
       const operation = document.paths[path].get
-      assert.ok((operation.parameters as Parameter[]).some((parameter) => parameter.in === 'header' && parameter.name === 'if-none-match'), path)
+      assert.ok(
+        (operation.parameters as Parameter[]).some((parameter) => parameter.in === 'header' && parameter.name === 'if-none-match'),
+        path,
+      )
       assert.ok(operation.responses['200'].headers.etag && operation.responses['200'].headers['cache-control'], path)
       assert.ok(operation.responses['304'], path)
     }

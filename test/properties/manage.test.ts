@@ -26,7 +26,9 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       ids = []
       ids.push((await submitProperty(t.app, agency, { property_type: 'Квартира', deal_type: 'Продажа', location: { city_id: 1 } })).id)
       ids.push((await submitProperty(t.app, agency, { property_type: 'Дом', deal_type: 'Продажа', location: { city_id: 2 }, attributes: { area: '120' } })).id)
-      ids.push((await submitProperty(t.app, agency, { property_type: 'Квартира', deal_type: 'Долгосрочная аренда', price: 45000, location: { city_id: 1 } })).id)
+      ids.push(
+        (await submitProperty(t.app, agency, { property_type: 'Квартира', deal_type: 'Долгосрочная аренда', price: 45000, location: { city_id: 1 } })).id,
+      )
       await submitProperty(t.app, other, { location: { city_id: 1 } })
     })
 
@@ -38,9 +40,25 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       assert.equal(page.total, 3)
       assert.equal(page.limit, 50)
       assert.equal(page.offset, 0)
-      assert.deepEqual(page.items.map((item: { id: number }) => item.id), [...ids].reverse())
+      assert.deepEqual(
+        page.items.map((item: { id: number }) => item.id),
+        [...ids].reverse(),
+      )
       const item = page.items[0]
-      assert.deepEqual(Object.keys(item).sort(), ['area', 'city', 'created_at', 'deal_type', 'district', 'id', 'price', 'property_type', 'rooms', 'status_id', 'status_name', 'updated_at'])
+      assert.deepEqual(Object.keys(item).sort(), [
+        'area',
+        'city',
+        'created_at',
+        'deal_type',
+        'district',
+        'id',
+        'price',
+        'property_type',
+        'rooms',
+        'status_id',
+        'status_name',
+        'updated_at',
+      ])
       assert.equal(item.property_type, 'Квартира')
       assert.equal(item.deal_type, 'Долгосрочная аренда')
       assert.equal(item.price, 45000)
@@ -56,7 +74,10 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
 
     it('filters by property_type, deal_type, city_id and status_id', async () => {
       const filtered = async (query: string) => (await call('GET', `/properties?${query}`)).json()
-      assert.deepEqual((await filtered('property_type=Дом')).items.map((i: { id: number }) => i.id), [ids[1]])
+      assert.deepEqual(
+        (await filtered('property_type=Дом')).items.map((i: { id: number }) => i.id),
+        [ids[1]],
+      )
       assert.equal((await filtered('deal_type=Продажа')).total, 2)
       assert.equal((await filtered('city_id=1')).total, 2)
       assert.equal((await filtered('city_id=1&deal_type=Долгосрочная аренда')).total, 1)
@@ -71,7 +92,10 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       assert.equal(first.total, 3)
       assert.equal(first.limit, 2)
       const second = (await call('GET', '/properties?limit=2&offset=2')).json()
-      assert.deepEqual(second.items.map((i: { id: number }) => i.id), [ids[0]])
+      assert.deepEqual(
+        second.items.map((i: { id: number }) => i.id),
+        [ids[0]],
+      )
       assert.equal(second.offset, 2)
       const beyond = (await call('GET', '/properties?offset=10')).json()
       assert.deepEqual(beyond.items, [])
@@ -80,7 +104,18 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       assert.equal((await call('GET', '/properties?limit=100')).statusCode, 200)
     })
 
-    for (const query of ['limit=0', 'limit=101', 'limit=-1', 'offset=-1', 'offset=100000000000000000000', 'limit=ten', 'status_id=x', 'city_id=0', 'property_type=квартира', 'deal_type=Rent']) {
+    for (const query of [
+      'limit=0',
+      'limit=101',
+      'limit=-1',
+      'offset=-1',
+      'offset=100000000000000000000',
+      'limit=ten',
+      'status_id=x',
+      'city_id=0',
+      'property_type=квартира',
+      'deal_type=Rent',
+    ]) {
       it(`answers 422 for ${query}`, async () => {
         const response = await call('GET', `/properties?${query}`)
         assert.equal(response.statusCode, 422)
@@ -115,7 +150,10 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       await runInternalCheck(t.db)
       assert.equal((await call('GET', `/properties/${created.id}`)).json().status_id, 2)
 
-      const response = await call('PATCH', `/properties/${created.id}`, { price: 9100000, attributes: { rooms: '2', furniture: null, condition: 'Евроремонт' } })
+      const response = await call('PATCH', `/properties/${created.id}`, {
+        price: 9100000,
+        attributes: { rooms: '2', furniture: null, condition: 'Евроремонт' },
+      })
       assert.equal(response.statusCode, 200, response.body)
       const changed = response.json()
       assert.equal(changed.price, 9100000)
@@ -158,7 +196,9 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       const retried = (await call('PATCH', `/properties/${created.id}`, placed)).json()
       assert.equal(retried.status_id, 2, 'the retry changed nothing')
       // Any real change, the owner's notes included, goes back through the check.
-      const changed = (await call('PATCH', `/properties/${created.id}`, { owner: { name: 'Иван Петров', phone: '+79123456789', notes: 'Звонить до 18:00' } })).json()
+      const changed = (
+        await call('PATCH', `/properties/${created.id}`, { owner: { name: 'Иван Петров', phone: '+79123456789', notes: 'Звонить до 18:00' } })
+      ).json()
       assert.equal(changed.status_id, 1)
       assert.equal(changed.owner.notes, 'Звонить до 18:00')
     })
@@ -173,7 +213,14 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
 
     it('validates like a submission and changes nothing on 422', async () => {
       const created = await submitProperty(t.app, agency)
-      for (const payload of [{}, { price: 'x' }, { attributes: { rooms: 'many' } }, { status_id: 2 }, { location: { city_id: 2, district_id: 1 } }, { property_type: 'дом' }]) {
+      for (const payload of [
+        {},
+        { price: 'x' },
+        { attributes: { rooms: 'many' } },
+        { status_id: 2 },
+        { location: { city_id: 2, district_id: 1 } },
+        { property_type: 'дом' },
+      ]) {
         const response = await call('PATCH', `/properties/${created.id}`, payload)
         assert.equal(response.statusCode, 422, JSON.stringify(payload))
       }

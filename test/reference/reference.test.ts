@@ -42,7 +42,23 @@ describe('public reference data', () => {
   it('ships the 15 largest Russian cities, Almaty and Astana', async () => {
     const list = (await get('/cities')).json<{ id: number; name: string; country: string }[]>()
     const russian = list.filter((city) => city.country === 'RU').map((city) => city.name)
-    for (const name of ['Москва', 'Санкт-Петербург', 'Новосибирск', 'Екатеринбург', 'Казань', 'Красноярск', 'Нижний Новгород', 'Челябинск', 'Уфа', 'Самара', 'Ростов-на-Дону', 'Краснодар', 'Омск', 'Воронеж', 'Пермь']) {
+    for (const name of [
+      'Москва',
+      'Санкт-Петербург',
+      'Новосибирск',
+      'Екатеринбург',
+      'Казань',
+      'Красноярск',
+      'Нижний Новгород',
+      'Челябинск',
+      'Уфа',
+      'Самара',
+      'Ростов-на-Дону',
+      'Краснодар',
+      'Омск',
+      'Воронеж',
+      'Пермь',
+    ]) {
       assert.ok(russian.includes(name), name)
     }
     assert.deepEqual(
@@ -120,8 +136,7 @@ describe('admin: adding places', () => {
   })
   after(() => t.close())
 
-  const post = (url: string, payload: object, headers: Record<string, string> = adminHeaders) =>
-    t.app.inject({ method: 'POST', url, payload, headers })
+  const post = (url: string, payload: object, headers: Record<string, string> = adminHeaders) => t.app.inject({ method: 'POST', url, payload, headers })
 
   it('adds a city, a district in it and a complex in that district', async () => {
     const city = await post('/admin/cities', { name: 'Тюмень', country: 'RU', region: 'Тюменская область', latitude: 57.153, longitude: 65.5343 })

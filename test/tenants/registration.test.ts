@@ -241,8 +241,7 @@ describe('rate limits shared through Redis', { skip: !process.env.REDIS_URL && '
   it('counts one client’s requests across two API processes', async () => {
     // A fresh address per run: Redis keeps counts between runs.
     const remoteAddress = `198.18.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`
-    const lookup = (t: TestApp) =>
-      t.app.inject({ method: 'GET', url: '/tenants/register/reg_unknown?email=a@b.ru', remoteAddress })
+    const lookup = (t: TestApp) => t.app.inject({ method: 'GET', url: '/tenants/register/reg_unknown?email=a@b.ru', remoteAddress })
     assert.equal((await lookup(apps[0]!)).statusCode, 404)
     assert.equal((await lookup(apps[1]!)).statusCode, 404)
     assert.equal((await lookup(apps[0]!)).statusCode, 429)

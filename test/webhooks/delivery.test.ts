@@ -62,7 +62,9 @@ describe('webhook deliveries', () => {
     const published = await publish(owner)
     await waitFor(() => about(ownerHook, published).length === 2 && about(otherHook, published).length === 1, 5000, 'the deliveries')
 
-    const ownerTypes = about(ownerHook, published).map((request) => verifyDelivery(ownerSub.secret, request).type).sort()
+    const ownerTypes = about(ownerHook, published)
+      .map((request) => verifyDelivery(ownerSub.secret, request).type)
+      .sort()
     assert.deepEqual(ownerTypes, ['mls.new_listing', 'property.published'])
     const [announcement] = about(otherHook, published)
     const message = verifyDelivery(otherSub.secret, announcement!)
@@ -70,7 +72,10 @@ describe('webhook deliveries', () => {
     assert.throws(() => verifyDelivery(ownerSub.secret, announcement!), 'signed with the receiving subscription’s own secret')
     // The §2.4 object, as the catalogue shows it, and never the owner's contacts.
     const catalogue = (await t.app.inject(`/mls/properties?limit=100`)).json<{ items: { id: number }[] }>()
-    assert.deepEqual(message.data, catalogue.items.find((item) => item.id === published))
+    assert.deepEqual(
+      message.data,
+      catalogue.items.find((item) => item.id === published),
+    )
     for (const secret of ['Иван Петров', '912', 'Звонить', 'owner']) assert.ok(!announcement!.body.includes(secret), secret)
     assert.match(message.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
 
@@ -107,11 +112,14 @@ describe('webhook deliveries', () => {
     await waitFor(async () => (await deliveryLog(t.app, owner, subscription.id)).items[0]?.status === 'succeeded', 2000, 'the success in the log')
     const log = await deliveryLog(t.app, owner, subscription.id)
     assert.equal(log.total, 3)
-    assert.deepEqual(log.items.map((entry) => [entry.attempt, entry.status, entry.response_status_code, entry.trigger]), [
-      [3, 'succeeded', 200, 'event'],
-      [2, 'pending', 503, 'event'],
-      [1, 'pending', 503, 'event'],
-    ])
+    assert.deepEqual(
+      log.items.map((entry) => [entry.attempt, entry.status, entry.response_status_code, entry.trigger]),
+      [
+        [3, 'succeeded', 200, 'event'],
+        [2, 'pending', 503, 'event'],
+        [1, 'pending', 503, 'event'],
+      ],
+    )
     assert.equal(log.items[1]!.response_body, 'busy')
     assert.match(log.items[1]!.error!, /^http_status: .*503/)
     assert.ok(log.items[1]!.next_attempt_at && log.items[2]!.next_attempt_at)
@@ -128,11 +136,14 @@ describe('webhook deliveries', () => {
     await new Promise((resolve) => setTimeout(resolve, 400))
     assert.equal(hook.requests.length, 3)
     const log = await deliveryLog(t.app, owner, subscription.id)
-    assert.deepEqual(log.items.map((entry) => [entry.attempt, entry.status]), [
-      [3, 'failed'],
-      [2, 'pending'],
-      [1, 'pending'],
-    ])
+    assert.deepEqual(
+      log.items.map((entry) => [entry.attempt, entry.status]),
+      [
+        [3, 'failed'],
+        [2, 'pending'],
+        [1, 'pending'],
+      ],
+    )
     assert.equal(log.items[0]!.next_attempt_at, null)
     assert.equal(log.items[0]!.response_body!.length, 4096, 'the first 4 KiB of the answer')
     const [listed] = (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<{ is_active: boolean }[]>()
@@ -149,7 +160,9 @@ describe('webhook deliveries', () => {
     const [entry] = (await deliveryLog(t.app, owner, subscription.id)).items
     assert.equal(entry!.status, 'failed')
     assert.equal(entry!.response_status_code, 410)
-    const [listed] = (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<{ is_active: boolean; disabled_reason: string; disabled_at: string }[]>()
+    const [listed] = (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<
+      { is_active: boolean; disabled_reason: string; disabled_at: string }[]
+    >()
     assert.equal(listed!.is_active, false)
     assert.match(listed!.disabled_reason, /410/)
     assert.ok(listed!.disabled_at)
@@ -167,7 +180,11 @@ describe('webhook deliveries', () => {
     await t.db.execute(sql`update webhook_subscriptions set failing_since = now() - interval '5 days 1 minute' where id = ${subscription.id}::int`)
     await publish(owner)
     await waitFor(() => hook.requests.length === 1, 5000, 'the attempt')
-    await waitFor(async () => (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<{ is_active: boolean }[]>()[0]!.is_active === false, 2000, 'the switch-off')
+    await waitFor(
+      async () => (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<{ is_active: boolean }[]>()[0]!.is_active === false,
+      2000,
+      'the switch-off',
+    )
     const [listed] = (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<{ disabled_reason: string }[]>()
     assert.match(listed!.disabled_reason, /5 days/)
     // The retry it had scheduled is given up, and the log says so.
@@ -184,15 +201,29 @@ describe('webhook deliveries', () => {
     const subscription = await subscribe(t.app, owner, { url: hook.url, events: ['property.published'] })
     await publish(owner)
     await waitFor(() => hook.requests.length === 1, 5000, 'the failure')
-    await waitFor(async () => {
-      const [row] = await queryRows<{ failing: boolean }>(t.db, sql`select failing_since is not null as failing from webhook_subscriptions where id = ${subscription.id}::int`)
-      return row!.failing
-    }, 2000, 'the failing streak')
+    await waitFor(
+      async () => {
+        const [row] = await queryRows<{ failing: boolean }>(
+          t.db,
+          sql`select failing_since is not null as failing from webhook_subscriptions where id = ${subscription.id}::int`,
+        )
+        return row!.failing
+      },
+      2000,
+      'the failing streak',
+    )
     await waitFor(() => hook.requests.length === 2, 5000, 'the retry')
-    await waitFor(async () => {
-      const [row] = await queryRows<{ failing: boolean }>(t.db, sql`select failing_since is not null as failing from webhook_subscriptions where id = ${subscription.id}::int`)
-      return !row!.failing
-    }, 2000, 'the streak to end')
+    await waitFor(
+      async () => {
+        const [row] = await queryRows<{ failing: boolean }>(
+          t.db,
+          sql`select failing_since is not null as failing from webhook_subscriptions where id = ${subscription.id}::int`,
+        )
+        return !row!.failing
+      },
+      2000,
+      'the streak to end',
+    )
   })
 
   it('fails an attempt that takes longer than WEBHOOK_TIMEOUT_MS, and a redirect, without following it', async () => {

@@ -84,13 +84,28 @@ describe('webhook subscriptions', () => {
       assert.equal(response.statusCode, 422, `${JSON.stringify(payload)}: ${response.body}`)
       const body = response.json<{ detail: string; errors: { loc: string[] }[] }>()
       assert.ok(body.detail.length > 0)
-      assert.ok(body.errors.some((error) => error.loc.includes(field)), `${JSON.stringify(payload)}: ${response.body}`)
+      assert.ok(
+        body.errors.some((error) => error.loc.includes(field)),
+        `${JSON.stringify(payload)}: ${response.body}`,
+      )
     }
   })
 
   it('refuses plain http, loopback and private hosts while the private-network rule is on', async () => {
-    for (const url of [receiver.url, 'https://127.0.0.1/hooks', 'https://localhost/hooks', 'https://10.1.2.3/hooks', 'https://[::1]/hooks', 'https://169.254.169.254/latest']) {
-      const response = await guarded.app.inject({ method: 'POST', url: '/webhooks', headers: await guardedTenant(), payload: { url, events: ['mls.new_listing'] } })
+    for (const url of [
+      receiver.url,
+      'https://127.0.0.1/hooks',
+      'https://localhost/hooks',
+      'https://10.1.2.3/hooks',
+      'https://[::1]/hooks',
+      'https://169.254.169.254/latest',
+    ]) {
+      const response = await guarded.app.inject({
+        method: 'POST',
+        url: '/webhooks',
+        headers: await guardedTenant(),
+        payload: { url, events: ['mls.new_listing'] },
+      })
       assert.equal(response.statusCode, 422, `${url}: ${response.body}`)
       assert.deepEqual(response.json<{ errors: { loc: string[] }[] }>().errors[0]!.loc, ['body', 'url'])
     }
@@ -163,8 +178,18 @@ describe('webhook subscriptions', () => {
     assert.equal(message.data.subscription_id, created.id)
     assert.equal(received.headers['webhook-id'], `msg_${entry.event_id}`)
     assert.deepEqual(Object.keys(entry).sort(), [
-      'attempt', 'created_at', 'duration_ms', 'error', 'event_id', 'event_type', 'id', 'next_attempt_at',
-      'response_body', 'response_status_code', 'status', 'trigger',
+      'attempt',
+      'created_at',
+      'duration_ms',
+      'error',
+      'event_id',
+      'event_type',
+      'id',
+      'next_attempt_at',
+      'response_body',
+      'response_status_code',
+      'status',
+      'trigger',
     ])
     assert.equal(entry.event_type, 'webhook.test')
     assert.equal(entry.trigger, 'test')
@@ -185,7 +210,10 @@ describe('webhook subscriptions', () => {
     // A test is never retried, and is in the log, newest first.
     const log = await deliveryLog(t.app, agency, created.id)
     assert.equal(log.total, 2)
-    assert.deepEqual(log.items.map((item) => item.id), [second.id, entry.id])
+    assert.deepEqual(
+      log.items.map((item) => item.id),
+      [second.id, entry.id],
+    )
     assert.deepEqual(log.items[0], second)
     const [pending] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from webhook_deliveries where status = 'pending'`)
     assert.equal(pending!.n, 0)
@@ -221,7 +249,10 @@ describe('webhook subscriptions', () => {
     const created = await subscribe(t.app, agency, { url: receiver.url, events: ['property.published'] })
     await t.db.execute(sql`insert into events (type, tenant_id, data) values ('property.published', ${agency.tenantId}::int, '{}'::jsonb)`)
     await fanOutEvents(t.db, 100)
-    const [queued] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from webhook_deliveries where subscription_id = ${created.id}::int and status = 'pending'`)
+    const [queued] = await queryRows<{ n: number }>(
+      t.db,
+      sql`select count(*)::int as n from webhook_deliveries where subscription_id = ${created.id}::int and status = 'pending'`,
+    )
     assert.equal(queued!.n, 1)
 
     const response = await t.app.inject({ method: 'DELETE', url: `/webhooks/${created.id}`, headers: agency.headers })

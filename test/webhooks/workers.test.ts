@@ -121,44 +121,58 @@ describe('several webhook workers on one database', () => {
     await assertEachSentOnce(t, receiver, subscription.id, 5)
     const attempts = await queryRows<{ attempt: number }>(t.db, sql`select attempt from webhook_attempts where subscription_id = ${subscription.id}::int`)
     // The dead worker's attempt 1 never happened; the survivor's is attempt 2.
-    assert.deepEqual(attempts.map((row) => row.attempt), [2, 2, 2, 2, 2])
+    assert.deepEqual(
+      attempts.map((row) => row.attempt),
+      [2, 2, 2, 2, 2],
+    )
   })
 
-  it('a worker process killed mid-batch leaves its deliveries to another, each delivered once', { skip: engine === 'pglite' && 'a second process needs a database server (PGlite is in this process)' }, async () => {
-    // The receiver holds the first worker's requests unanswered until it is killed.
-    let holding = true
-    const agency = await newAgency()
-    const receiver = await startReceiver(() => (holding ? 'hang' : { status: 200 }))
-    cleanups.push(() => receiver.close())
-    const subscription = await subscribe(t.app, agency, { url: receiver.url, events: ['property.published'] })
-    await writeEvents(t, agency, 20)
+  it(
+    'a worker process killed mid-batch leaves its deliveries to another, each delivered once',
+    { skip: engine === 'pglite' && 'a second process needs a database server (PGlite is in this process)' },
+    async () => {
+      // The receiver holds the first worker's requests unanswered until it is killed.
+      let holding = true
+      const agency = await newAgency()
+      const receiver = await startReceiver(() => (holding ? 'hang' : { status: 200 }))
+      cleanups.push(() => receiver.close())
+      const subscription = await subscribe(t.app, agency, { url: receiver.url, events: ['property.published'] })
+      await writeEvents(t, agency, 20)
 
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'mls-worker-'))
-    cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }))
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker/main.ts'], {
-      env: { ...process.env, ...ENV, DATABASE_URL: t.database.url, DATA_DIR: dataDir, SECRET_KEY: t.config.secretKey, LOG_LEVEL: 'silent' },
-      stdio: 'ignore',
-    })
-    const exited = new Promise((resolve) => child.once('exit', resolve))
-    let inFlight = 0
-    await waitFor(async () => {
-      const [row] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from webhook_deliveries where lease_token is not null and status = 'pending'`)
-      inFlight = row!.n
-      return inFlight >= 8
-    }, 30_000, 'the child worker to claim deliveries')
-    child.kill('SIGKILL')
-    await exited
-    holding = false
+      const dataDir = mkdtempSync(path.join(tmpdir(), 'mls-worker-'))
+      cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }))
+      const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker/main.ts'], {
+        env: { ...process.env, ...ENV, DATABASE_URL: t.database.url, DATA_DIR: dataDir, SECRET_KEY: t.config.secretKey, LOG_LEVEL: 'silent' },
+        stdio: 'ignore',
+      })
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      let inFlight = 0
+      await waitFor(
+        async () => {
+          const [row] = await queryRows<{ n: number }>(
+            t.db,
+            sql`select count(*)::int as n from webhook_deliveries where lease_token is not null and status = 'pending'`,
+          )
+          inFlight = row!.n
+          return inFlight >= 8
+        },
+        30_000,
+        'the child worker to claim deliveries',
+      )
+      child.kill('SIGKILL')
+      await exited
+      holding = false
 
-    const survivor = startWebhookWorker(t.db, t.config)
-    try {
-      await waitFor(() => receiver.delivered().length >= 20, 30_000, 'the 20 deliveries')
-      await new Promise((resolve) => setTimeout(resolve, 300))
-    } finally {
-      await survivor.stop()
-    }
-    await assertEachSentOnce(t, receiver, subscription.id, 20)
-    const [retried] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from webhook_attempts where attempt = 2 and trigger = 'event'`)
-    assert.ok(retried!.n >= Math.min(inFlight, 8), `${retried!.n} deliveries taken over from the dead worker`)
-  })
+      const survivor = startWebhookWorker(t.db, t.config)
+      try {
+        await waitFor(() => receiver.delivered().length >= 20, 30_000, 'the 20 deliveries')
+        await new Promise((resolve) => setTimeout(resolve, 300))
+      } finally {
+        await survivor.stop()
+      }
+      await assertEachSentOnce(t, receiver, subscription.id, 20)
+      const [retried] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from webhook_attempts where attempt = 2 and trigger = 'event'`)
+      assert.ok(retried!.n >= Math.min(inFlight, 8), `${retried!.n} deliveries taken over from the dead worker`)
+    },
+  )
 })

@@ -11,9 +11,18 @@ import { seedCities, seedDistricts, seedResidentialComplexes } from './places.js
  */
 export async function applySeed(db: Database): Promise<void> {
   await db.transaction(async (tx) => {
-    await tx.insert(propertyTypes).values([...seedPropertyTypes]).onConflictDoNothing()
-    await tx.insert(dealTypes).values([...seedDealTypes]).onConflictDoNothing()
-    await tx.insert(propertyStatuses).values([...seedPropertyStatuses]).onConflictDoNothing()
+    await tx
+      .insert(propertyTypes)
+      .values([...seedPropertyTypes])
+      .onConflictDoNothing()
+    await tx
+      .insert(dealTypes)
+      .values([...seedDealTypes])
+      .onConflictDoNothing()
+    await tx
+      .insert(propertyStatuses)
+      .values([...seedPropertyStatuses])
+      .onConflictDoNothing()
 
     await tx
       .insert(cities)
@@ -31,11 +40,7 @@ export async function applySeed(db: Database): Promise<void> {
     // Rows were inserted with explicit ids: move each identity past them so the next
     // admin-added place does not collide with a shipped one.
     for (const table of ['cities', 'districts', 'residential_complexes']) {
-      await tx.execute(
-        sql.raw(
-          `select setval(pg_get_serial_sequence('${table}', 'id'), greatest((select max(id) from ${table}), 1))`,
-        ),
-      )
+      await tx.execute(sql.raw(`select setval(pg_get_serial_sequence('${table}', 'id'), greatest((select max(id) from ${table}), 1))`))
     }
   })
 }

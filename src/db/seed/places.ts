@@ -9,25 +9,25 @@
  */
 
 export interface SeedCity {
-  id: number;
-  name: string;
-  country: 'RU' | 'KZ';
-  region: string;
-  latitude: number;
-  longitude: number;
+  id: number
+  name: string
+  country: 'RU' | 'KZ'
+  region: string
+  latitude: number
+  longitude: number
 }
 
 export interface SeedDistrict {
-  id: number;
-  city_id: number;
-  name: string;
+  id: number
+  city_id: number
+  name: string
 }
 
 export interface SeedResidentialComplex {
-  id: number;
-  city_id: number;
-  district_id: number | null;
-  name: string;
+  id: number
+  city_id: number
+  district_id: number | null
+  name: string
 }
 
 export const seedCities: readonly SeedCity[] = [
@@ -49,7 +49,7 @@ export const seedCities: readonly SeedCity[] = [
   { id: 16, name: 'Волгоград', country: 'RU', region: 'Волгоградская область', latitude: 48.708, longitude: 44.5133 },
   { id: 17, name: 'Алматы', country: 'KZ', region: 'Алматы', latitude: 43.2567, longitude: 76.9286 },
   { id: 18, name: 'Астана', country: 'KZ', region: 'Астана', latitude: 51.1694, longitude: 71.4491 },
-];
+]
 
 export const seedDistricts: readonly SeedDistrict[] = [
   // 1 Москва: административные округа
@@ -231,7 +231,7 @@ export const seedDistricts: readonly SeedDistrict[] = [
   { id: 142, city_id: 18, name: 'Есильский' },
   { id: 143, city_id: 18, name: 'Нура' },
   { id: 144, city_id: 18, name: 'Сарыаркинский' },
-];
+]
 
 export const seedResidentialComplexes: readonly SeedResidentialComplex[] = [
   // Москва
@@ -268,4 +268,4 @@ export const seedResidentialComplexes: readonly SeedResidentialComplex[] = [
   { id: 19, city_id: 18, district_id: 142, name: 'Северное сияние' }, // Есильский
   { id: 20, city_id: 18, district_id: 142, name: 'Триумф Астаны' }, // Есильский
   { id: 21, city_id: 18, district_id: 142, name: 'Хайвил' }, // Есильский
-];
+]

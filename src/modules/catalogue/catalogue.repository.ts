@@ -110,7 +110,9 @@ function publishedWhere(keys: FilterKey[], published: SQL = isPublished): SQL {
  * unqualified, and a bare "id" inside this subquery would be the image's.
  */
 const firstThumbnailOf = (source: 'properties' | 'page') =>
-  sql<string | null>`(select pi.thumbnail_key from property_images pi where pi.property_id = ${sql.identifier(source)}."id" order by pi.sort_order, pi.id limit 1)`
+  sql<
+    string | null
+  >`(select pi.thumbnail_key from property_images pi where pi.property_id = ${sql.identifier(source)}."id" order by pi.sort_order, pi.id limit 1)`
 
 const itemColumns = {
   id: properties.id,
@@ -318,7 +320,10 @@ async function readPage(
       columns.map((column) => sql`array_agg(${column})`),
       sql`, `,
     )
-    return db.select({ columns: sql<PageColumns>`json_build_array(${arrays})` }).from(page).prepare(name)
+    return db
+      .select({ columns: sql<PageColumns>`json_build_array(${arrays})` })
+      .from(page)
+      .prepare(name)
   })
   const [{ columns }] = (await statement.execute({ ...filter, limit, offset })) as [{ columns: PageColumns }]
   const [ids, propertyTypeIds, dealTypeIds, cityIds, districtIds, complexIds, prices, areas, rooms, floors, totalFloors, createdAtsUtc, thumbnailKeys] = columns
@@ -350,8 +355,14 @@ function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort
   const matching = (filterKeys: FilterKey[]) => db.select(indexedColumns).from(properties).where(publishedWhere(filterKeys))
   switch (plan.kind) {
     case 'window': {
-      const first = matching(keys).orderBy(...orderings[sort]()).limit(literal(plan.window)).as('first')
-      return db.select().from(first).orderBy(...orderings[sort](first))
+      const first = matching(keys)
+        .orderBy(...orderings[sort]())
+        .limit(literal(plan.window))
+        .as('first')
+      return db
+        .select()
+        .from(first)
+        .orderBy(...orderings[sort](first))
     }
     case 'walk': {
       const newest = matching(keys.filter((key) => !isPriceBound(key)))
@@ -362,11 +373,18 @@ function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort
         keys.includes('minPrice') ? gte(newest.price, sql.placeholder('minPrice')) : undefined,
         keys.includes('maxPrice') ? lte(newest.price, sql.placeholder('maxPrice')) : undefined,
       )
-      return db.select().from(newest).where(priced).orderBy(...orderings[sort](newest))
+      return db
+        .select()
+        .from(newest)
+        .where(priced)
+        .orderBy(...orderings[sort](newest))
     }
     case 'range': {
       const all = matching(keys).offset(literal(0)).as('all_matches')
-      return db.select().from(all).orderBy(...orderings[sort](all))
+      return db
+        .select()
+        .from(all)
+        .orderBy(...orderings[sort](all))
     }
   }
 }
@@ -408,9 +426,16 @@ export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFil
           .where(and(...keys.map((key) => facetConditions[key]!())))
           .prepare(name)
       case 'price-bands':
-        return countByPriceBands(db, keys.filter((key) => !isPriceBound(key))).prepare(name)
+        return countByPriceBands(
+          db,
+          keys.filter((key) => !isPriceBound(key)),
+        ).prepare(name)
       case 'rows':
-        return db.select({ total: sql<number>`count(*)::int` }).from(properties).where(publishedWhere(keys, isPublishedPlannedPerValue)).prepare(name)
+        return db
+          .select({ total: sql<number>`count(*)::int` })
+          .from(properties)
+          .where(publishedWhere(keys, isPublishedPlannedPerValue))
+          .prepare(name)
     }
   })
   const bounds = source === 'price-bands' ? { minPrice: filter.minPrice ?? 0, maxPrice: filter.maxPrice ?? NO_MAX_PRICE } : {}
@@ -430,7 +455,11 @@ function countByPriceBands(db: PipelinedDatabase, groupKeys: FilterKey[]) {
   const min = sql.placeholder('minPrice')
   const max = sql.placeholder('maxPrice')
   const inRange = and(publishedWhere(groupKeys), gte(properties.price, min), lte(properties.price, max))
-  const countWhere = (condition: SQL) => db.select({ n: sql`count(*)` }).from(properties).where(and(inRange, condition))
+  const countWhere = (condition: SQL) =>
+    db
+      .select({ n: sql`count(*)` })
+      .from(properties)
+      .where(and(inRange, condition))
   const firstBand = countWhere(sql`${properties.price} < catalogue_price_band_end(${min})`)
   const lastBand = countWhere(sql`${properties.price} >= catalogue_price_band_start(${max}) and ${properties.price} >= catalogue_price_band_end(${min})`)
   const bands = groupKeys.includes('cityId') ? catalogueCountsByPrice : catalogueCountsByPriceAllCities
@@ -454,21 +483,20 @@ function countByPriceBands(db: PipelinedDatabase, groupKeys: FilterKey[]) {
 
 /** One published listing as the catalogue shows it (D6), or undefined. */
 export async function findCatalogueDetail(db: PipelinedDatabase, id: number, mediaBase: string): Promise<CatalogueDetail | undefined> {
-  const statement = prepared<(StoredItemRow & { description: string | null; attributes: CatalogueDetail['attributes']; publishedAt: Date | null; imageKeys: string[] })[]>(
-    db,
-    'detail',
-    (name) =>
-      db
-        .select({
-          ...itemColumns,
-          description: properties.description,
-          attributes: properties.attributes,
-          publishedAt: properties.publishedAt,
-          imageKeys: sql<string[]>`array(select pi.file_key from property_images pi where pi.property_id = "properties"."id" order by pi.sort_order, pi.id)`,
-        })
-        .from(properties)
-        .where(and(eq(properties.id, sql.placeholder('id')), isPublished))
-        .prepare(name),
+  const statement = prepared<
+    (StoredItemRow & { description: string | null; attributes: CatalogueDetail['attributes']; publishedAt: Date | null; imageKeys: string[] })[]
+  >(db, 'detail', (name) =>
+    db
+      .select({
+        ...itemColumns,
+        description: properties.description,
+        attributes: properties.attributes,
+        publishedAt: properties.publishedAt,
+        imageKeys: sql<string[]>`array(select pi.file_key from property_images pi where pi.property_id = "properties"."id" order by pi.sort_order, pi.id)`,
+      })
+      .from(properties)
+      .where(and(eq(properties.id, sql.placeholder('id')), isPublished))
+      .prepare(name),
   )
   const [row] = await statement.execute({ id })
   if (!row) return undefined
@@ -486,7 +514,12 @@ export async function findCatalogueDetail(db: PipelinedDatabase, id: number, med
  * The §2.4 object of one listing whatever its status (the payload of `mls.new_listing`).
  * Inside a transaction, pass the names of the root database so its cache is reused.
  */
-export async function findCatalogueItem(db: Database, id: number, mediaBase: string, names: ReferenceNames = referenceNamesFor(db)): Promise<CatalogueItem | undefined> {
+export async function findCatalogueItem(
+  db: Database,
+  id: number,
+  mediaBase: string,
+  names: ReferenceNames = referenceNamesFor(db),
+): Promise<CatalogueItem | undefined> {
   const rows = await db.select(itemColumns).from(properties).where(eq(properties.id, id))
   return (await toItems(db, rows.map(asItemRow), mediaBase, names))[0]
 }

@@ -111,9 +111,15 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const answer = await cache.get(`list:${sort}:${limit}:${offset}:${JSON.stringify(Object.values(filter))}`, snapshot, async () => {
         // How a price range's page is read, newest first, depends on how many listings it keeps.
         const counts = repository.pageNeedsCounts(filter, sort)
-          ? await Promise.all([totalOf(filter), totalOf({ ...filter, minPrice: undefined, maxPrice: undefined })]).then(([matches, withoutPrice]) => ({ matches, withoutPrice }))
+          ? await Promise.all([totalOf(filter), totalOf({ ...filter, minPrice: undefined, maxPrice: undefined })]).then(([matches, withoutPrice]) => ({
+              matches,
+              withoutPrice,
+            }))
           : undefined
-        const [matches, items] = await Promise.all([counts?.matches ?? totalOf(filter), repository.findCataloguePage(db, filter, sort, limit, offset, mediaBase, counts)])
+        const [matches, items] = await Promise.all([
+          counts?.matches ?? totalOf(filter),
+          repository.findCataloguePage(db, filter, sort, limit, offset, mediaBase, counts),
+        ])
         return answerOf(reply, { items, total: matches, limit, offset }, filter.cityId)
       })
       return send(reply, answer)

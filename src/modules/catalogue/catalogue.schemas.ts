@@ -1,7 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { Id, Named, Nullable, Page, PageQuery, Timestamp } from '../../lib/schemas.js'
 
-
 /** §2.4 to the letter: never an owner, a phone, an e-mail or a tenant's contact. */
 export const CatalogueItem = Type.Object({
   id: Type.Integer(),

@@ -115,7 +115,10 @@ export function tooLarge(maxBytes: number): ApiError {
 }
 
 function unreadable(): ApiError {
-  return ApiError.validation([{ loc: ['body', 'file'], msg: 'could not be read as an image (damaged or truncated)' }], 'The photo could not be read: the file is damaged or truncated.')
+  return ApiError.validation(
+    [{ loc: ['body', 'file'], msg: 'could not be read as an image (damaged or truncated)' }],
+    'The photo could not be read: the file is damaged or truncated.',
+  )
 }
 
 function formatMiB(bytes: number): string {

@@ -59,4 +59,3 @@ export const ImageUploadForm = Type.Object({
   property_id: Type.Integer({ minimum: 1 }),
   sort_order: Type.Optional(Type.Integer({ default: 0 })),
 })
-

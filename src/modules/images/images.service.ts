@@ -4,7 +4,7 @@ import type { Database } from '../../db/client.js'
 import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import { OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 import { toUtcTimestamp } from '../../lib/time.js'
-import type { ImageProcessor} from './image-processing.js';
+import type { ImageProcessor } from './image-processing.js'
 import { detectImageType, TYPE_SNIFF_BYTES, type ProcessedImage } from './image-processing.js'
 import * as repository from './images.repository.js'
 import type { PropertyImage } from './images.schemas.js'
@@ -140,7 +140,8 @@ export class ImagesService {
     try {
       await detectImageType(response.body.subarray(0, TYPE_SNIFF_BYTES))
     } catch (error) {
-      if (error instanceof ApiError) throw refuse(`the address did not return a JPEG, PNG or WebP photo (it sent ${String(response.headers['content-type'] ?? 'no content type')})`)
+      if (error instanceof ApiError)
+        throw refuse(`the address did not return a JPEG, PNG or WebP photo (it sent ${String(response.headers['content-type'] ?? 'no content type')})`)
       throw error
     }
     return response.body
@@ -148,7 +149,10 @@ export class ImagesService {
 
   private tooManyPhotos(): ApiError {
     const most = this.config.images.perProperty
-    return ApiError.validation([{ loc: ['body', 'property_id'], msg: `already has ${most} photos, the most allowed` }], `This property already has ${most} photos, the most allowed; delete one first.`)
+    return ApiError.validation(
+      [{ loc: ['body', 'property_id'], msg: `already has ${most} photos, the most allowed` }],
+      `This property already has ${most} photos, the most allowed; delete one first.`,
+    )
   }
 }
 

@@ -78,10 +78,12 @@ export class ModerationService {
     await this.db.transaction(async (tx) => {
       const listing = await this.lockWaiting(tx, id)
       const findings = listing.moderation?.reasons ?? []
-      await reject(tx, listing, [
-        ...findings,
-        { code: 'rejected_by_moderator', field: null, message: reason?.trim() || 'Rejected by a moderator.' },
-      ], this.names)
+      await reject(
+        tx,
+        listing,
+        [...findings, { code: 'rejected_by_moderator', field: null, message: reason?.trim() || 'Rejected by a moderator.' }],
+        this.names,
+      )
     })
   }
 
@@ -89,13 +91,7 @@ export class ModerationService {
   async list(statusId: number, limit: number, offset: number) {
     const where = eq(properties.statusId, statusId)
     const [rows, [totals]] = await Promise.all([
-      this.db
-        .select()
-        .from(properties)
-        .where(where)
-        .orderBy(asc(properties.updatedAt), desc(properties.id))
-        .limit(limit)
-        .offset(offset),
+      this.db.select().from(properties).where(where).orderBy(asc(properties.updatedAt), desc(properties.id)).limit(limit).offset(offset),
       this.db.select({ total: count() }).from(properties).where(where),
     ])
     return {

@@ -8,11 +8,7 @@ const ops = { tags: ['Operations'] }
 
 /** Liveness, readiness and metrics for orchestrators and Prometheus (D1). */
 const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.get(
-    '/healthz',
-    { schema: { ...ops, summary: 'The process is up', response: { 200: Status } } },
-    async () => ({ status: 'ok' }),
-  )
+  app.get('/healthz', { schema: { ...ops, summary: 'The process is up', response: { 200: Status } } }, async () => ({ status: 'ok' }))
 
   app.get(
     '/readyz',

@@ -88,7 +88,10 @@ export async function insertSubmittedProperty(
 ): Promise<{ property: PropertyRow; owner: OwnerView | null }> {
   const statement = prepared<(PropertyRow & { owner: OwnerView | null })[]>(db, owner ? 'submit:owner' : 'submit:no-owner', (name) => {
     // Bare placeholders, not the columns' encoders, which would send a null as the text "null".
-    const placeholders = Object.fromEntries(submittedColumnNames.map((column) => [column, sql`${sql.placeholder(column)}`])) as Record<keyof SubmittedColumns, SQL>
+    const placeholders = Object.fromEntries(submittedColumnNames.map((column) => [column, sql`${sql.placeholder(column)}`])) as Record<
+      keyof SubmittedColumns,
+      SQL
+    >
     const newProperty = { ...placeholders, reviewRequestedAt: sql`now()` }
     if (!owner) {
       return db
@@ -251,10 +254,7 @@ const spelledAddress = (address: string) => address.replace(/\s+/gu, ' ').trim()
  * commit or rollback, so a crash never leaves a key stuck.
  */
 export async function tryLockIdempotencyKey(db: Database, tenantId: number, key: string): Promise<boolean> {
-  const [row] = await queryRows<{ locked: boolean }>(
-    db,
-    sql`select pg_try_advisory_xact_lock(hashtextextended(${`${tenantId}:${key}`}, 0)) as locked`,
-  )
+  const [row] = await queryRows<{ locked: boolean }>(db, sql`select pg_try_advisory_xact_lock(hashtextextended(${`${tenantId}:${key}`}, 0)) as locked`)
   return row?.locked ?? false
 }
 
@@ -263,13 +263,7 @@ export async function findIdempotencyKey(db: Database, tenantId: number, key: st
   const [row] = await db
     .select()
     .from(idempotencyKeys)
-    .where(
-      and(
-        eq(idempotencyKeys.tenantId, tenantId),
-        eq(idempotencyKeys.key, key),
-        sql`${idempotencyKeys.createdAt} > now() - interval '24 hours'`,
-      ),
-    )
+    .where(and(eq(idempotencyKeys.tenantId, tenantId), eq(idempotencyKeys.key, key), sql`${idempotencyKeys.createdAt} > now() - interval '24 hours'`))
   return row
 }
 

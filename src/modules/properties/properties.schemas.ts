@@ -6,7 +6,6 @@ import { Id, Named, Nullable, Page, PageQuery, Timestamp } from '../../lib/schem
 export const propertyTypeNames = seedPropertyTypes.map((type) => type.name)
 export const dealTypeNames = seedDealTypes.map((type) => type.name)
 
-
 /**
  * A decimal as a JSON number or a numeric string (D2), within bounds; with `decimals`, no more
  * digits after the point than its column keeps (a price of 0.001 is refused, not stored as 0).
@@ -72,7 +71,16 @@ const submissionExample = {
   price: 8500000,
   description: 'Светлая двухкомнатная квартира с видом на парк.',
   owner: { name: 'Иван Петров', phone: '8 (912) 345-67-89', notes: 'Звонить после 18:00' },
-  location: { city_id: 1, district_id: 1, address: 'Москва, ул. Тверская, д. 7, кв. 12', street: 'Тверская', house_number: '7', apartment_number: '12', latitude: 55.7577, longitude: 37.6133 },
+  location: {
+    city_id: 1,
+    district_id: 1,
+    address: 'Москва, ул. Тверская, д. 7, кв. 12',
+    street: 'Тверская',
+    house_number: '7',
+    apartment_number: '12',
+    latitude: 55.7577,
+    longitude: 37.6133,
+  },
   attributes: { area: '54.5', rooms: '2', floor: '5', total_floors: '9', building_type: 'Кирпичный', balcony: 'Лоджия', elevator: 'true' },
 }
 
@@ -88,21 +96,18 @@ export const PropertyPatch = Type.Partial(
     }),
   }),
   {
-  additionalProperties: false,
-  minProperties: 1,
-  description:
-    'Only the fields sent change. `owner` and `location` are replaced whole (null removes them); `attributes` are merged, a null value removing that attribute.',
+    additionalProperties: false,
+    minProperties: 1,
+    description:
+      'Only the fields sent change. `owner` and `location` are replaced whole (null removes them); `attributes` are merged, a null value removing that attribute.',
     examples: [{ price: 8200000, attributes: { condition: 'Евроремонт', furniture: null } }],
   },
 )
 export type PropertyPatch = Static<typeof PropertyPatch>
 
 export const IdempotencyHeaders = Type.Object({
-  'idempotency-key': Type.Optional(
-    Type.String({ minLength: 1, maxLength: 255, description: 'Same key and body within 24 h replays the first response.' }),
-  ),
+  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Same key and body within 24 h replays the first response.' })),
 })
-
 
 export const ModerationReasonSchema = Type.Object({
   code: Type.String({ examples: ['price_missing'] }),

@@ -49,7 +49,9 @@ function changesNothing(current: PropertyRow, owner: OwnerView | null, resolved:
   if (description !== undefined && description !== current.description) return false
   if (resolved.owner === undefined) return true
   if (resolved.owner === null || owner === null) return resolved.owner === null && owner === null
-  return owner.phone === resolved.owner.phone && owner.name === resolved.owner.name && (resolved.owner.notes === undefined || resolved.owner.notes === owner.notes)
+  return (
+    owner.phone === resolved.owner.phone && owner.name === resolved.owner.name && (resolved.owner.notes === undefined || resolved.owner.notes === owner.notes)
+  )
 }
 
 /** Submission, the tenant's list, changes and status moves of properties (D5). */
@@ -191,10 +193,9 @@ export class PropertiesService {
       const allowed = tenantMoves[current.statusId] ?? []
       if (!allowed.includes(statusId)) {
         const moves = allowed.length === 0 ? 'none' : allowed.join(', ')
-        throw ApiError.conflict(
-          `A listing in status ${current.statusId} cannot move to status ${statusId}; allowed moves from here: ${moves}.`,
-          { allowed_moves: allowed },
-        )
+        throw ApiError.conflict(`A listing in status ${current.statusId} cannot move to status ${statusId}; allowed moves from here: ${moves}.`, {
+          allowed_moves: allowed,
+        })
       }
       const updated = await repository.updateProperty(tx, id, {
         statusId,

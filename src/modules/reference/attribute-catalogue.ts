@@ -42,12 +42,30 @@ export const attributeCatalogue: readonly AttributeDefinition[] = [
   { name: 'ceiling_height', type: 'number', meaning: 'ceiling height, m', appliesTo: BUILDINGS },
   { name: 'year_built', type: 'integer', meaning: 'year built', appliesTo: BUILDINGS },
   { name: 'bedrooms', type: 'integer', meaning: 'number of bedrooms', appliesTo: RESIDENTIAL },
-  { name: 'building_type', type: 'enum', meaning: 'building type', allowedValues: ['Панельный', 'Кирпичный', 'Монолит', 'Металлокаркас', 'Деревянный'], appliesTo: BUILDINGS },
-  { name: 'wall_material', type: 'enum', meaning: 'wall material', allowedValues: ['Кирпич', 'Газоблок', 'Дерево', 'СИП-панели', 'Каркас', 'Полистиролбетон'], appliesTo: HOUSES },
+  {
+    name: 'building_type',
+    type: 'enum',
+    meaning: 'building type',
+    allowedValues: ['Панельный', 'Кирпичный', 'Монолит', 'Металлокаркас', 'Деревянный'],
+    appliesTo: BUILDINGS,
+  },
+  {
+    name: 'wall_material',
+    type: 'enum',
+    meaning: 'wall material',
+    allowedValues: ['Кирпич', 'Газоблок', 'Дерево', 'СИП-панели', 'Каркас', 'Полистиролбетон'],
+    appliesTo: HOUSES,
+  },
   { name: 'foundation', type: 'enum', meaning: 'foundation', allowedValues: ['Ленточный', 'Плитный', 'Свайный'], appliesTo: HOUSES },
   { name: 'roof_type', type: 'enum', meaning: 'roof type', allowedValues: ['Плоская', 'Двускатная', 'Вальмовая'], appliesTo: HOUSES },
   { name: 'entrance', type: 'integer', meaning: 'entrance', appliesTo: BUILDINGS },
-  { name: 'condition', type: 'enum', meaning: 'condition', allowedValues: ['Без ремонта', 'Косметический', 'Евроремонт', 'Дизайнерский'], appliesTo: BUILDINGS },
+  {
+    name: 'condition',
+    type: 'enum',
+    meaning: 'condition',
+    allowedValues: ['Без ремонта', 'Косметический', 'Евроремонт', 'Дизайнерский'],
+    appliesTo: BUILDINGS,
+  },
   { name: 'furniture', type: 'enum', meaning: 'furniture', allowedValues: ['Без мебели', 'Частично', 'Полная'], appliesTo: BUILDINGS },
   { name: 'window_type', type: 'enum', meaning: 'windows', allowedValues: ['Пластиковые', 'Деревянные', 'Алюминиевые'], appliesTo: BUILDINGS },
   { name: 'area_land', type: 'number', meaning: 'land area, sotka', appliesTo: WITH_LAND },
@@ -95,9 +113,13 @@ export const attributeCatalogue: readonly AttributeDefinition[] = [
   { name: 'is_privatized', type: 'bool', meaning: 'privatised', appliesTo: ALL },
   { name: 'documents_ready', type: 'bool', meaning: 'documents ready for deal', appliesTo: ALL },
   { name: 'encumbrance', type: 'bool', meaning: 'encumbrance', appliesTo: ALL },
-  { name: 'ownership_type', type: 'enum', meaning: 'ownership type', allowedValues: ['Частная собственность', 'Долевая собственность', 'Государственная'], appliesTo: ALL },
+  {
+    name: 'ownership_type',
+    type: 'enum',
+    meaning: 'ownership type',
+    allowedValues: ['Частная собственность', 'Долевая собственность', 'Государственная'],
+    appliesTo: ALL,
+  },
 ]
 
-export const attributesByName: ReadonlyMap<string, AttributeDefinition> = new Map(
-  attributeCatalogue.map((attribute) => [attribute.name, attribute]),
-)
+export const attributesByName: ReadonlyMap<string, AttributeDefinition> = new Map(attributeCatalogue.map((attribute) => [attribute.name, attribute]))

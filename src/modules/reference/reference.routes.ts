@@ -24,16 +24,12 @@ const referenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (reply.statusCode === 200) reply.header('cache-control', CACHE_CONTROL)
   })
 
-  app.get(
-    '/property-types',
-    { schema: { ...reference, summary: 'Property types (fixed ids 1–5)', response: { 200: Type.Array(NamedItem) } } },
-    async () => repository.listPropertyTypes(app.db),
+  app.get('/property-types', { schema: { ...reference, summary: 'Property types (fixed ids 1–5)', response: { 200: Type.Array(NamedItem) } } }, async () =>
+    repository.listPropertyTypes(app.db),
   )
 
-  app.get(
-    '/deal-types',
-    { schema: { ...reference, summary: 'Deal types (fixed ids 1–3)', response: { 200: Type.Array(NamedItem) } } },
-    async () => repository.listDealTypes(app.db),
+  app.get('/deal-types', { schema: { ...reference, summary: 'Deal types (fixed ids 1–3)', response: { 200: Type.Array(NamedItem) } } }, async () =>
+    repository.listDealTypes(app.db),
   )
 
   app.get(
@@ -118,7 +114,8 @@ const referenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         ...reference,
         summary: 'The attribute catalogue: what `attributes` of a property may hold',
-        description: 'Values are always sent as strings: `number` a decimal, `integer` a whole number, `bool` `true`/`false`, `enum` one of `allowed_values` exactly.',
+        description:
+          'Values are always sent as strings: `number` a decimal, `integer` a whole number, `bool` `true`/`false`, `enum` one of `allowed_values` exactly.',
         response: { 200: Type.Array(Attribute) },
       },
     },

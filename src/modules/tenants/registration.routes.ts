@@ -1,12 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses } from '../../lib/schemas.js'
-import {
-  RegistrationCodeParams,
-  RegistrationCreateBody,
-  RegistrationCreated,
-  RegistrationStatus,
-  RegistrationStatusQuery,
-} from './tenants.schemas.js'
+import { RegistrationCodeParams, RegistrationCreateBody, RegistrationCreated, RegistrationStatus, RegistrationStatusQuery } from './tenants.schemas.js'
 
 const registration = { tags: ['Registration'] }
 

@@ -32,11 +32,7 @@ export async function insertRegistrationRequest(db: Database, values: NewRegistr
  * The request with this code *and* this e-mail (compared case-insensitively), in one query,
  * so an unknown code and a wrong e-mail take the same path and give the same answer.
  */
-export async function findRegistrationRequestForApplicant(
-  db: Database,
-  requestCode: string,
-  email: string,
-): Promise<RegistrationRequestRow | undefined> {
+export async function findRegistrationRequestForApplicant(db: Database, requestCode: string, email: string): Promise<RegistrationRequestRow | undefined> {
   const [row] = await db
     .select()
     .from(registrationRequests)

@@ -22,7 +22,9 @@ export const RegistrationCreateBody = Type.Object(
   },
   {
     additionalProperties: false,
-    examples: [{ company_name: 'Агентство «Новый дом»', email: 'info@novydom.example', country: 'RU', contact_name: 'Мария Иванова', phone: '8 (912) 345-67-89' }],
+    examples: [
+      { company_name: 'Агентство «Новый дом»', email: 'info@novydom.example', country: 'RU', contact_name: 'Мария Иванова', phone: '8 (912) 345-67-89' },
+    ],
   },
 )
 export type RegistrationCreateBody = Static<typeof RegistrationCreateBody>
@@ -92,4 +94,3 @@ export const RejectBody = Type.Object(
   { reason: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'Why; kept for the operators.' })) },
   { additionalProperties: false },
 )
-

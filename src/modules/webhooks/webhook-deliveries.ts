@@ -204,12 +204,19 @@ async function updateSubscriptionHealth(tx: Database, claimed: ClaimedDelivery, 
   const subscription = eq(webhookSubscriptions.id, claimed.subscriptionId)
   if (outcome.succeeded) {
     if (claimed.subscriptionFailing) {
-      await tx.update(webhookSubscriptions).set({ failingSince: null }).where(and(subscription, isNotNull(webhookSubscriptions.failingSince)))
+      await tx
+        .update(webhookSubscriptions)
+        .set({ failingSince: null })
+        .where(and(subscription, isNotNull(webhookSubscriptions.failingSince)))
     }
     return
   }
   if (outcome.gone) {
-    await disableSubscription(tx, claimed.subscriptionId, 'The receiver answered 410 Gone: deliveries stopped. Create a new subscription to receive events again.')
+    await disableSubscription(
+      tx,
+      claimed.subscriptionId,
+      'The receiver answered 410 Gone: deliveries stopped. Create a new subscription to receive events again.',
+    )
     return
   }
   const [row] = await tx
@@ -218,7 +225,11 @@ async function updateSubscriptionHealth(tx: Database, claimed: ClaimedDelivery, 
     .where(subscription)
     .returning({ failingSince: webhookSubscriptions.failingSince, isActive: webhookSubscriptions.isActive })
   if (row?.isActive && row.failingSince && Date.now() - row.failingSince.getTime() >= DISABLE_AFTER_FAILING_MS) {
-    await disableSubscription(tx, claimed.subscriptionId, 'No delivery succeeded for 5 days: deliveries stopped. Create a new subscription to receive events again.')
+    await disableSubscription(
+      tx,
+      claimed.subscriptionId,
+      'No delivery succeeded for 5 days: deliveries stopped. Create a new subscription to receive events again.',
+    )
   }
 }
 

@@ -1,7 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses } from '../../lib/schemas.js'
 import { apiKeySecurity } from '../../plugins/auth.js'
-import { SUBSCRIBABLE_EVENTS, CreatedWebhookSubscription, DeliveryLogEntry, DeliveryLogPage, DeliveryLogQuery, WebhookCreate, WebhookIdParams, WebhookSubscription } from './webhooks.schemas.js'
+import {
+  SUBSCRIBABLE_EVENTS,
+  CreatedWebhookSubscription,
+  DeliveryLogEntry,
+  DeliveryLogPage,
+  DeliveryLogQuery,
+  WebhookCreate,
+  WebhookIdParams,
+  WebhookSubscription,
+} from './webhooks.schemas.js'
 
 const tenantRoute = { tags: ['Webhooks'], security: apiKeySecurity }
 

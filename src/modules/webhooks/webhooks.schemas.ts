@@ -31,9 +31,7 @@ export const WebhookSubscription = Type.Object({
   description: Nullable(Type.String()),
   is_active: Type.Boolean({ description: 'False once the service disabled it (see `disabled_reason`).' }),
   created_at: Timestamp,
-  disabled_reason: Nullable(
-    Type.String({ description: 'Why the service disabled it: the receiver answered 410 Gone, or no delivery succeeded for 5 days.' }),
-  ),
+  disabled_reason: Nullable(Type.String({ description: 'Why the service disabled it: the receiver answered 410 Gone, or no delivery succeeded for 5 days.' })),
   disabled_at: Nullable(Timestamp),
 })
 export type WebhookSubscription = Static<typeof WebhookSubscription>
@@ -52,11 +50,16 @@ export const DeliveryLogEntry = Type.Object({
   trigger: Type.Union([Type.Literal('event'), Type.Literal('test')]),
   attempt: Type.Integer({ description: '1 for the first attempt of a delivery, 2 for the first retry, …' }),
   status: Type.Union([Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('pending')], {
-    description: '`succeeded`: a 2xx answer. `pending`: this attempt failed and another is due at `next_attempt_at`. `failed`: this attempt failed and the delivery was given up.',
+    description:
+      '`succeeded`: a 2xx answer. `pending`: this attempt failed and another is due at `next_attempt_at`. `failed`: this attempt failed and the delivery was given up.',
   }),
   response_status_code: Nullable(Type.Integer()),
   response_body: Nullable(Type.String({ description: 'The first 4 KiB of the answer.' })),
-  error: Nullable(Type.String({ description: 'Why the attempt failed, starting with its kind: `http_status`, `timeout`, `connection`, `dns`, `blocked_address`, `invalid_url`.' })),
+  error: Nullable(
+    Type.String({
+      description: 'Why the attempt failed, starting with its kind: `http_status`, `timeout`, `connection`, `dns`, `blocked_address`, `invalid_url`.',
+    }),
+  ),
   duration_ms: Type.Integer(),
   created_at: Timestamp,
   next_attempt_at: Nullable(Timestamp),

@@ -16,6 +16,19 @@ export default tseslint.config(
       // Fastify route handlers and hooks are async by contract even when they do not await.
       '@typescript-eslint/require-await': 'off',
       'no-console': ['error', { allow: ['error'] }],
+      // A module's repository is private: other modules, plugins, processes and tests go
+      // through the module's service (see docs/architecture.md).
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['../*/*.repository.js', '**/modules/*/*.repository.js'],
+              message: 'A repository is private to its module: call the module’s service instead.',
+            },
+          ],
+        },
+      ],
     },
   },
   {

@@ -9,16 +9,19 @@ import pino from 'pino'
 import { loadConfig } from '../src/config.js'
 import { WebhookDeliveryJob, webhookFanOutJob } from '../src/modules/webhooks/webhooks.jobs.js'
 import { openConfiguredDatabase } from '../src/runtime.js'
+import { createServices } from '../src/services.js'
 import { Worker } from '../src/worker/worker.js'
 import { announce, closeWithParent } from './announce.js'
 
 const config = loadConfig()
 const database = await openConfiguredDatabase(config)
-const worker = new Worker({ db: database.db, config, log: pino({ level: config.logLevel }) }, [webhookFanOutJob, new WebhookDeliveryJob()])
+const services = createServices({ config, database })
+const worker = new Worker({ services, config, log: pino({ level: config.logLevel }) }, [webhookFanOutJob, new WebhookDeliveryJob()])
 worker.start()
 
 closeWithParent(async () => {
   await worker.stop()
+  await services.close()
   await database.close()
 })
 

@@ -3,15 +3,10 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
 import type { DatabaseHandle } from './db/client.js'
-import { OutboundClient } from './lib/outbound-http.js'
-import { SecretBox } from './lib/secrets.js'
 import catalogueRoutes from './modules/catalogue/catalogue.routes.js'
 import moderationAdminRoutes from './modules/moderation/admin-properties.routes.js'
-import { ImageProcessor } from './modules/images/image-processing.js'
 import imagesRoutes from './modules/images/images.routes.js'
-import { ImagesService } from './modules/images/images.service.js'
 import mediaRoutes from './modules/images/media.routes.js'
-import { createStorage, mediaBaseUrl } from './modules/images/storage.js'
 import operationsRoutes from './modules/operations/operations.routes.js'
 import referenceAdminRoutes from './modules/reference/admin-places.routes.js'
 import referenceRoutes from './modules/reference/reference.routes.js'
@@ -19,44 +14,37 @@ import registrationAdminRoutes from './modules/tenants/admin-registrations.route
 import meRoutes from './modules/tenants/me.routes.js'
 import registrationRoutes from './modules/tenants/registration.routes.js'
 import propertiesRoutes from './modules/properties/properties.routes.js'
-import { PropertiesService } from './modules/properties/properties.service.js'
-import { TenantsService } from './modules/tenants/tenants.service.js'
-import { deliveryLeaseMs } from './modules/webhooks/webhook-deliveries.js'
-import { WebhookSender } from './modules/webhooks/webhook-sender.js'
 import webhooksRoutes from './modules/webhooks/webhooks.routes.js'
-import { WebhooksService } from './modules/webhooks/webhooks.service.js'
 import authPlugin from './plugins/auth.js'
-import databasePlugin from './plugins/database.js'
 import docsPlugin from './plugins/docs.js'
 import { clientErrorHandler, frameworkErrors, installErrorHandlers } from './plugins/error-handler.js'
 import { installJsonBodyParser } from './plugins/json-body.js'
 import metricsPlugin from './plugins/metrics.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
+import servicesPlugin from './plugins/services.js'
 import { installValidators, rejectUnstorableValues } from './plugins/validation.js'
+import type { Services } from './services.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     config: Config
-    /** Encrypts secrets at rest with SECRET_KEY. */
-    secrets: SecretBox
-    tenants: TenantsService
-    properties: PropertiesService
-    images: ImagesService
-    webhooks: WebhooksService
   }
 }
 
 export interface AppOptions {
   config: Config
   database: DatabaseHandle
+  /** The process's services, when it shares them with a worker; otherwise the app builds and closes its own. */
+  services?: Services
   /** A logger to use instead of one built from config (tests pass a silent one). */
   logger?: FastifyBaseLogger | boolean
 }
 
-export const JSON_BODY_LIMIT = 1024 * 1024 // D9: JSON bodies at most 1 MiB
+/** JSON bodies are at most 1 MiB. */
+export const JSON_BODY_LIMIT = 1024 * 1024
 
 /** Builds the HTTP API: plugins, then feature modules. It does not listen; the caller does. */
-export async function buildApp({ config, database, logger }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, database, services, logger }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger && typeof logger === 'object' ? { loggerInstance: logger } : { logger: logger ?? { level: config.logLevel } }),
     requestIdHeader: 'x-request-id',
@@ -79,23 +67,7 @@ export async function buildApp({ config, database, logger }: AppOptions): Promis
   })
 
   app.decorate('config', config)
-  app.decorate('secrets', new SecretBox(config.secretKey))
-  await app.register(databasePlugin, { database })
-  app.decorate('tenants', new TenantsService(app.db, app.secrets))
-  const storage = createStorage(config)
-  const media = { storage, baseUrl: mediaBaseUrl(config) }
-  app.decorate('properties', new PropertiesService(app.db, media))
-  const outbound = new OutboundClient({ allowPrivateNetwork: config.allowPrivateNetwork })
-  app.addHook('onClose', () => outbound.close())
-  app.decorate('images', new ImagesService(app.db, storage, new ImageProcessor(config.images), config, media.baseUrl, outbound))
-  app.decorate(
-    'webhooks',
-    new WebhooksService(app.db, app.secrets, outbound, new WebhookSender(outbound, app.secrets, config.webhookTimeoutMs), {
-      allowPrivateNetwork: config.allowPrivateNetwork,
-      retryPolicy: { scheduleMs: config.webhookRetryScheduleMs },
-      leaseMs: deliveryLeaseMs(config.webhookTimeoutMs),
-    }),
-  )
+  await app.register(servicesPlugin, { database, services })
 
   await app.register(metricsPlugin)
   await app.register(rateLimitPlugin)

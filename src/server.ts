@@ -1,24 +1,28 @@
 import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.js'
 import { startRuntime } from './runtime.js'
-import { Worker, workerJobs } from './worker/worker.js'
+import { createServices } from './services.js'
+import { workerJobs } from './worker/jobs.js'
+import { Worker } from './worker/worker.js'
 
 /**
  * The service's entry: the HTTP API and, unless `--no-worker`, the background worker in the
- * same process (D1). Run more API processes with `--no-worker` and workers with
- * `npm run start:worker`, all against one PostgreSQL.
+ * same process, sharing one set of services. Run more API processes with `--no-worker` and
+ * workers with `npm run start:worker`, all against one PostgreSQL.
  */
 const withWorker = !process.argv.includes('--no-worker')
 const { config, log, database } = await startRuntime(withWorker ? 'api+worker' : 'api')
+const services = createServices({ config, database })
 
-const app = await buildApp({ config, database, logger: log })
-const worker = withWorker ? new Worker({ db: database.db, config, log: log.child({ component: 'worker' }) }, workerJobs()) : undefined
+const app = await buildApp({ config, database, services, logger: log })
+const worker = withWorker ? new Worker({ services, config, log: log.child({ component: 'worker' }) }, workerJobs()) : undefined
 
 closeWithGrace({ delay: 15_000, logger: { error: (message: string) => log.error(message) } }, async ({ signal, err }) => {
   if (err) log.error({ err }, 'closing after an unexpected error')
   else log.info({ signal }, 'closing')
-  // Stop accepting and finish in-flight requests and jobs, then let go of the database.
+  // Stop accepting and finish in-flight requests and jobs, then let go of what they used.
   await Promise.all([app.close(), worker?.stop()])
+  await services.close()
   await database.close()
 })
 

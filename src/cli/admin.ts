@@ -2,9 +2,9 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { migrateDatabase } from '../db/migrate.js'
 import { ApiError } from '../lib/errors.js'
-import { SecretBox } from '../lib/secrets.js'
-import { TenantsService } from '../modules/tenants/tenants.service.js'
+import type { TenantsService } from '../modules/tenants/tenants.service.js'
 import { openConfiguredDatabase } from '../runtime.js'
+import { createServices } from '../services.js'
 
 const usage = `Operator commands (the same service code as the /admin routes, straight on the database):
 
@@ -60,12 +60,17 @@ if (values.help || resource !== 'registrations' || !['list', 'approve', 'reject'
     const database = await openConfiguredDatabase(config)
     try {
       await migrateDatabase(database)
-      const result = await run(new TenantsService(database.db, new SecretBox(config.secretKey)))
-      if (result === undefined) {
-        console.log(usage)
-        process.exitCode = 2
-      } else {
-        console.log(JSON.stringify(result, null, 2))
+      const services = createServices({ config, database })
+      try {
+        const result = await run(services.tenants)
+        if (result === undefined) {
+          console.log(usage)
+          process.exitCode = 2
+        } else {
+          console.log(JSON.stringify(result, null, 2))
+        }
+      } finally {
+        await services.close()
       }
     } finally {
       await database.close()

@@ -11,6 +11,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import { isIP, type LookupFunction } from 'node:net'
 import ipaddr from 'ipaddr.js'
 import { Agent, request, type Dispatcher } from 'undici'
+import { ApiError } from './errors.js'
 
 export type OutboundFailureKind = 'invalid_url' | 'blocked_address' | 'dns' | 'connection' | 'timeout' | 'too_large' | 'too_many_redirects'
 
@@ -210,3 +211,15 @@ function describeFailure(error: unknown, url: URL, timeoutMs: number): OutboundE
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new OutboundError('dns', `The host ${host} could not be resolved.`)
   return new OutboundError('connection', `Could not connect to ${host}${code ? ` (${code})` : ''}.`)
 }
+
+/**
+ * A tenant's address that cannot be used (refused by the guard, unreachable, or answering
+ * with something unusable) as the 422 on its body field: `reason` is a clause such as "the
+ * host did not answer in time", or the OutboundError that says it; `detail` leads with `summary`.
+ */
+export function invalidAddressError(field: string, summary: string, reason: string | OutboundError): ApiError {
+  const why = reason instanceof OutboundError ? lowerFirst(reason.message.replace(/\.$/, '')) : reason
+  return ApiError.validation([{ loc: ['body', field], msg: why }], `${summary}: ${why}.`)
+}
+
+const lowerFirst = (text: string) => text.charAt(0).toLowerCase() + text.slice(1)

@@ -1,33 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { Logger } from 'pino'
-import type { Config } from '../config.js'
-import type { Database } from '../db/client.js'
-import { moderationJob } from '../modules/moderation/moderation.job.js'
-import { idempotencyCleanupJob } from '../modules/properties/idempotency-cleanup.job.js'
-import { WebhookDeliveryJob, webhookFanOutJob } from '../modules/webhooks/webhooks.jobs.js'
-
-/** What a job gets to do its work. */
-export interface JobContext {
-  db: Database
-  config: Config
-  log: Logger
-  /** Aborted when the worker stops: a job finishes the item in hand and returns. */
-  signal: AbortSignal
-}
-
-/**
- * One kind of background work (the internal check of listings, webhook delivery, ...).
- * `runOnce` does a bounded batch and says how many items it handled; the worker calls it
- * again at once while there is work and waits `idleDelayMs` when there is none. Jobs claim
- * their rows in the database (FOR UPDATE SKIP LOCKED), so any number of workers may run.
- */
-export interface Job {
-  name: string
-  idleDelayMs: number
-  runOnce(context: JobContext): Promise<number>
-  /** Lets go of what the job holds (work still in flight, connections) once its loop has ended. */
-  stop?(): Promise<void>
-}
+import type { Job, JobContext } from './job.js'
 
 /** Runs every job in its own loop until stopped. */
 export class Worker {
@@ -71,9 +43,4 @@ export class Worker {
       await sleep(delay, undefined, { signal }).catch(() => {})
     }
   }
-}
-
-/** The jobs a worker process runs, new for each worker (some keep state). Features add theirs here. */
-export function workerJobs(): Job[] {
-  return [moderationJob, idempotencyCleanupJob, webhookFanOutJob, new WebhookDeliveryJob()]
 }

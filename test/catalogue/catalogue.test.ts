@@ -39,7 +39,7 @@ describe('the public MLS catalogue', () => {
     ).id
     ids.spbFlat = (await submitProperty(t.app, rival, { price: 9000000, location: { city_id: 2, district_id: 13 }, attributes: { area: '45', rooms: '1' } })).id
     ids.rejected = (await submitProperty(t.app, agency, { price: null, location: { city_id: 1 } })).id
-    await runInternalCheck(t.db)
+    await runInternalCheck(t.app)
     ids.waiting = (await submitProperty(t.app, agency, { location: { city_id: 1 } })).id
   })
   after(() => t.close())
@@ -235,14 +235,14 @@ describe('the public MLS catalogue', () => {
       (await queryRows<{ n: number }>(t.db, sql`select coalesce(sum(listings), 0)::int as n from ${sql.identifier(table)}`))[0]!.n
     const actual = async () => (await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from properties where status_id = 2`))[0]!.n
     const extra = await submitProperty(t.app, rival, { location: { city_id: 3 } })
-    await runInternalCheck(t.db)
+    await runInternalCheck(t.app)
     assert.equal((await search('?city_id=3')).total, 1)
     await t.app.inject({ method: 'POST', url: `/properties/${extra.id}/status`, headers: rival.headers, payload: { status_id: 4 } })
     assert.equal((await search('?city_id=3')).total, 0)
     await t.app.inject({ method: 'POST', url: `/properties/${extra.id}/status`, headers: rival.headers, payload: { status_id: 1 } })
-    await runInternalCheck(t.db)
+    await runInternalCheck(t.app)
     await t.app.inject({ method: 'PATCH', url: `/properties/${extra.id}`, headers: rival.headers, payload: { location: { city_id: 4 } } })
-    await runInternalCheck(t.db)
+    await runInternalCheck(t.app)
     assert.equal((await search('?city_id=3')).total, 0)
     assert.equal((await search('?city_id=4')).total, 1)
     await t.app.inject({ method: 'DELETE', url: `/properties/${extra.id}`, headers: rival.headers })
@@ -255,7 +255,7 @@ describe('the public MLS catalogue', () => {
     // Rooms and district totals come from the detailed counts; a rooms change moves them.
     const flatRooms = (await search('?rooms=2')).total
     await t.app.inject({ method: 'PATCH', url: `/properties/${ids.moscowFlat}`, headers: agency.headers, payload: { attributes: { rooms: '3' } } })
-    await runInternalCheck(t.db)
+    await runInternalCheck(t.app)
     assert.equal((await search('?rooms=2')).total, flatRooms - 1)
     assert.equal((await search('?rooms=3&city_id=1')).total, 1)
   })

@@ -46,7 +46,7 @@ describe('catalogue answers kept between requests', () => {
   /** A listing through submission and the internal check; each at its own address, so none is a duplicate. */
   const publish = async ({ price = 8_500_000, cityId }: { price?: number; cityId: number }) => {
     const { id } = await submitProperty(t.app, agency, { price, location: { city_id: cityId, address: `ул. Тестовая, д. ${++listings}` } })
-    await runInternalCheck(t.db)
+    await runInternalCheck(t.app)
     return id
   }
   /** Asks both processes, so each has the answer kept before the change under test. */

@@ -23,7 +23,7 @@ describe('catalogue pages with a price range, newest first', () => {
     t = await buildTestApp()
     const agency = await createTenant(t.app)
     const template = await submitProperty(t.app, agency, { price: CHEAP, attributes: { area: '40', rooms: '2' } })
-    await runInternalCheck(t.db)
+    await runInternalCheck(t.app)
     // Copies of the published template, set-based: 450 submissions through the API would
     // make this file the slowest of the suite for nothing the API tests don't already cover.
     await t.db.execute(sql`

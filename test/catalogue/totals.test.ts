@@ -31,7 +31,7 @@ describe('catalogue totals with a price range', () => {
         attributes: { area: '50', rooms: String(1 + (index % 3)) },
       })
     }
-    await runInternalCheck(t.db)
+    await runInternalCheck(t.app)
   })
   after(() => t.close())
 

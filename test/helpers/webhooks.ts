@@ -7,8 +7,9 @@ import type { FastifyInstance } from 'fastify'
 import pino from 'pino'
 import { Webhook } from 'standardwebhooks'
 import type { Config } from '../../src/config.js'
-import type { Database } from '../../src/db/client.js'
+import type { DatabaseHandle } from '../../src/db/client.js'
 import { WebhookDeliveryJob, webhookFanOutJob } from '../../src/modules/webhooks/webhooks.jobs.js'
+import { createServices } from '../../src/services.js'
 import { Worker } from '../../src/worker/worker.js'
 import type { Tenant } from './factories.js'
 
@@ -99,11 +100,24 @@ export async function deliveryLog(app: FastifyInstance, tenant: Tenant, subscrip
   return response.json<{ items: LogEntry[]; total: number; limit: number; offset: number }>()
 }
 
-/** A worker running only the webhook jobs (fan-out and delivery), as a worker process would. */
-export function startWebhookWorker(db: Database, config: Config) {
-  const worker = new Worker({ db, config, log: pino({ level: 'silent' }) }, [webhookFanOutJob, new WebhookDeliveryJob()])
+/**
+ * A worker running only the webhook jobs (fan-out and delivery), with services of its own on
+ * `database`, as a worker process would.
+ */
+export function startWebhookWorker(database: DatabaseHandle, config: Config): RunningWorker {
+  const services = createServices({ config, database })
+  const worker = new Worker({ services, config, log: pino({ level: 'silent' }) }, [webhookFanOutJob, new WebhookDeliveryJob()])
   worker.start()
-  return worker
+  return {
+    async stop() {
+      await worker.stop()
+      await services.close()
+    },
+  }
+}
+
+export interface RunningWorker {
+  stop(): Promise<void>
 }
 
 /** Waits until `condition` holds, checking every 20 ms, or fails after `timeoutMs`. */

@@ -315,7 +315,7 @@ describe('photos of a property', () => {
     const later = (await uploadTo(id, await photo('jpeg', 80, 60), { sort_order: '2' })).json<Image>()
     const cover = (await uploadTo(id, await photo('jpeg', 80, 60), { sort_order: '1' })).json<Image>()
     const bare = (await submitProperty(t.app, agency)).id
-    await runInternalCheck(t.db)
+    await runInternalCheck(t.app)
 
     const page = (await t.app.inject('/mls/properties')).json<{ items: { id: number; thumbnail_url: string | null }[] }>()
     assert.equal(page.items.find((item) => item.id === id)!.thumbnail_url, cover.thumbnail_url)

@@ -4,7 +4,8 @@ import { after, before, describe, it } from 'node:test'
 import { asc, eq } from 'drizzle-orm'
 import pino from 'pino'
 import { events, properties } from '../../src/db/schema.js'
-import { Worker, workerJobs } from '../../src/worker/worker.js'
+import { workerJobs } from '../../src/worker/jobs.js'
+import { Worker } from '../../src/worker/worker.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { adminHeaders, createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
@@ -31,7 +32,7 @@ describe('the internal check (auto mode)', () => {
   it('publishes a listing that passes, with published_at and its events in the outbox', async () => {
     const created = await submitProperty(t.app, agency)
     assert.deepEqual(await eventsOf(created.id), [], 'nothing is announced before the check')
-    await runInternalCheck(t.db)
+    await runInternalCheck(t.app)
     const listing = await get(created.id)
     assert.equal(listing.status_id, 2)
     assert.equal(listing.status_name, 'Опубликовано')
@@ -77,7 +78,7 @@ describe('the internal check (auto mode)', () => {
   for (const [name, overrides, code, field] of failing) {
     it(`rejects a listing with ${name} (${code}) and tells the agency why`, async () => {
       const created = await submitProperty(t.app, agency, overrides)
-      await runInternalCheck(t.db)
+      await runInternalCheck(t.app)
       const listing = await get(created.id)
       assert.equal(listing.status_id, 3)
       assert.equal(listing.status_name, 'Отклонено')
@@ -105,7 +106,7 @@ describe('the internal check (auto mode)', () => {
       property_type: 'Земля',
       attributes: { area_land: '12', land_category: 'ИЖС', electricity: 'Есть', road_access: 'Асфальт' },
     })
-    await runInternalCheck(t.db)
+    await runInternalCheck(t.app)
     assert.equal((await get(priced.id)).status_id, 2)
     assert.equal((await get(land.id)).status_id, 2)
   })
@@ -122,7 +123,7 @@ describe('the internal check (auto mode)', () => {
     const otherAgency = await createTenant(t.app, { email: 'dup@agency.example' })
     const theirs = await submitProperty(t.app, otherAgency, same)
     const differentArea = await submitProperty(t.app, agency, { ...same, attributes: { area: '71' } })
-    await runInternalCheck(t.db)
+    await runInternalCheck(t.app)
     assert.equal((await get(original.id)).status_id, 2)
     const rejected = await get(copy.id)
     assert.equal(rejected.status_id, 3)
@@ -135,16 +136,16 @@ describe('the internal check (auto mode)', () => {
   it('rejects an older listing brought back as a copy of a published one', async () => {
     const same = { location: { city_id: 1, address: 'Москва, Тверская улица, 7' }, attributes: { area: '55' } }
     const older = await submitProperty(t.app, agency, same)
-    await runInternalCheck(t.db)
+    await runInternalCheck(t.app)
     const withdraw = await t.app.inject({ method: 'POST', url: `/properties/${older.id}/status`, headers: agency.headers, payload: { status_id: 4 } })
     assert.equal(withdraw.statusCode, 200)
     const newer = await submitProperty(t.app, agency, same)
-    await runInternalCheck(t.db)
+    await runInternalCheck(t.app)
     assert.equal((await get(newer.id)).status_id, 2, 'the original is withdrawn: the new copy is the live one')
 
     const resubmit = await t.app.inject({ method: 'POST', url: `/properties/${older.id}/status`, headers: agency.headers, payload: { status_id: 1 } })
     assert.equal(resubmit.statusCode, 200)
-    await runInternalCheck(t.db)
+    await runInternalCheck(t.app)
     const rejected = await get(older.id)
     assert.equal(rejected.status_id, 3)
     assert.deepEqual(
@@ -155,7 +156,7 @@ describe('the internal check (auto mode)', () => {
   })
 
   it('runs in the background worker and publishes within seconds', async () => {
-    const worker = new Worker({ db: t.db, config: t.config, log: pino({ level: 'silent' }) }, workerJobs())
+    const worker = new Worker({ services: t.app.services, config: t.config, log: pino({ level: 'silent' }) }, workerJobs())
     worker.start()
     try {
       const created = await submitProperty(t.app, agency)
@@ -187,7 +188,7 @@ describe('the internal check (manual mode) and the admin decisions', () => {
   it('records the findings and leaves the decision to an operator', async () => {
     const good = await submitProperty(t.app, agency)
     const bad = await submitProperty(t.app, agency, { price: null })
-    await runInternalCheck(t.db, 'manual')
+    await runInternalCheck(t.app)
     assert.equal((await get(good.id)).status_id, 1)
     const waiting = await get(bad.id)
     assert.equal(waiting.status_id, 1)

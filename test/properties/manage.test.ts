@@ -147,7 +147,7 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
   describe('PATCH /properties/{id}', () => {
     it('changes only what is sent, merges attributes and sends the listing back to the check', async () => {
       const created = await submitProperty(t.app, agency, { attributes: { area: '60', rooms: '3', furniture: 'Полная' } })
-      await runInternalCheck(t.db)
+      await runInternalCheck(t.app)
       assert.equal((await call('GET', `/properties/${created.id}`)).json().status_id, 2)
 
       const response = await call('PATCH', `/properties/${created.id}`, {
@@ -168,7 +168,7 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
 
     it('leaves the listing as it is when the PATCH changes nothing (a retry keeps it published)', async () => {
       const created = await submitProperty(t.app, agency)
-      await runInternalCheck(t.db)
+      await runInternalCheck(t.app)
       const before = (await call('GET', `/properties/${created.id}`)).json()
       assert.equal(before.status_id, 2)
       // The location as it was submitted: its ids and texts, without the names the view adds.
@@ -192,7 +192,7 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       const placed = { location: { ...submittedLocation, latitude: 55.7558264, longitude: 37.6172999 } }
       const first = (await call('PATCH', `/properties/${created.id}`, placed)).json()
       assert.deepEqual([first.location.latitude, first.location.longitude, first.status_id], [55.755826, 37.6173, 1])
-      await runInternalCheck(t.db)
+      await runInternalCheck(t.app)
       const retried = (await call('PATCH', `/properties/${created.id}`, placed)).json()
       assert.equal(retried.status_id, 2, 'the retry changed nothing')
       // Any real change, the owner's notes included, goes back through the check.
@@ -230,7 +230,7 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
 
     it('refuses to change a closed listing (409) and another tenant’s (404)', async () => {
       const created = await submitProperty(t.app, agency)
-      await runInternalCheck(t.db)
+      await runInternalCheck(t.app)
       assert.equal((await call('POST', `/properties/${created.id}/status`, { status_id: 5 })).statusCode, 200)
       const closed = await call('PATCH', `/properties/${created.id}`, { price: 1 })
       assert.equal(closed.statusCode, 409)
@@ -250,7 +250,7 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       assert.equal(early.statusCode, 409)
       assert.deepEqual(early.json().allowed_moves, [])
 
-      await runInternalCheck(t.db)
+      await runInternalCheck(t.app)
       const blocked = await move(3)
       assert.equal(blocked.statusCode, 409)
       assert.deepEqual(blocked.json().allowed_moves, [4, 5])
@@ -264,7 +264,7 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
 
       const resubmitted = await move(1)
       assert.equal(resubmitted.json().status_id, 1)
-      await runInternalCheck(t.db)
+      await runInternalCheck(t.app)
       assert.equal((await call('GET', `/properties/${created.id}`)).json().status_id, 2)
 
       assert.equal((await move(5)).json().status_name, 'Сделка закрыта')
@@ -275,7 +275,7 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
 
     it('lets a rejected listing be resubmitted', async () => {
       const created = await submitProperty(t.app, agency, { price: null })
-      await runInternalCheck(t.db)
+      await runInternalCheck(t.app)
       assert.equal((await call('GET', `/properties/${created.id}`)).json().status_id, 3)
       assert.equal((await call('POST', `/properties/${created.id}/status`, { status_id: 1 })).json().status_id, 1)
     })

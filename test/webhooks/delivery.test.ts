@@ -2,24 +2,23 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
-import type { Worker } from '../../src/worker/worker.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
-import { deliveryLog, startReceiver, startWebhookWorker, subscribe, verifyDelivery, waitFor, type Receiver } from '../helpers/webhooks.js'
+import { deliveryLog, startReceiver, startWebhookWorker, subscribe, verifyDelivery, waitFor, type Receiver, type RunningWorker } from '../helpers/webhooks.js'
 
 /** Retries 100 ms, then 200 ms after the first failure: three attempts in all. */
 const SCHEDULE = { WEBHOOK_RETRY_SCHEDULE: '100ms,200ms', WEBHOOK_TIMEOUT_MS: '500' }
 
 describe('webhook deliveries', () => {
   let t: TestApp
-  let worker: Worker
+  let worker: RunningWorker
   const receivers: Receiver[] = []
   let agencies = 0
 
   before(async () => {
     t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true', ...SCHEDULE })
-    worker = startWebhookWorker(t.db, t.config)
+    worker = startWebhookWorker(t.database.handle, t.config)
   })
   after(async () => {
     await worker.stop()
@@ -37,7 +36,7 @@ describe('webhook deliveries', () => {
   /** Submits a listing and runs the internal check: published unless `overrides` break a rule. */
   async function publish(tenant: Tenant, overrides: Record<string, unknown> = {}): Promise<number> {
     const { id } = await submitProperty(t.app, tenant, overrides)
-    await runInternalCheck(t.db)
+    await runInternalCheck(t.app)
     return id
   }
 
@@ -264,12 +263,12 @@ describe('webhook deliveries with the private-network rule on', () => {
   it('refuses at delivery time a receiver that resolves to loopback (a URL allowed before, or DNS rebinding)', async () => {
     const t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true', ...SCHEDULE })
     const hook = await startReceiver()
-    const worker = startWebhookWorker(t.db, { ...t.config, allowPrivateNetwork: false })
+    const worker = startWebhookWorker(t.database.handle, { ...t.config, allowPrivateNetwork: false })
     try {
       const owner = await createTenant(t.app, { email: 'rebinding@agency.example' })
       const subscription = await subscribe(t.app, owner, { url: hook.url.replace('127.0.0.1', 'localhost'), events: ['property.published'] })
       await submitProperty(t.app, owner)
-      await runInternalCheck(t.db)
+      await runInternalCheck(t.app)
       await waitFor(async () => (await deliveryLog(t.app, owner, subscription.id)).total >= 1, 5000, 'the attempt')
       const [entry] = (await deliveryLog(t.app, owner, subscription.id)).items
       assert.match(entry!.error!, /^blocked_address: /)

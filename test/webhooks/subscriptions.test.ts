@@ -2,7 +2,6 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
-import { fanOutEvents } from '../../src/modules/webhooks/webhook-deliveries.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, type Tenant } from '../helpers/factories.js'
 import { deliveryLog, startReceiver, subscribe, verifyDelivery, type LogEntry, type Receiver } from '../helpers/webhooks.js'
@@ -248,7 +247,7 @@ describe('webhook subscriptions', () => {
   it('deletes a subscription (204), cancelling its pending deliveries; a second delete is a 404', async () => {
     const created = await subscribe(t.app, agency, { url: receiver.url, events: ['property.published'] })
     await t.db.execute(sql`insert into events (type, tenant_id, data) values ('property.published', ${agency.tenantId}::int, '{}'::jsonb)`)
-    await fanOutEvents(t.db, 100)
+    await t.app.services.webhooks.fanOut(100)
     const [queued] = await queryRows<{ n: number }>(
       t.db,
       sql`select count(*)::int as n from webhook_deliveries where subscription_id = ${created.id}::int and status = 'pending'`,

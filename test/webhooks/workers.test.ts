@@ -6,12 +6,11 @@ import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import { openDatabase, queryRows, type DatabaseHandle } from '../../src/db/client.js'
-import { claimDeliveries, fanOutEvents } from '../../src/modules/webhooks/webhook-deliveries.js'
-import type { Worker } from '../../src/worker/worker.js'
+import { deliveryLeaseMs } from '../../src/modules/webhooks/delivery-policy.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { engine } from '../helpers/database.js'
 import { createTenant, type Tenant } from '../helpers/factories.js'
-import { startReceiver, startWebhookWorker, subscribe, verifyDelivery, waitFor, type Receiver } from '../helpers/webhooks.js'
+import { startReceiver, startWebhookWorker, subscribe, verifyDelivery, waitFor, type Receiver, type RunningWorker } from '../helpers/webhooks.js'
 
 const ENV = { ALLOW_PRIVATE_NETWORK: 'true', WEBHOOK_RETRY_SCHEDULE: '100ms,200ms', WEBHOOK_TIMEOUT_MS: '1000' }
 
@@ -74,11 +73,11 @@ describe('several webhook workers on one database', () => {
   const newAgency = () => createTenant(t.app, { email: `workers-${++agencies}@agency.example` })
 
   /** A second connection pool to the same database where there is a server; PGlite has one. */
-  async function secondHandle(): Promise<DatabaseHandle['db']> {
-    if (!t.database.url) return t.db
+  async function secondHandle(): Promise<DatabaseHandle> {
+    if (!t.database.url) return t.database.handle
     const handle = await openDatabase({ databaseUrl: t.database.url, pgliteDir: undefined, poolSize: 5 })
     cleanups.push(() => handle.close())
-    return handle.db
+    return handle
   }
 
   it('two workers deliver 1,000 events, none lost and none twice', async () => {
@@ -87,7 +86,7 @@ describe('several webhook workers on one database', () => {
     cleanups.push(() => receiver.close())
     const subscription = await subscribe(t.app, agency, { url: receiver.url, events: ['property.published'] })
     await writeEvents(t, agency, 1000)
-    const workers: Worker[] = [startWebhookWorker(t.db, t.config), startWebhookWorker(await secondHandle(), t.config)]
+    const workers: RunningWorker[] = [startWebhookWorker(t.database.handle, t.config), startWebhookWorker(await secondHandle(), t.config)]
     try {
       await waitFor(() => receiver.delivered().length >= 1000, 60_000, '1,000 deliveries')
       // Anything sent twice would arrive within a lease; wait a little for it.
@@ -105,19 +104,19 @@ describe('several webhook workers on one database', () => {
     cleanups.push(() => receiver.close())
     const subscription = await subscribe(t.app, agency, { url: receiver.url, events: ['property.published'] })
     await writeEvents(t, agency, 5)
-    await fanOutEvents(t.db, 100)
+    await t.app.services.webhooks.fanOut(100)
     // A worker claims them and dies before sending: nothing more happens on its side.
-    const lost = await claimDeliveries(t.db, { limit: 100, perSubscription: 100, busySubscriptions: [], leaseMs: 1500 })
+    const lost = await t.app.services.webhooks.claimDue({ limit: 100, perSubscription: 100, busySubscriptions: [] })
     assert.equal(lost.length, 5)
     const claimedAt = Date.now()
 
-    const survivor = startWebhookWorker(t.db, t.config)
+    const survivor = startWebhookWorker(t.database.handle, t.config)
     try {
       await waitFor(() => receiver.delivered().length === 5, 10_000, 'the 5 deliveries')
     } finally {
       await survivor.stop()
     }
-    assert.ok(receiver.requests[0]!.receivedAt - claimedAt >= 1400, 'not before the lease ran out')
+    assert.ok(receiver.requests[0]!.receivedAt - claimedAt >= deliveryLeaseMs(t.config.webhookTimeoutMs) - 100, 'not before the lease ran out')
     await assertEachSentOnce(t, receiver, subscription.id, 5)
     const attempts = await queryRows<{ attempt: number }>(t.db, sql`select attempt from webhook_attempts where subscription_id = ${subscription.id}::int`)
     // The dead worker's attempt 1 never happened; the survivor's is attempt 2.
@@ -163,7 +162,7 @@ describe('several webhook workers on one database', () => {
       await exited
       holding = false
 
-      const survivor = startWebhookWorker(t.db, t.config)
+      const survivor = startWebhookWorker(t.database.handle, t.config)
       try {
         await waitFor(() => receiver.delivered().length >= 20, 30_000, 'the 20 deliveries')
         await new Promise((resolve) => setTimeout(resolve, 300))

@@ -1,41 +1,17 @@
+/**
+ * The catalogue's SQL: pages, totals and single listings, read from the published rows of
+ * properties and the counts tables the database keeps (migrations 0002, 0008, 0009). Every
+ * statement is prepared once per connection (prepared.ts) and stands alone, so it may run
+ * pipelined. Which page statement serves a search is decided in catalogue-page-plan.ts.
+ */
 import { and, asc, desc, eq, gte, lte, sql, type AnyColumn, type SQL } from 'drizzle-orm'
-import type { Database, PipelinedDatabase } from '../../db/client.js'
+import type { PipelinedDatabase } from '../../db/client.js'
 import { prepared } from '../../db/prepared.js'
-import { catalogueCounts, catalogueCountsByCity, catalogueCountsByPrice, catalogueCountsByPriceAllCities, properties, PUBLISHED } from '../../db/schema.js'
+import { catalogueCounts, catalogueCountsByCity, catalogueCountsByPrice, catalogueCountsByPriceAllCities, properties } from '../../db/schema.js'
 import { offsetTimestampFromUtcText, toOffsetTimestamp } from '../../lib/time.js'
-import { referenceNamesFor, type ReferenceNames } from '../reference/reference-names.js'
-import type { CatalogueDetail, CatalogueItem, CatalogueQuery } from './catalogue.schemas.js'
-
-export interface CatalogueFilter {
-  cityId?: number | undefined
-  propertyTypeId?: number | undefined
-  dealTypeId?: number | undefined
-  tenantId?: number | undefined
-  minPrice?: number | undefined
-  maxPrice?: number | undefined
-  districtId?: number | undefined
-  residentialComplexId?: number | undefined
-  rooms?: number | undefined
-  minArea?: number | undefined
-  maxArea?: number | undefined
-}
-type FilterKey = keyof CatalogueFilter
-
-export function filterFromQuery(query: CatalogueQuery): CatalogueFilter {
-  return {
-    cityId: query.city_id,
-    propertyTypeId: query.property_type_id,
-    dealTypeId: query.deal_type_id,
-    tenantId: query.tenant_id,
-    minPrice: query.min_price,
-    maxPrice: query.max_price,
-    districtId: query.district_id,
-    residentialComplexId: query.residential_complex_id,
-    rooms: query.rooms,
-    minArea: query.min_area,
-    maxArea: query.max_area,
-  }
-}
+import { ListingStatus } from '../properties/listing-status.js'
+import { isPriceBound, usedKeys, type CatalogueFilter, type CatalogueSort, type FilterKey, type PagePlan } from './catalogue-page-plan.js'
+import type { CatalogueDetail } from './catalogue.schemas.js'
 
 /** Each filter as a condition on a placeholder of its own name. */
 const filterConditions: Record<FilterKey, () => SQL> = {
@@ -70,7 +46,6 @@ const facetConditions: Partial<Record<FilterKey, () => SQL>> = {
 
 /** Filters the price-band counts tables answer, besides the price range itself. */
 const priceBandKeys = new Set<FilterKey>(['cityId', 'propertyTypeId', 'dealTypeId', 'rooms'])
-const isPriceBound = (key: FilterKey) => key === 'minPrice' || key === 'maxPrice'
 /** Past any price numeric(15,2) holds: an open end of a price range. */
 const NO_MAX_PRICE = 1e15
 
@@ -80,10 +55,7 @@ const orderings = {
   created_desc: (of: Ordered = properties) => [desc(of.createdAt), desc(of.id)],
   price_asc: (of: Ordered = properties) => [asc(of.price), asc(of.id)],
   price_desc: (of: Ordered = properties) => [desc(of.price), desc(of.id)],
-} as const
-export type CatalogueSort = keyof typeof orderings
-
-const usedKeys = (filter: CatalogueFilter) => (Object.keys(filter) as FilterKey[]).filter((key) => filter[key] !== undefined).sort()
+} as const satisfies Record<CatalogueSort, unknown>
 
 /**
  * How a prepared statement says "published" decides how PostgreSQL plans it. A plan made for
@@ -96,8 +68,8 @@ const usedKeys = (filter: CatalogueFilter) => (Object.keys(filter) as FilterKey[
  *   matching most filters (city, type, deal, price) where a district with a price is 6x
  *   cheaper on its own index. Parameter.
  */
-const isPublished = sql`${properties.statusId} = ${sql.raw(String(PUBLISHED))}`
-const isPublishedPlannedPerValue = eq(properties.statusId, PUBLISHED)
+const isPublished = sql`${properties.statusId} = ${sql.raw(String(ListingStatus.Published))}`
+const isPublishedPlannedPerValue = eq(properties.statusId, ListingStatus.Published)
 
 function publishedWhere(keys: FilterKey[], published: SQL = isPublished): SQL {
   return and(published, ...keys.map((key) => filterConditions[key]()))!
@@ -130,7 +102,8 @@ const itemColumns = {
   thumbnailKey: firstThumbnailOf('properties'),
 }
 
-interface ItemRow {
+/** A listing as the catalogue shows it, its references still ids (see catalogue.mapper.ts). */
+export interface ItemRow {
   id: number
   propertyTypeId: number
   dealTypeId: number
@@ -142,7 +115,7 @@ interface ItemRow {
   rooms: number | null
   floor: number | null
   totalFloors: number | null
-  /** As the API shows it (D2). */
+  /** As the API shows it, with a numeric offset. */
   createdAt: string
   thumbnailKey: string | null
 }
@@ -151,82 +124,8 @@ interface ItemRow {
 type StoredItemRow = Omit<ItemRow, 'createdAt'> & { createdAt: Date }
 const asItemRow = (row: StoredItemRow): ItemRow => ({ ...row, createdAt: toOffsetTimestamp(row.createdAt) })
 
-/** §2.4 objects from rows, named from the in-memory reference names (loaded on a miss). */
-async function toItems(db: PipelinedDatabase, rows: ItemRow[], mediaBase: string, names = referenceNamesFor(db)): Promise<CatalogueItem[]> {
-  await names.ensure(
-    {
-      cityIds: rows.map((row) => row.cityId),
-      districtIds: rows.map((row) => row.districtId),
-      complexIds: rows.map((row) => row.complexId),
-    },
-    db,
-  )
-  return rows.map((row) => ({
-    id: row.id,
-    property_type: { id: row.propertyTypeId, name: names.propertyTypes.get(row.propertyTypeId)! },
-    deal_type: { id: row.dealTypeId, name: names.dealTypes.get(row.dealTypeId)! },
-    city: names.ref('city', row.cityId)!,
-    district: names.ref('district', row.districtId),
-    residential_complex: names.ref('complex', row.complexId),
-    price: row.price,
-    area: row.area,
-    rooms: row.rooms,
-    floor: row.floor,
-    total_floors: row.totalFloors,
-    thumbnail_url: row.thumbnailKey === null ? null : `${mediaBase}/${row.thumbnailKey}`,
-    created_at: row.createdAt,
-  }))
-}
-
-/**
- * Page statements are written to be planned once and kept (PostgreSQL's generic plans, which
- * it takes after five runs when they cost no more than planning each run): planning a
- * catalogue query costs as much as running it. Shapes filtering on rooms or a district are
- * still often planned per run, as PostgreSQL judges an averaged selectivity dearer.
- * So each statement is written so that one plan is right for all its values, and where the
- * values decide the plan (a price range, newest first) the service decides it, with the
- * counts it already has, and picks the statement written for that plan:
- * - `window`: a search's first matches in its order, on the index made for that order (see
- *   schema.ts), reading `windowFor(offset + limit)` of them; the page is cut from those.
- * - `walk`: a price range newest first with many matches: the newest listings of the search
- *   without its price, as many as should hold the page (the depth), then the price, so only
- *   the walk on the newest-first index can serve it. Short of the page (the prices were not
- *   spread over time as the counts suggest), the page is read by `range` instead.
- * - `range`: a price range newest first with few matches: every match, found on a price
- *   index, then sorted. The fence (OFFSET 0) keeps PostgreSQL from walking the newest first.
- */
-type PagePlan = { kind: 'window'; window: number } | { kind: 'walk'; depth: number } | { kind: 'range' }
-
-/** What the service knows of a search before it reads a page. */
-export interface PageCounts {
-  /** The search's total. */
-  matches: number
-  /** The total of the same search without its price range. */
-  withoutPrice: number
-}
-
-/**
- * The smallest of 100, 400, 1,600… that reaches `rows`: a LIMIT written into the SQL as a
- * literal (an unknown LIMIT is costed as a tenth of all matches, which no generic plan
- * survives) from a handful of statements per filter shape.
- */
-function windowFor(rows: number): number {
-  let window = 100
-  while (window < rows) window *= 4
-  return window
-}
-
-/** A LIMIT or OFFSET Drizzle writes as it is, not as a parameter (see windowFor). */
+/** A LIMIT or OFFSET Drizzle writes as it is, not as a parameter (see windowFor in catalogue-page-plan.ts). */
 const literal = (rows: number) => sql.raw(String(rows)) as unknown as number
-
-/**
- * Newest first with a price range: walk the newest if fewer index entries are read that way
- * (about `end` × all / matches of them, twice that to be safe) than there are matches.
- */
-function pricedPagePlan(end: number, counts: PageCounts): PagePlan {
-  const depth = Math.ceil((2 * end * counts.withoutPrice) / Math.max(counts.matches, 1))
-  return depth < counts.matches ? { kind: 'walk', depth: windowFor(depth) } : { kind: 'range' }
-}
 
 /**
  * A page as the page query sends it: one array per column of ItemRow, each in the page's order,
@@ -248,46 +147,21 @@ type PageColumns = [
   thumbnailKeys: (string | null)[],
 ]
 
-/** Whether findCataloguePage needs the search's counts: a price range, newest first. */
-export const pageNeedsCounts = (filter: CatalogueFilter, sort: CatalogueSort) =>
-  sort === 'created_desc' && (filter.minPrice !== undefined || filter.maxPrice !== undefined)
-
 /**
- * One page of the catalogue: one index-only scan of a covering index (see schema.ts) finds the
- * page's rows and carries their columns; only then, for those rows alone, the first photo. So a
- * deep offset skips index entries, never table rows, and pays for no thumbnail it drops.
- *
- * A search with a price range, newest first, needs its counts (see PagePlan); the others don't.
+ * One page of the catalogue as `plan` says to read it: one index-only scan of a covering index
+ * (see schema.ts) finds the page's rows and carries their columns; only then, for those rows
+ * alone, the first photo. So a deep offset skips index entries, never table rows, and pays for
+ * no thumbnail it drops.
  */
-export async function findCataloguePage(
+export async function readPage(
   db: PipelinedDatabase,
   filter: CatalogueFilter,
   sort: CatalogueSort,
   limit: number,
   offset: number,
-  mediaBase: string,
-  counts?: PageCounts,
-): Promise<CatalogueItem[]> {
-  const keys = usedKeys(filter)
-  if (!pageNeedsCounts(filter, sort)) return readPage(db, filter, keys, sort, limit, offset, mediaBase, { kind: 'window', window: windowFor(offset + limit) })
-  if (!counts) throw new Error('a page of a price range, newest first, is planned from its counts')
-  const expected = Math.min(limit, Math.max(counts.matches - offset, 0))
-  if (expected === 0) return []
-  const plan = pricedPagePlan(offset + limit, counts)
-  const items = await readPage(db, filter, keys, sort, limit, offset, mediaBase, plan)
-  return items.length < expected ? readPage(db, filter, keys, sort, limit, offset, mediaBase, { kind: 'range' }) : items
-}
-
-async function readPage(
-  db: PipelinedDatabase,
-  filter: CatalogueFilter,
-  keys: FilterKey[],
-  sort: CatalogueSort,
-  limit: number,
-  offset: number,
-  mediaBase: string,
   plan: PagePlan,
-): Promise<CatalogueItem[]> {
+): Promise<ItemRow[]> {
+  const keys = usedKeys(filter)
   const size = plan.kind === 'window' ? plan.window : plan.kind === 'walk' ? plan.depth : ''
   const statement = prepared<{ columns: PageColumns }[]>(db, `page:${sort}:${plan.kind}${size}:${keys.join(',')}`, (name) => {
     const page = pageQuery(db, keys, sort, plan).limit(sql.placeholder('limit')).offset(sql.placeholder('offset')).as('page')
@@ -328,25 +202,21 @@ async function readPage(
   const [{ columns }] = (await statement.execute({ ...filter, limit, offset })) as [{ columns: PageColumns }]
   const [ids, propertyTypeIds, dealTypeIds, cityIds, districtIds, complexIds, prices, areas, rooms, floors, totalFloors, createdAtsUtc, thumbnailKeys] = columns
   if (ids === null) return []
-  return toItems(
-    db,
-    ids.map((id, row) => ({
-      id,
-      propertyTypeId: propertyTypeIds[row]!,
-      dealTypeId: dealTypeIds[row]!,
-      cityId: cityIds[row] ?? null,
-      districtId: districtIds[row] ?? null,
-      complexId: complexIds[row] ?? null,
-      price: prices[row] ?? null,
-      area: areas[row] ?? null,
-      rooms: rooms[row] ?? null,
-      floor: floors[row] ?? null,
-      totalFloors: totalFloors[row] ?? null,
-      createdAt: offsetTimestampFromUtcText(createdAtsUtc[row]!),
-      thumbnailKey: thumbnailKeys[row] ?? null,
-    })),
-    mediaBase,
-  )
+  return ids.map((id, row) => ({
+    id,
+    propertyTypeId: propertyTypeIds[row]!,
+    dealTypeId: dealTypeIds[row]!,
+    cityId: cityIds[row] ?? null,
+    districtId: districtIds[row] ?? null,
+    complexId: complexIds[row] ?? null,
+    price: prices[row] ?? null,
+    area: areas[row] ?? null,
+    rooms: rooms[row] ?? null,
+    floor: floors[row] ?? null,
+    totalFloors: totalFloors[row] ?? null,
+    createdAt: offsetTimestampFromUtcText(createdAtsUtc[row]!),
+    thumbnailKey: thumbnailKeys[row] ?? null,
+  }))
 }
 
 /** The matches a page is cut from, in the page's order, as PagePlan says to read them. */
@@ -481,8 +351,15 @@ function countByPriceBands(db: PipelinedDatabase, groupKeys: FilterKey[]) {
     )
 }
 
-/** One published listing as the catalogue shows it (D6), or undefined. */
-export async function findCatalogueDetail(db: PipelinedDatabase, id: number, mediaBase: string): Promise<CatalogueDetail | undefined> {
+/** A published listing's row with what its detail adds, or undefined. */
+export interface DetailRow extends ItemRow {
+  description: string | null
+  attributes: CatalogueDetail['attributes']
+  publishedAt: string
+  imageKeys: string[]
+}
+
+export async function findPublishedListing(db: PipelinedDatabase, id: number): Promise<DetailRow | undefined> {
   const statement = prepared<
     (StoredItemRow & { description: string | null; attributes: CatalogueDetail['attributes']; publishedAt: Date | null; imageKeys: string[] })[]
   >(db, 'detail', (name) =>
@@ -499,27 +376,11 @@ export async function findCatalogueDetail(db: PipelinedDatabase, id: number, med
       .prepare(name),
   )
   const [row] = await statement.execute({ id })
-  if (!row) return undefined
-  const [item] = await toItems(db, [asItemRow(row)], mediaBase)
-  return {
-    ...item!,
-    description: row.description,
-    attributes: row.attributes,
-    images: row.imageKeys.map((key) => `${mediaBase}/${key}`),
-    published_at: toOffsetTimestamp(row.publishedAt!),
-  }
+  return row && { ...row, createdAt: toOffsetTimestamp(row.createdAt), publishedAt: toOffsetTimestamp(row.publishedAt!) }
 }
 
-/**
- * The §2.4 object of one listing whatever its status (the payload of `mls.new_listing`).
- * Inside a transaction, pass the names of the root database so its cache is reused.
- */
-export async function findCatalogueItem(
-  db: Database,
-  id: number,
-  mediaBase: string,
-  names: ReferenceNames = referenceNamesFor(db),
-): Promise<CatalogueItem | undefined> {
-  const rows = await db.select(itemColumns).from(properties).where(eq(properties.id, id))
-  return (await toItems(db, rows.map(asItemRow), mediaBase, names))[0]
+/** One listing's row whatever its status (the payload of `mls.new_listing`, written as it is published). */
+export async function findListing(db: PipelinedDatabase, id: number): Promise<ItemRow | undefined> {
+  const [row] = await db.select(itemColumns).from(properties).where(eq(properties.id, id))
+  return row && asItemRow(row)
 }

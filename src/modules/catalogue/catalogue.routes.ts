@@ -1,15 +1,10 @@
-import { createHash } from 'node:crypto'
 import etag from '@fastify/etag'
 import fresh from 'fresh'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { FastifyReply } from 'fastify'
-import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import { errorResponses } from '../../lib/schemas.js'
-import { mediaBaseUrl } from '../images/storage.js'
-import { CatalogueCache, type Kept } from './catalogue-cache.js'
-import { CatalogueVersions } from './catalogue-versions.js'
-import * as repository from './catalogue.repository.js'
+import type { CatalogueAnswer } from './catalogue.service.js'
 import { CatalogueDetail, CatalogueIdParams, CataloguePage, CatalogueQuery } from './catalogue.schemas.js'
 
 /** Short enough that a new listing shows within a minute, long enough to absorb bursts. */
@@ -30,35 +25,14 @@ const cachingHeaders = {
 }
 const NotModified = { type: 'null', description: 'Not modified: If-None-Match lists the current ETag. No body.', headers: cachingHeaders }
 
-/** A catalogue answer ready to send: its JSON bytes and their ETag. */
-interface Answer {
-  body: Buffer
-  etag: string
-}
-
-/**
- * The route's 200 body as JSON bytes, through the serializer compiled from its response schema,
- * with its ETag (the SHA-1 that @fastify/etag would compute), to be kept for `cityId`.
- */
-function answerOf(reply: FastifyReply, payload: unknown, cityId: number | undefined): Kept<Answer> {
-  // The compiled serializer of a JSON schema returns a string.
-  const body = Buffer.from(reply.serialize(payload) as string)
-  return { value: { body, etag: `"${createHash('sha1').update(body).digest('base64')}"` }, bytes: body.length, cityId }
-}
-
-/** A kept answer as it was serialised, with its ETag (which @fastify/etag then honours for 304). */
-function send(reply: FastifyReply, answer: Answer): Buffer {
+/** An answer as it was serialised, with its ETag (which @fastify/etag then honours for 304). */
+function send(reply: FastifyReply, answer: CatalogueAnswer): Buffer {
   reply.header('etag', answer.etag).type('application/json; charset=utf-8')
   return answer.body
 }
 
-/** The public MLS catalogue (§4.3, D6): published listings only, no key, no owner data. */
+/** The public MLS catalogue: published listings only, no key, no owner data. */
 const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const mediaBase = mediaBaseUrl(app.config)
-  // Every statement of the catalogue stands alone: pipelined, on PostgreSQL (db/pipelines.ts).
-  const db = app.database.pipelined
-  const versions = new CatalogueVersions(db)
-  const cache = new CatalogueCache(app.config.catalogueCacheBytes)
   // ETag on every answer of this scope. @fastify/etag compares If-None-Match with it as one
   // value only; `fresh` (as Express and `send` use it) matches as RFC 9110 says: any tag of a
   // list, weakly, or `*`. A fresh 200 becomes a 304 with no body.
@@ -91,39 +65,7 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: { ...CataloguePage, headers: cachingHeaders }, 304: NotModified, ...errorResponses(422, 429) },
       },
     },
-    async (request, reply) => {
-      const { limit, offset, sort = 'created_desc', min_price, max_price, min_area, max_area } = request.query
-      if (min_price !== undefined && max_price !== undefined && min_price > max_price) {
-        throw ApiError.validation([{ loc: ['query', 'min_price'], msg: 'must not be greater than max_price' }])
-      }
-      if (min_area !== undefined && max_area !== undefined && min_area > max_area) {
-        throw ApiError.validation([{ loc: ['query', 'min_area'], msg: 'must not be greater than max_area' }])
-      }
-      const filter = repository.filterFromQuery(request.query)
-      const snapshot = await versions.current()
-      // A search's total is kept apart from its pages: its other pages and orders share it.
-      const totalOf = (search: repository.CatalogueFilter) =>
-        cache.get(`total:${JSON.stringify(Object.values(search))}`, snapshot, async () => ({
-          value: await repository.countCatalogue(db, search),
-          bytes: 8,
-          cityId: search.cityId,
-        }))
-      const answer = await cache.get(`list:${sort}:${limit}:${offset}:${JSON.stringify(Object.values(filter))}`, snapshot, async () => {
-        // How a price range's page is read, newest first, depends on how many listings it keeps.
-        const counts = repository.pageNeedsCounts(filter, sort)
-          ? await Promise.all([totalOf(filter), totalOf({ ...filter, minPrice: undefined, maxPrice: undefined })]).then(([matches, withoutPrice]) => ({
-              matches,
-              withoutPrice,
-            }))
-          : undefined
-        const [matches, items] = await Promise.all([
-          counts?.matches ?? totalOf(filter),
-          repository.findCataloguePage(db, filter, sort, limit, offset, mediaBase, counts),
-        ])
-        return answerOf(reply, { items, total: matches, limit, offset }, filter.cityId)
-      })
-      return send(reply, answer)
-    },
+    async (request, reply) => send(reply, await app.services.catalogue.search(request.query, (page) => reply.serialize(page) as string)),
   )
 
   app.get(
@@ -137,15 +79,7 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: { ...CatalogueDetail, headers: cachingHeaders }, 304: NotModified, ...errorResponses(404, 422, 429) },
       },
     },
-    async (request, reply) => {
-      const answer = await cache.get(`detail:${request.params.id}`, await versions.current(), async () => {
-        const detail = await repository.findCatalogueDetail(db, request.params.id, mediaBase)
-        // A listing without a city counts under city 0, as the database's counters do.
-        return detail && answerOf(reply, detail, detail.city?.id ?? 0)
-      })
-      if (!answer) throw ApiError.notFound(PROPERTY_NOT_FOUND)
-      return send(reply, answer)
-    },
+    async (request, reply) => send(reply, await app.services.catalogue.detail(request.params.id, (detail) => reply.serialize(detail) as string)),
   )
 }
 

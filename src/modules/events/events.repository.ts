@@ -1,13 +1,48 @@
-import type { Database } from '../../db/client.js'
+import { sql } from 'drizzle-orm'
+import { queryRows, type Database } from '../../db/client.js'
 import { events } from '../../db/schema.js'
+import type { EventType } from './event-types.js'
 
-/** The events changes publish (interface §6 and D8); `webhook.test` is written by the test route. */
-export type EventType = 'mls.new_listing' | 'property.published' | 'property.rejected'
+export type EventRow = typeof events.$inferSelect
+
+export interface NewEvent {
+  type: EventType
+  tenantId: number
+  data: unknown
+  /** Set for an event sent by its writer itself (a test event), which fan-out never sees. */
+  dispatchedAt?: Date
+}
+
+export async function insertEvent(db: Database, event: NewEvent): Promise<EventRow> {
+  const [row] = await db.insert(events).values(event).returning()
+  return row!
+}
+
+/** An event claimed for fan-out: what decides which subscriptions receive it. */
+export interface UndispatchedEvent {
+  id: number
+  type: EventType
+  tenantId: number | null
+}
 
 /**
- * Writes an event to the outbox. Call it inside the transaction of the change the event
- * announces: they commit together or not at all, and delivery reads the outbox afterwards.
+ * Marks up to `limit` undispatched events dispatched, oldest first, and returns them. Rows are
+ * claimed FOR UPDATE SKIP LOCKED, so concurrent workers take disjoint batches; the caller
+ * creates their deliveries in the same transaction, so an event is marked dispatched exactly
+ * when its deliveries exist.
  */
-export async function recordEvent(tx: Database, event: { type: EventType; tenantId: number; data: unknown }): Promise<void> {
-  await tx.insert(events).values(event)
+export async function claimUndispatchedEvents(tx: Database, limit: number): Promise<UndispatchedEvent[]> {
+  const rows = await queryRows<{ id: number; type: EventType; tenant_id: number | null }>(
+    tx,
+    sql`update events set dispatched_at = now()
+        where id in (
+          select id from events
+          where dispatched_at is null
+          order by id
+          limit ${limit}::int
+          for update skip locked
+        )
+        returning id::float8 as id, type, tenant_id`,
+  )
+  return rows.map((row) => ({ id: row.id, type: row.type, tenantId: row.tenant_id })).sort((a, b) => a.id - b.id)
 }

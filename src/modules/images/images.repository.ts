@@ -7,7 +7,7 @@ export type NewImage = typeof propertyImages.$inferInsert
 
 const displayOrder = [asc(propertyImages.propertyId), asc(propertyImages.sortOrder), asc(propertyImages.id)]
 
-/** The tenant's photos, by property, then display order (§4.1). */
+/** The tenant's photos, by property, then display order. */
 export async function listImages(db: Database, tenantId: number, propertyId?: number): Promise<ImageRow[]> {
   const conditions: SQL[] = [eq(propertyImages.tenantId, tenantId)]
   if (propertyId !== undefined) conditions.push(eq(propertyImages.propertyId, propertyId))
@@ -36,8 +36,11 @@ export async function ownsProperty(db: Database, tenantId: number, propertyId: n
   return rows.length > 0
 }
 
-export async function countImages(db: Database, propertyId: number): Promise<number> {
-  const [row] = await db.select({ images: count() }).from(propertyImages).where(eq(propertyImages.propertyId, propertyId))
+export async function countImages(db: Database, tenantId: number, propertyId: number): Promise<number> {
+  const [row] = await db
+    .select({ images: count() })
+    .from(propertyImages)
+    .where(and(eq(propertyImages.tenantId, tenantId), eq(propertyImages.propertyId, propertyId)))
   return row?.images ?? 0
 }
 
@@ -65,10 +68,10 @@ export async function deleteImage(db: Database, tenantId: number, id: number): P
 }
 
 /** Deletes a property's photo rows (before the property itself); their storage keys. */
-export async function deletePropertyImages(db: Database, propertyId: number): Promise<string[]> {
+export async function deletePropertyImages(db: Database, tenantId: number, propertyId: number): Promise<string[]> {
   const rows = await db
     .delete(propertyImages)
-    .where(eq(propertyImages.propertyId, propertyId))
+    .where(and(eq(propertyImages.tenantId, tenantId), eq(propertyImages.propertyId, propertyId)))
     .returning({ fileKey: propertyImages.fileKey, thumbnailKey: propertyImages.thumbnailKey })
   return rows.flatMap((row) => [row.fileKey, row.thumbnailKey])
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Config } from '../../config.js'
 import type { Database } from '../../db/client.js'
 import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
-import { OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
+import { invalidAddressError, OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 import { toUtcTimestamp } from '../../lib/time.js'
 import type { ImageProcessor } from './image-processing.js'
 import { detectImageType, TYPE_SNIFF_BYTES, type ProcessedImage } from './image-processing.js'
@@ -11,7 +11,7 @@ import type { PropertyImage } from './images.schemas.js'
 import type { Storage } from './storage.js'
 
 export const IMAGE_NOT_FOUND = 'Image not found'
-/** D7: photos added by URL are fetched within this time, through at most this many redirects. */
+/** Photos added by URL are fetched within this time, through at most this many redirects. */
 const DOWNLOAD_TIMEOUT_MS = 10_000
 const DOWNLOAD_MAX_REDIRECTS = 3
 
@@ -22,8 +22,8 @@ export interface NewPhoto {
   sourceUrl?: string | undefined
 }
 
-/** The §2.1 object of a stored photo, with the optional fields of D7. */
-export function toImage(row: repository.ImageRow, mediaBase: string): PropertyImage {
+/** A stored photo as the API shows it. */
+function toImage(row: repository.ImageRow, mediaBase: string): PropertyImage {
   return {
     id: row.id,
     property_id: row.propertyId,
@@ -37,19 +37,23 @@ export function toImage(row: repository.ImageRow, mediaBase: string): PropertyIm
   }
 }
 
-/** Photos of a tenant's properties (§4.1, D7). */
+/**
+ * Photos of a tenant's properties: the only writer of property_images and of the files in
+ * storage. See docs/api.md#photos.
+ */
 export class ImagesService {
   constructor(
     private readonly db: Database,
     private readonly storage: Storage,
-    readonly processor: ImageProcessor,
+    private readonly processor: ImageProcessor,
     private readonly config: Pick<Config, 'images'>,
     private readonly mediaBase: string,
     private readonly outbound: OutboundClient,
   ) {}
 
-  async list(tenantId: number, propertyId?: number): Promise<PropertyImage[]> {
-    return (await repository.listImages(this.db, tenantId, propertyId)).map((row) => toImage(row, this.mediaBase))
+  /** The tenant's photos, or one property's; `via` a transaction that holds the property. */
+  async list(tenantId: number, propertyId?: number, via: Database = this.db): Promise<PropertyImage[]> {
+    return (await repository.listImages(via, tenantId, propertyId)).map((row) => toImage(row, this.mediaBase))
   }
 
   async get(tenantId: number, id: number): Promise<PropertyImage> {
@@ -70,10 +74,23 @@ export class ImagesService {
     await this.storage.remove(keys)
   }
 
+  /**
+   * Deletes a property's photo rows in the transaction that deletes the property; their files'
+   * keys, to remove with removeFiles once it has committed.
+   */
+  deleteRowsOfProperty(tx: Database, tenantId: number, propertyId: number): Promise<string[]> {
+    return repository.deletePropertyImages(tx, tenantId, propertyId)
+  }
+
+  /** Removes stored files whose rows are gone. */
+  removeFiles(keys: readonly string[]): Promise<void> {
+    return this.storage.remove(keys)
+  }
+
   /** Checks the property first, so a photo for another tenant's property is never processed. */
   async assertPropertyAccepts(tenantId: number, propertyId: number): Promise<void> {
     if (!(await repository.ownsProperty(this.db, tenantId, propertyId))) throw ApiError.notFound(PROPERTY_NOT_FOUND)
-    if ((await repository.countImages(this.db, propertyId)) >= this.config.images.perProperty) throw this.tooManyPhotos()
+    if ((await repository.countImages(this.db, tenantId, propertyId)) >= this.config.images.perProperty) throw this.tooManyPhotos()
   }
 
   /**
@@ -90,7 +107,7 @@ export class ImagesService {
       await this.storage.put(keys.thumbnail, processed.thumbnail.data, processed.contentType)
       const row = await this.db.transaction(async (tx) => {
         if (!(await repository.ownsProperty(tx, tenantId, photo.propertyId, true))) throw ApiError.notFound(PROPERTY_NOT_FOUND)
-        if ((await repository.countImages(tx, photo.propertyId)) >= this.config.images.perProperty) throw this.tooManyPhotos()
+        if ((await repository.countImages(tx, tenantId, photo.propertyId)) >= this.config.images.perProperty) throw this.tooManyPhotos()
         return repository.insertImage(tx, {
           tenantId,
           propertyId: photo.propertyId,
@@ -111,7 +128,7 @@ export class ImagesService {
     }
   }
 
-  /** D7: downloads the photo through the guarded client, then adds it as an upload. */
+  /** Downloads the photo through the guarded client, then adds it as an upload. */
   async addFromUrl(tenantId: number, photo: { propertyId: number; sortOrder: number; url: string }): Promise<PropertyImage> {
     await this.assertPropertyAccepts(tenantId, photo.propertyId)
     const bytes = await this.download(photo.url)
@@ -119,7 +136,7 @@ export class ImagesService {
   }
 
   private async download(url: string): Promise<Buffer> {
-    const refuse = (why: string) => ApiError.validation([{ loc: ['body', 'url'], msg: why }], `The photo could not be downloaded: ${why}.`)
+    const refuse = (why: string | OutboundError) => invalidAddressError('url', 'The photo could not be downloaded', why)
     let response
     try {
       response = await this.outbound.request({
@@ -131,7 +148,7 @@ export class ImagesService {
         headers: { accept: 'image/jpeg, image/png, image/webp' },
       })
     } catch (error) {
-      if (error instanceof OutboundError) throw refuse(lowerFirst(error.message.replace(/\.$/, '')))
+      if (error instanceof OutboundError) throw refuse(error)
       throw error
     }
     if (response.status < 200 || response.status > 299) throw refuse(`the address answered HTTP ${response.status}`)
@@ -160,8 +177,4 @@ export class ImagesService {
 function storageKeys(processed: ProcessedImage): { file: string; thumbnail: string } {
   const name = randomBytes(16).toString('base64url')
   return { file: `photos/${name}.${processed.extension}`, thumbnail: `photos/${name}-400.${processed.extension}` }
-}
-
-function lowerFirst(text: string): string {
-  return text.charAt(0).toLowerCase() + text.slice(1)
 }

@@ -1,5 +1,5 @@
 /**
- * Where photo files live (D1 `STORAGE_DRIVER`): one small interface, two drivers. Keys are
+ * Where photo files live (`STORAGE_DRIVER`): one small interface, two drivers. Keys are
  * chosen by the service (`photos/<random>.<ext>`), never by the client. Rows keep keys, not
  * URLs, so moving the files behind a CDN (S3_PUBLIC_URL) changes no stored row.
  */
@@ -64,6 +64,7 @@ export class S3Storage implements Storage {
     await Promise.all(keys.map((key) => this.client.send(new DeleteObjectCommand({ Bucket: this.s3.bucket, Key: key }))))
   }
 
+  /** Closes the SDK's connections; the storage is not used afterwards. */
   destroy(): void {
     this.client.destroy()
   }

@@ -4,8 +4,6 @@ import { Id, Page, PageQuery, Timestamp, errorResponses } from '../../lib/schema
 import { adminKeySecurity } from '../../plugins/auth.js'
 import { allowEmptyBody } from '../../plugins/validation.js'
 import { ModerationReasonSchema } from '../properties/properties.schemas.js'
-import { mediaBaseUrl } from '../images/storage.js'
-import { ModerationService } from './moderation.service.js'
 
 const admin = { tags: ['Admin'], security: adminKeySecurity }
 
@@ -30,8 +28,6 @@ const Params = Type.Object({ id: Id })
 
 /** Operators decide listings (MODERATION_MODE=manual, or overruling the check). Behind `authenticateAdmin`. */
 const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const moderation = new ModerationService(app.db, app.config.moderationMode, mediaBaseUrl(app.config))
-
   app.get(
     '/admin/properties',
     {
@@ -42,7 +38,7 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Page(ListingUnderReview), ...errorResponses(401, 422) },
       },
     },
-    async (request) => moderation.list(request.query.status_id, request.query.limit, request.query.offset),
+    async (request) => app.services.moderation.list(request.query.status_id, request.query.limit, request.query.offset),
   )
 
   app.post(
@@ -56,7 +52,7 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      await moderation.approve(request.params.id)
+      await app.services.moderation.approve(request.params.id)
       return reply.code(204).send(null)
     },
   )
@@ -74,7 +70,7 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      await moderation.reject(request.params.id, request.body.reason)
+      await app.services.moderation.reject(request.params.id, request.body.reason)
       return reply.code(204).send(null)
     },
   )

@@ -1,12 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { sql } from 'drizzle-orm'
 import { Type } from 'typebox'
-import { countPendingMigrations } from '../../db/migrate.js'
 
 const Status = Type.Object({ status: Type.String() })
 const ops = { tags: ['Operations'] }
 
-/** Liveness, readiness and metrics for orchestrators and Prometheus (D1). */
+/** Liveness, readiness and metrics for orchestrators and Prometheus. */
 const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/healthz', { schema: { ...ops, summary: 'The process is up', response: { 200: Status } } }, async () => ({ status: 'ok' }))
 
@@ -21,9 +19,8 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       try {
-        await app.db.execute(sql`select 1`)
-        const pending = await countPendingMigrations(app.db)
-        if (pending > 0) return reply.code(503).send({ status: 'not_ready', detail: `${pending} migration(s) not applied yet.` })
+        const readiness = await app.services.operations.readiness()
+        if (!readiness.ready) return reply.code(503).send({ status: 'not_ready', detail: readiness.detail })
         return { status: 'ready' }
       } catch (error) {
         request.log.warn({ err: error }, 'readiness check failed')

@@ -1,8 +1,11 @@
-import { and, count, desc, eq, getTableColumns, lt, ne, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, getTableColumns, isNotNull, lt, ne, or, sql, type SQL } from 'drizzle-orm'
+import type { CountryCode } from 'libphonenumber-js'
 import { queryRows, type Database } from '../../db/client.js'
+import { rowsWithTotal } from '../../db/paging.js'
 import { prepared } from '../../db/prepared.js'
+import { idempotencyKeys, owners, properties, tenants, type ModerationResult, type NewPropertyColumns, type PropertyRow } from '../../db/schema.js'
+import { ListingStatus } from './listing-status.js'
 import type { OwnerView } from './properties.mapper.js'
-import { idempotencyKeys, owners, PENDING_REVIEW, properties, PUBLISHED, type NewPropertyColumns, type PropertyRow } from '../../db/schema.js'
 
 export type { PropertyRow } from '../../db/schema.js'
 export type NewProperty = NewPropertyColumns
@@ -39,7 +42,7 @@ export interface OwnerSubmission {
 }
 
 /**
- * An owner is one per phone within a tenant (§2.2): a submission with a phone the tenant
+ * An owner is one per phone within a tenant: a submission with a phone the tenant
  * already has updates that owner, keeping its notes when `keepNotes` (the submission did not
  * mention them).
  */
@@ -53,7 +56,7 @@ const upsertOwnerByPhone = (keepNotes: SQL) => ({
 })
 const ownerColumns = { id: owners.id, name: owners.name, phone: owners.phone, notes: owners.notes }
 
-/** What a submission sets of a new property (§2.2); every other column takes its default. */
+/** What a submission sets of a new property; every other column takes its default. */
 const submittedColumnNames = [
   'tenantId',
   'propertyTypeId',
@@ -77,7 +80,7 @@ const noSubmittedColumns = Object.fromEntries(submittedColumnNames.map((column) 
 
 /**
  * Inserts a submitted property, waiting for the internal check, with its owner created or
- * updated by phone within the tenant (§2.2), all in one statement: atomic without a
+ * updated by phone within the tenant, all in one statement: atomic without a
  * transaction of its own, and one round trip where BEGIN, two inserts and COMMIT were four.
  * The statement is built once per database (see prepared.ts).
  */
@@ -132,17 +135,21 @@ export async function insertSubmittedProperty(
   return { property, owner: savedOwner }
 }
 
-export async function updateProperty(db: Database, id: number, values: Partial<NewProperty>): Promise<PropertyRow> {
+/** Changes one property of one tenant; its `updated_at` moves with every change. */
+export async function updateProperty(db: Database, tenantId: number, id: number, values: Partial<NewProperty>): Promise<PropertyRow> {
   const [row] = await db
     .update(properties)
     .set({ ...values, updatedAt: sql`now()` })
-    .where(eq(properties.id, id))
+    .where(and(eq(properties.tenantId, tenantId), eq(properties.id, id)))
     .returning()
   return row!
 }
 
-export async function findOwner(db: Database, ownerId: number): Promise<OwnerView | undefined> {
-  const [row] = await db.select({ id: owners.id, name: owners.name, phone: owners.phone, notes: owners.notes }).from(owners).where(eq(owners.id, ownerId))
+export async function findOwner(db: Database, tenantId: number, ownerId: number): Promise<OwnerView | undefined> {
+  const [row] = await db
+    .select(ownerColumns)
+    .from(owners)
+    .where(and(eq(owners.tenantId, tenantId), eq(owners.id, ownerId)))
   return row
 }
 
@@ -183,7 +190,8 @@ export async function listTenantProperties(db: Database, tenantId: number, filte
     filter.cityId === undefined ? undefined : eq(properties.cityId, filter.cityId),
   ]
   const where = and(...conditions)
-  const [rows, [totals]] = await Promise.all([
+  return rowsWithTotal(
+    db,
     db
       .select({
         id: properties.id,
@@ -203,9 +211,9 @@ export async function listTenantProperties(db: Database, tenantId: number, filte
       .orderBy(desc(properties.createdAt), desc(properties.id))
       .limit(filter.limit)
       .offset(filter.offset),
-    db.select({ total: count() }).from(properties).where(where),
-  ])
-  return { rows, total: totals?.total ?? 0 }
+    properties,
+    where,
+  )
 }
 
 /**
@@ -227,7 +235,7 @@ export async function hasLiveDuplicate(db: Database, listing: PropertyRow): Prom
       and(
         eq(properties.tenantId, listing.tenantId),
         ne(properties.id, listing.id),
-        or(eq(properties.statusId, PUBLISHED), and(eq(properties.statusId, PENDING_REVIEW), lt(properties.id, listing.id))),
+        or(eq(properties.statusId, ListingStatus.Published), and(eq(properties.statusId, ListingStatus.PendingReview), lt(properties.id, listing.id))),
         eq(properties.propertyTypeId, listing.propertyTypeId),
         eq(properties.dealTypeId, listing.dealTypeId),
         listing.cityId === null ? sql`${properties.cityId} is null` : eq(properties.cityId, listing.cityId),
@@ -246,7 +254,64 @@ export async function hasLiveDuplicate(db: Database, listing: PropertyRow): Prom
 const spelledAddress = (address: string) => address.replace(/\s+/gu, ' ').trim().toLocaleLowerCase('ru')
 
 // ---------------------------------------------------------------------------------------
-// Idempotency-Key (D5).
+// The internal check and operators' decisions, across tenants.
+
+/**
+ * Up to `limit` listings waiting for the internal check, oldest first, with their agency's
+ * country, locked for this transaction. FOR UPDATE SKIP LOCKED: several workers share the
+ * queue without checking one listing twice.
+ */
+export async function claimAwaitingCheck(tx: Database, limit: number): Promise<{ listing: PropertyRow; country: CountryCode }[]> {
+  const rows = await tx
+    .select({ listing: properties, country: tenants.country })
+    .from(properties)
+    .innerJoin(tenants, eq(tenants.id, properties.tenantId))
+    .where(and(isNotNull(properties.reviewRequestedAt), eq(properties.statusId, ListingStatus.PendingReview)))
+    .orderBy(asc(properties.reviewRequestedAt))
+    .limit(limit)
+    .for('update', { of: properties, skipLocked: true })
+  return rows.map((row) => ({ listing: row.listing, country: row.country as CountryCode }))
+}
+
+/** Any agency's listing, locked for an operator's decision. */
+export async function lockAnyTenantsProperty(tx: Database, id: number): Promise<PropertyRow | undefined> {
+  const [row] = await tx.select().from(properties).where(eq(properties.id, id)).for('update')
+  return row
+}
+
+/**
+ * Records the check's findings on a listing and that it no longer waits for the check; with a
+ * decision, its new status too (and, when published, the time). Findings alone (manual mode)
+ * are not a change of the listing: its `updated_at` stays.
+ */
+export async function recordDecision(
+  tx: Database,
+  tenantId: number,
+  id: number,
+  decision: { moderation: ModerationResult; statusId?: number; published?: boolean },
+): Promise<PropertyRow> {
+  const [row] = await tx
+    .update(properties)
+    .set({
+      moderation: decision.moderation,
+      reviewRequestedAt: null,
+      ...(decision.statusId === undefined ? {} : { statusId: decision.statusId, updatedAt: sql`now()` }),
+      ...(decision.published ? { publishedAt: sql`now()` } : {}),
+    })
+    .where(and(eq(properties.tenantId, tenantId), eq(properties.id, id)))
+    .returning()
+  return row!
+}
+
+/** Listings of every agency in one status, oldest change first, for operators. */
+export function listByStatus(db: Database, statusId: number, page: { limit: number; offset: number }) {
+  const where = eq(properties.statusId, statusId)
+  const rows = db.select().from(properties).where(where).orderBy(asc(properties.updatedAt), desc(properties.id)).limit(page.limit).offset(page.offset)
+  return rowsWithTotal(db, rows, properties, where)
+}
+
+// ---------------------------------------------------------------------------------------
+// Idempotency-Key on POST /properties.
 
 /**
  * Takes a transaction-scoped advisory lock for one tenant's key, without waiting: false

@@ -30,7 +30,7 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const result = await app.properties.create(request.tenant, request.body, request.headers['idempotency-key'])
+      const result = await app.services.properties.create(request.tenant, request.body, request.headers['idempotency-key'])
       if (result.replayed) reply.header('idempotent-replayed', 'true')
       // Only a 201 is ever stored for replay.
       return reply.code(201).header('location', `/properties/${result.body.id}`).send(result.body)
@@ -47,7 +47,7 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: PropertyPage, ...errorResponses(401, 422, 429) },
       },
     },
-    async (request) => app.properties.list(request.tenant.id, request.query),
+    async (request) => app.services.properties.list(request.tenant.id, request.query),
   )
 
   app.get(
@@ -60,7 +60,7 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Property, ...errorResponses(401, 404, 422, 429) },
       },
     },
-    async (request) => app.properties.get(request.tenant.id, request.params.id),
+    async (request) => app.services.properties.get(request.tenant.id, request.params.id),
   )
 
   app.patch(
@@ -77,7 +77,7 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Property, ...errorResponses(400, 401, 404, 409, 415, 422, 429) },
       },
     },
-    async (request) => app.properties.update(request.tenant, request.params.id, request.body),
+    async (request) => app.services.properties.update(request.tenant, request.params.id, request.body),
   )
 
   app.delete(
@@ -91,7 +91,7 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      await app.properties.remove(request.tenant.id, request.params.id)
+      await app.services.properties.remove(request.tenant.id, request.params.id)
       return reply.code(204).send(null)
     },
   )
@@ -108,7 +108,7 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Property, ...errorResponses(400, 401, 404, 409, 415, 422, 429) },
       },
     },
-    async (request) => app.properties.changeStatus(request.tenant.id, request.params.id, request.body.status_id),
+    async (request) => app.services.properties.changeStatus(request.tenant.id, request.params.id, request.body.status_id),
   )
 }
 

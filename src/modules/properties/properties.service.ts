@@ -1,27 +1,26 @@
+import type { CountryCode } from 'libphonenumber-js'
 import stringify from 'safe-stable-stringify'
 import type { Database } from '../../db/client.js'
-import { PENDING_REVIEW, type AttributeValues, type NewPropertyColumns, type PropertyRow } from '../../db/schema.js'
+import type { AttributeValues, ModerationResult, NewPropertyColumns, PropertyRow } from '../../db/schema.js'
 import { seedDealTypes, seedPropertyTypes } from '../../db/seed/dictionaries.js'
 import { ApiError, PROPERTY_NOT_FOUND, type FieldError } from '../../lib/errors.js'
 import { normalisePhone } from '../../lib/phone.js'
 import { digestSecret } from '../../lib/secrets.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
-import type { AuthenticatedTenant } from '../../plugins/auth.js'
+import type { ImagesService } from '../images/images.service.js'
+import type { PropertyImage } from '../images/images.schemas.js'
+import type { ReferenceNames } from '../reference/reference-names.js'
+import type { AuthenticatedTenant } from '../tenants/tenants.service.js'
 import { parseAttributes } from './attributes.js'
-import { referenceNamesFor, type ReferenceNames } from '../reference/reference-names.js'
+import { agencyMovesFrom, awaitsCheck, canBeDecided, canBeEdited, ListingStatus, STATUS_AFTER_EDIT } from './listing-status.js'
 import { toProperty, type OwnerView } from './properties.mapper.js'
-import * as imagesRepository from '../images/images.repository.js'
-import { toImage } from '../images/images.service.js'
-import type { Storage } from '../images/storage.js'
 import * as repository from './properties.repository.js'
 import type { Property, PropertyListItem, PropertyListQuery, PropertyPatch, PropertySubmission } from './properties.schemas.js'
 
+export type { PropertyRow } from '../../db/schema.js'
+
 const propertyTypeIds = new Map<string, number>(seedPropertyTypes.map((type) => [type.name, type.id]))
 const dealTypeIds = new Map<string, number>(seedDealTypes.map((type) => [type.name, type.id]))
-
-/** The moves a tenant may make (D5); any other is a 409 naming these. */
-const tenantMoves: Record<number, number[]> = { 1: [], 2: [4, 5], 3: [1], 4: [1], 5: [] }
-const CLOSED = 5
 
 export interface CreateResult {
   body: Property
@@ -54,17 +53,18 @@ function changesNothing(current: PropertyRow, owner: OwnerView | null, resolved:
   )
 }
 
-/** Submission, the tenant's list, changes and status moves of properties (D5). */
+/**
+ * Listings: an agency's submissions, list, changes and status moves, and the decisions of the
+ * internal check and operators, all by the one lifecycle of listing-status.ts. The only writer
+ * of properties, owners and idempotency keys. See docs/api.md#listing-statuses.
+ */
 export class PropertiesService {
-  private readonly names: ReferenceNames
-
   constructor(
     private readonly db: Database,
-    /** Where photo files live, to remove them with their property; and the base of their URLs. */
-    private readonly media: { storage: Storage; baseUrl: string },
-  ) {
-    this.names = referenceNamesFor(db)
-  }
+    /** Photos are shown with their property and deleted with it. */
+    private readonly images: ImagesService,
+    private readonly names: ReferenceNames,
+  ) {}
 
   /**
    * Submits a property. With an Idempotency-Key the whole request, its stored response
@@ -137,12 +137,12 @@ export class PropertiesService {
     }
   }
 
-  /** PATCH: the changed submission goes back through the internal check (D5). */
+  /** PATCH: a changed submission goes back through the internal check. */
   async update(tenant: AuthenticatedTenant, id: number, patch: PropertyPatch): Promise<Property> {
     return this.db.transaction(async (tx) => {
       const current = await repository.lockProperty(tx, tenant.id, id)
       if (!current) throw ApiError.notFound(PROPERTY_NOT_FOUND)
-      if (current.statusId === CLOSED) throw ApiError.conflict('This listing’s deal is closed; it can no longer be changed.')
+      if (!canBeEdited(current.statusId)) throw ApiError.conflict('This listing’s deal is closed; it can no longer be changed.')
 
       const attributes: Record<string, unknown> = { ...current.attributes }
       for (const [name, value] of Object.entries(patch.attributes ?? {})) {
@@ -157,16 +157,16 @@ export class PropertiesService {
         location: patch.location,
         attributes,
       })
-      // D5: a *change* sends the listing back through the check. A PATCH that changes nothing
+      // A *change* sends the listing back through the check. A PATCH that changes nothing
       // (a retry, a form saved as it was) leaves it as it is: published stays in the catalogue.
       const currentOwner = await this.ownerOf(tx, current)
       if (changesNothing(current, currentOwner, resolved, patch.description)) return this.view(current, currentOwner, tx)
       const owner = resolved.owner ? await repository.upsertOwner(tx, tenant.id, resolved.owner) : resolved.owner
-      const updated = await repository.updateProperty(tx, id, {
+      const updated = await repository.updateProperty(tx, tenant.id, id, {
         ...resolved.columns,
         ...(patch.description === undefined ? {} : { description: patch.description }),
         ...(owner === undefined ? {} : { ownerId: owner?.id ?? null }),
-        statusId: PENDING_REVIEW,
+        statusId: STATUS_AFTER_EDIT,
         reviewRequestedAt: new Date(),
       })
       // An owner not sent is the one the listing had, unchanged in this transaction.
@@ -178,31 +178,87 @@ export class PropertiesService {
   async remove(tenantId: number, id: number): Promise<void> {
     const fileKeys = await this.db.transaction(async (tx) => {
       if (!(await repository.lockProperty(tx, tenantId, id))) throw ApiError.notFound(PROPERTY_NOT_FOUND)
-      const keys = await imagesRepository.deletePropertyImages(tx, id)
+      const keys = await this.images.deleteRowsOfProperty(tx, tenantId, id)
       await repository.deleteProperty(tx, tenantId, id)
       return keys
     })
-    await this.media.storage.remove(fileKeys)
+    await this.images.removeFiles(fileKeys)
   }
 
-  /** POST /properties/{id}/status: withdraw, close or resubmit (D5). */
+  /** POST /properties/{id}/status: withdraw, close or resubmit. */
   async changeStatus(tenantId: number, id: number, statusId: number): Promise<Property> {
     return this.db.transaction(async (tx) => {
       const current = await repository.lockProperty(tx, tenantId, id)
       if (!current) throw ApiError.notFound(PROPERTY_NOT_FOUND)
-      const allowed = tenantMoves[current.statusId] ?? []
-      if (!allowed.includes(statusId)) {
+      const allowed = agencyMovesFrom(current.statusId)
+      if (!allowed.includes(statusId as (typeof allowed)[number])) {
         const moves = allowed.length === 0 ? 'none' : allowed.join(', ')
         throw ApiError.conflict(`A listing in status ${current.statusId} cannot move to status ${statusId}; allowed moves from here: ${moves}.`, {
           allowed_moves: allowed,
         })
       }
-      const updated = await repository.updateProperty(tx, id, {
+      const updated = await repository.updateProperty(tx, tenantId, id, {
         statusId,
-        ...(statusId === PENDING_REVIEW ? { reviewRequestedAt: new Date() } : {}),
+        ...(awaitsCheck(statusId) ? { reviewRequestedAt: new Date() } : {}),
       })
       return this.view(updated, await this.ownerOf(tx, updated), tx)
     })
+  }
+
+  // -------------------------------------------------------------------------------------
+  // For the internal check and operators (the moderation module), across agencies. Each
+  // takes the transaction its decision and the events announcing it share.
+
+  /** Listings waiting for the internal check, claimed for this transaction; see claimAwaitingCheck. */
+  claimAwaitingCheck(tx: Database, limit: number): Promise<{ listing: PropertyRow; country: CountryCode }[]> {
+    return repository.claimAwaitingCheck(tx, limit)
+  }
+
+  /** Whether the agency already has the same offer live; see the repository's hasLiveDuplicate. */
+  hasLiveDuplicate(tx: Database, listing: PropertyRow): Promise<boolean> {
+    return repository.hasLiveDuplicate(tx, listing)
+  }
+
+  /** Any agency's listing waiting for review, locked for an operator's decision: 404 or 409 otherwise. */
+  async lockUndecided(tx: Database, id: number): Promise<PropertyRow> {
+    const listing = await repository.lockAnyTenantsProperty(tx, id)
+    if (!listing) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+    if (!canBeDecided(listing.statusId)) {
+      throw ApiError.conflict(
+        `Only a listing waiting for review (status ${ListingStatus.PendingReview}) can be decided; this one is in status ${listing.statusId}.`,
+      )
+    }
+    return listing
+  }
+
+  /** Manual mode: keeps the check's findings, and the listing waits for an operator. */
+  async recordFindings(tx: Database, listing: PropertyRow, findings: ModerationResult): Promise<void> {
+    await repository.recordDecision(tx, listing.tenantId, listing.id, { moderation: findings })
+  }
+
+  /** Publishes a listing waiting for review; when it was published. */
+  async approve(tx: Database, listing: PropertyRow, findings: ModerationResult): Promise<Date> {
+    const published = await repository.recordDecision(tx, listing.tenantId, listing.id, {
+      moderation: findings,
+      statusId: ListingStatus.Published,
+      published: true,
+    })
+    return published.publishedAt!
+  }
+
+  /** Rejects a listing waiting for review, with the findings the agency sees. */
+  async reject(tx: Database, listing: PropertyRow, findings: ModerationResult): Promise<void> {
+    await repository.recordDecision(tx, listing.tenantId, listing.id, { moderation: findings, statusId: ListingStatus.Rejected })
+  }
+
+  /** Listings of every agency in one status, oldest change first, for operators. */
+  listByStatus(statusId: number, page: { limit: number; offset: number }): Promise<{ rows: PropertyRow[]; total: number }> {
+    return repository.listByStatus(this.db, statusId, page)
+  }
+
+  /** Forgets Idempotency-Keys past their 24 hours; how many. */
+  forgetExpiredIdempotencyKeys(): Promise<number> {
+    return repository.deleteExpiredIdempotencyKeys(this.db)
   }
 
   private async insert(db: Database, tenant: AuthenticatedTenant, body: PropertySubmission): Promise<Property> {
@@ -223,19 +279,14 @@ export class PropertiesService {
   }
 
   /** The property as the API shows it; `images` when the caller knows them already. */
-  private async view(property: PropertyRow, owner: OwnerView | null, via: Database = this.db, images?: imagesRepository.ImageRow[]): Promise<Property> {
+  private async view(property: PropertyRow, owner: OwnerView | null, via: Database = this.db, images?: PropertyImage[]): Promise<Property> {
     await this.names.ensure({ cityIds: [property.cityId], districtIds: [property.districtId], complexIds: [property.residentialComplexId] }, via)
-    images ??= await imagesRepository.listImages(via, property.tenantId, property.id)
-    return toProperty(
-      property,
-      owner,
-      this.names,
-      images.map((row) => toImage(row, this.media.baseUrl)),
-    )
+    images ??= await this.images.list(property.tenantId, property.id, via)
+    return toProperty(property, owner, this.names, images)
   }
 
   private async ownerOf(tx: Database, property: PropertyRow): Promise<OwnerView | null> {
-    return property.ownerId === null ? null : ((await repository.findOwner(tx, property.ownerId)) ?? null)
+    return property.ownerId === null ? null : ((await repository.findOwner(tx, property.tenantId, property.ownerId)) ?? null)
   }
 
   /**

@@ -12,7 +12,8 @@ export interface Place {
  * Names of reference data in memory, so a catalogue page or a submission names its types and
  * places without a join or a query per row. Names never change once created; a place added
  * after start (by an admin, possibly in another process) is simply loaded the first time it is
- * asked for, so every process stays exact without any invalidation.
+ * asked for, so every process stays exact without any invalidation. One per process, built
+ * with its services.
  */
 export class ReferenceNames {
   readonly propertyTypes = new Map<number, string>(seedPropertyTypes.map((type) => [type.id, type.name]))
@@ -78,16 +79,4 @@ export class ReferenceNames {
   complex(id: number): Place | undefined {
     return this.complexes.get(id)
   }
-}
-
-const namesByDatabase = new WeakMap<PipelinedDatabase, ReferenceNames>()
-
-/** The one cache for a query interface (a handle's `db` or `pipelined`), shared by the API and the worker in a process. */
-export function referenceNamesFor(db: PipelinedDatabase): ReferenceNames {
-  let names = namesByDatabase.get(db)
-  if (!names) {
-    names = new ReferenceNames(db)
-    namesByDatabase.set(db, names)
-  }
-  return names
 }

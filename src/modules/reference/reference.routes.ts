@@ -1,41 +1,31 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { ApiError } from '../../lib/errors.js'
 import { errorResponses, Id } from '../../lib/schemas.js'
-import { attributeCatalogue } from './attribute-catalogue.js'
-import * as repository from './reference.repository.js'
 import { Attribute, ByCityQuery, CitiesQuery, City, District, NamedItem, PropertyStatus, ResidentialComplex } from './reference.schemas.js'
 
 const reference = { tags: ['Reference'] }
 /** Reference data changes rarely and is the same for everyone: let clients and CDNs keep it. */
 const CACHE_CONTROL = 'public, max-age=300'
 
-const attributes = attributeCatalogue.map((attribute) => ({
-  name: attribute.name,
-  type: attribute.type,
-  allowed_values: attribute.allowedValues ? [...attribute.allowedValues] : null,
-  meaning: attribute.meaning,
-  property_types: [...attribute.appliesTo],
-}))
+/** The public, read-only dictionaries. */
 
-/** The public, read-only dictionaries of D4. */
 const referenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.addHook('onSend', async (_request, reply) => {
     if (reply.statusCode === 200) reply.header('cache-control', CACHE_CONTROL)
   })
 
   app.get('/property-types', { schema: { ...reference, summary: 'Property types (fixed ids 1–5)', response: { 200: Type.Array(NamedItem) } } }, async () =>
-    repository.listPropertyTypes(app.db),
+    app.services.reference.propertyTypes(),
   )
 
   app.get('/deal-types', { schema: { ...reference, summary: 'Deal types (fixed ids 1–3)', response: { 200: Type.Array(NamedItem) } } }, async () =>
-    repository.listDealTypes(app.db),
+    app.services.reference.dealTypes(),
   )
 
   app.get(
     '/property-statuses',
     { schema: { ...reference, summary: 'Property statuses with their codes', response: { 200: Type.Array(PropertyStatus) } } },
-    async () => repository.listPropertyStatuses(app.db),
+    async () => app.services.reference.propertyStatuses(),
   )
 
   app.get(
@@ -48,7 +38,7 @@ const referenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Array(City), ...errorResponses(422) },
       },
     },
-    async (request) => repository.listCities(app.db, request.query.country),
+    async (request) => app.services.reference.cities(request.query.country),
   )
 
   app.get(
@@ -61,7 +51,7 @@ const referenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Array(District), ...errorResponses(422) },
       },
     },
-    async (request) => repository.listDistricts(app.db, request.query.city_id),
+    async (request) => app.services.reference.districts(request.query.city_id),
   )
 
   app.get(
@@ -74,25 +64,21 @@ const referenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Array(ResidentialComplex), ...errorResponses(422) },
       },
     },
-    async (request) => repository.listResidentialComplexes(app.db, request.query.city_id),
+    async (request) => app.services.reference.residentialComplexes(request.query.city_id),
   )
 
   const IdParams = Type.Object({ id: Id })
-  const found = <T>(row: T | undefined, what: string): T => {
-    if (!row) throw ApiError.notFound(`${what} not found`)
-    return row
-  }
 
   app.get(
     '/cities/:id',
     { schema: { ...reference, summary: 'One city', params: IdParams, response: { 200: City, ...errorResponses(404, 422) } } },
-    async (request) => found(await repository.findCity(app.db, request.params.id), 'City'),
+    async (request) => app.services.reference.city(request.params.id),
   )
 
   app.get(
     '/districts/:id',
     { schema: { ...reference, summary: 'One district', params: IdParams, response: { 200: District, ...errorResponses(404, 422) } } },
-    async (request) => found(await repository.findDistrict(app.db, request.params.id), 'District'),
+    async (request) => app.services.reference.district(request.params.id),
   )
 
   app.get(
@@ -105,7 +91,7 @@ const referenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ResidentialComplex, ...errorResponses(404, 422) },
       },
     },
-    async (request) => found(await repository.findResidentialComplex(app.db, request.params.id), 'Residential complex'),
+    async (request) => app.services.reference.residentialComplex(request.params.id),
   )
 
   app.get(
@@ -119,7 +105,7 @@ const referenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Array(Attribute) },
       },
     },
-    async () => attributes,
+    async () => app.services.reference.attributes(),
   )
 }
 

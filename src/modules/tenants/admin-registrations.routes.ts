@@ -18,7 +18,7 @@ const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: AdminRegistrationPage, ...errorResponses(401, 422) },
       },
     },
-    async (request) => app.tenants.list(request.query),
+    async (request) => app.services.tenants.list(request.query),
   )
 
   app.post(
@@ -33,7 +33,7 @@ const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       reply.header('cache-control', 'no-store')
-      return app.tenants.approve(request.params.request_code)
+      return app.services.tenants.approve(request.params.request_code)
     },
   )
 
@@ -50,7 +50,7 @@ const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: RegistrationStatus, ...errorResponses(400, 401, 404, 409, 422) },
       },
     },
-    async (request) => app.tenants.reject(request.params.request_code, request.body.reason),
+    async (request) => app.services.tenants.reject(request.params.request_code, request.body.reason),
   )
 }
 

@@ -15,7 +15,7 @@ const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: TenantMe, ...errorResponses(401, 429) },
       },
     },
-    async (request) => app.tenants.me(request.tenant.id),
+    async (request) => app.services.tenants.me(request.tenant.id),
   )
 }
 

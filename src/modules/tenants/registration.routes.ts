@@ -20,7 +20,7 @@ const registrationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const created = await app.tenants.register(request.body)
+      const created = await app.services.tenants.register(request.body)
       return reply.code(201).header('location', `/tenants/register/${created.request_code}`).send(created)
     },
   )
@@ -42,7 +42,7 @@ const registrationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       // The answer may carry an API key: never let a cache keep it.
       reply.header('cache-control', 'no-store')
-      return app.tenants.statusForApplicant(request.params.request_code, request.query.email)
+      return app.services.tenants.statusForApplicant(request.params.request_code, request.query.email)
     },
   )
 }

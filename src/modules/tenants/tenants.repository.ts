@@ -1,8 +1,9 @@
-import { and, count, desc, eq, isNull, sql } from 'drizzle-orm'
+import { and, desc, eq, isNull, sql } from 'drizzle-orm'
 import type { CountryCode } from 'libphonenumber-js'
 import type { Database } from '../../db/client.js'
+import { rowsWithTotal } from '../../db/paging.js'
 import { apiKeys, registrationRequests, tenants, type RegistrationStatus } from '../../db/schema.js'
-import type { AuthenticatedTenant } from '../../plugins/auth.js'
+import type { AuthenticatedTenant } from './authenticated-tenant.js'
 
 export type RegistrationRequestRow = typeof registrationRequests.$inferSelect
 export type TenantRow = typeof tenants.$inferSelect
@@ -46,22 +47,19 @@ export async function lockRegistrationRequest(db: Database, requestCode: string)
   return row
 }
 
-export async function listRegistrationRequests(
+export function listRegistrationRequests(
   db: Database,
   filter: { status?: RegistrationStatus | undefined; limit: number; offset: number },
 ): Promise<{ rows: RegistrationRequestRow[]; total: number }> {
   const where = filter.status ? eq(registrationRequests.status, filter.status) : undefined
-  const [rows, [totals]] = await Promise.all([
-    db
-      .select()
-      .from(registrationRequests)
-      .where(where)
-      .orderBy(desc(registrationRequests.createdAt), desc(registrationRequests.id))
-      .limit(filter.limit)
-      .offset(filter.offset),
-    db.select({ total: count() }).from(registrationRequests).where(where),
-  ])
-  return { rows, total: totals?.total ?? 0 }
+  const rows = db
+    .select()
+    .from(registrationRequests)
+    .where(where)
+    .orderBy(desc(registrationRequests.createdAt), desc(registrationRequests.id))
+    .limit(filter.limit)
+    .offset(filter.offset)
+  return rowsWithTotal(db, rows, registrationRequests, where)
 }
 
 export async function insertTenant(db: Database, values: typeof tenants.$inferInsert): Promise<TenantRow> {

@@ -1,20 +1,42 @@
+import { LRUCache } from 'lru-cache'
 import type { Database } from '../../db/client.js'
 import { ApiError } from '../../lib/errors.js'
 import { isSupportedCountry, normalisePhone } from '../../lib/phone.js'
 import { digestSecret, generateApiKey, generateRequestCode, type SecretBox } from '../../lib/secrets.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
+import type { AuthenticatedTenant } from './authenticated-tenant.js'
 import * as repository from './tenants.repository.js'
 import type { RegistrationRequestRow } from './tenants.repository.js'
 import type { AdminRegistration, RegistrationCreateBody, RegistrationStatus } from './tenants.schemas.js'
 
-export const REGISTRATION_NOT_FOUND = 'Registration request not found'
+export type { AuthenticatedTenant } from './authenticated-tenant.js'
 
-/** Registration, approval and API keys (D3). Shared by the HTTP routes and the admin CLI. */
+export const REGISTRATION_NOT_FOUND = 'Registration request not found'
+/** How long a process trusts a key it has looked up; a revoked key works that long at most. */
+export const KEY_CACHE_TTL_MS = 10_000
+
+/**
+ * Registration, approval, the agencies and their API keys. Shared by the HTTP routes and the
+ * admin CLI; the only writer of tenants, registration requests and API keys.
+ */
 export class TenantsService {
+  // Known keys are remembered briefly, sparing a query on every authenticated request.
+  private readonly knownKeys = new LRUCache<string, AuthenticatedTenant>({ max: 10_000, ttl: KEY_CACHE_TTL_MS })
+
   constructor(
     private readonly db: Database,
     private readonly secrets: SecretBox,
   ) {}
+
+  /** The agency whose API key this is, or undefined for a key that is unknown or revoked. */
+  async authenticate(apiKey: string): Promise<AuthenticatedTenant | undefined> {
+    const digest = digestSecret(apiKey)
+    const known = this.knownKeys.get(digest)
+    if (known) return known
+    const tenant = await repository.findTenantByKeyDigest(this.db, digest)
+    if (tenant) this.knownKeys.set(digest, tenant)
+    return tenant
+  }
 
   async register(input: RegistrationCreateBody) {
     const country = input.country ?? 'RU'
@@ -37,7 +59,7 @@ export class TenantsService {
     return { request_code: row.requestCode, status: 'pending' as const, created_at: toOffsetTimestamp(row.createdAt) }
   }
 
-  /** §4.4: an unknown code and a wrong e-mail are the same 404. */
+  /** The applicant's view of a request: an unknown code and a wrong e-mail are the same 404. */
   async statusForApplicant(requestCode: string, email: string): Promise<RegistrationStatus> {
     const row = await repository.findRegistrationRequestForApplicant(this.db, requestCode, email.trim())
     if (!row) throw ApiError.notFound(REGISTRATION_NOT_FOUND)

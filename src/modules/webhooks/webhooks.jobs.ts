@@ -1,8 +1,5 @@
-import { OutboundClient } from '../../lib/outbound-http.js'
-import { SecretBox } from '../../lib/secrets.js'
-import type { Job, JobContext } from '../../worker/worker.js'
-import { claimDeliveries, deliveryLeaseMs, fanOutEvents, recordAttempt, type ClaimedDelivery } from './webhook-deliveries.js'
-import { messageBody, messageId, WebhookSender } from './webhook-sender.js'
+import type { Job, JobContext } from '../../worker/job.js'
+import type { ClaimedDelivery } from './webhooks.service.js'
 
 /** Events fanned out per statement. */
 const FAN_OUT_BATCH = 200
@@ -15,7 +12,7 @@ export const DELIVERY_PER_SUBSCRIPTION = 8
 export const webhookFanOutJob: Job = {
   name: 'webhook-fan-out',
   idleDelayMs: 200,
-  runOnce: ({ db }) => fanOutEvents(db, FAN_OUT_BATCH),
+  runOnce: ({ services }) => services.webhooks.fanOut(FAN_OUT_BATCH),
 }
 
 /**
@@ -26,7 +23,6 @@ export const webhookFanOutJob: Job = {
 export class WebhookDeliveryJob implements Job {
   readonly name = 'webhook-delivery'
   readonly idleDelayMs = 200
-  private sending: { sender: WebhookSender; outbound: OutboundClient } | undefined
   private readonly running = new Set<Promise<void>>()
   private readonly perSubscription = new Map<number, number>()
 
@@ -36,11 +32,10 @@ export class WebhookDeliveryJob implements Job {
       return 1
     }
     const busy = [...this.perSubscription].filter(([, count]) => count >= DELIVERY_PER_SUBSCRIPTION).map(([id]) => id)
-    const claimed = await claimDeliveries(context.db, {
+    const claimed = await context.services.webhooks.claimDue({
       limit: DELIVERY_CONCURRENCY - this.running.size,
       perSubscription: DELIVERY_PER_SUBSCRIPTION,
       busySubscriptions: busy,
-      leaseMs: deliveryLeaseMs(context.config.webhookTimeoutMs),
     })
     for (const delivery of claimed) this.start(delivery, context)
     if (claimed.length > 0 || this.running.size === 0) return claimed.length
@@ -52,37 +47,24 @@ export class WebhookDeliveryJob implements Job {
 
   async stop(): Promise<void> {
     await Promise.all(this.running)
-    await this.sending?.outbound.close()
-    this.sending = undefined
   }
 
-  private start(delivery: ClaimedDelivery, context: JobContext): void {
-    const { sender } = (this.sending ??= senderFor(context))
+  private start(delivery: ClaimedDelivery, { services, log }: JobContext): void {
     const subscription = delivery.subscriptionId
     this.perSubscription.set(subscription, (this.perSubscription.get(subscription) ?? 0) + 1)
-    const attempt = (async () => {
-      try {
-        const outcome = await sender.send(delivery, { id: messageId(delivery.event.id), body: messageBody(delivery.event) })
-        // A test event whose request died is sent once more by a worker, never retried further.
-        await recordAttempt(context.db, delivery, outcome, {
-          policy: { scheduleMs: context.config.webhookRetryScheduleMs },
-          retries: delivery.trigger === 'event',
-        })
-      } catch (error) {
+    const attempt = services.webhooks
+      .attempt(delivery)
+      .then(
+        () => undefined,
         // Unrecorded, the delivery is due again when its lease ends: sent twice, never lost.
-        context.log.error({ err: error, delivery: delivery.id }, 'webhook attempt not recorded')
-      }
-    })().finally(() => {
-      this.running.delete(attempt)
-      const left = (this.perSubscription.get(subscription) ?? 1) - 1
-      if (left === 0) this.perSubscription.delete(subscription)
-      else this.perSubscription.set(subscription, left)
-    })
+        (error: unknown) => log.error({ err: error, delivery: delivery.id }, 'webhook attempt not recorded'),
+      )
+      .finally(() => {
+        this.running.delete(attempt)
+        const left = (this.perSubscription.get(subscription) ?? 1) - 1
+        if (left === 0) this.perSubscription.delete(subscription)
+        else this.perSubscription.set(subscription, left)
+      })
     this.running.add(attempt)
   }
-}
-
-function senderFor({ config }: JobContext) {
-  const outbound = new OutboundClient({ allowPrivateNetwork: config.allowPrivateNetwork })
-  return { outbound, sender: new WebhookSender(outbound, new SecretBox(config.secretKey), config.webhookTimeoutMs) }
 }

@@ -1,10 +1,11 @@
-import { and, count, desc, eq } from 'drizzle-orm'
+import { and, count, desc, eq, inArray } from 'drizzle-orm'
 import type { Database } from '../../db/client.js'
-import { webhookAttempts, webhookSubscriptions } from '../../db/schema.js'
+import { rowsWithTotal } from '../../db/paging.js'
+import { tenants, webhookAttempts, webhookSubscriptions } from '../../db/schema.js'
+import type { AttemptRow } from './deliveries.repository.js'
 
 export type SubscriptionRow = typeof webhookSubscriptions.$inferSelect
 export type NewSubscription = typeof webhookSubscriptions.$inferInsert
-export type AttemptRow = typeof webhookAttempts.$inferSelect
 
 export async function listSubscriptions(db: Database, tenantId: number): Promise<SubscriptionRow[]> {
   return db.select().from(webhookSubscriptions).where(eq(webhookSubscriptions.tenantId, tenantId)).orderBy(webhookSubscriptions.id)
@@ -18,8 +19,13 @@ export async function findSubscription(db: Database, tenantId: number, id: numbe
   return row
 }
 
-export async function countSubscriptions(db: Database, tenantId: number): Promise<number> {
-  const [row] = await db.select({ subscriptions: count() }).from(webhookSubscriptions).where(eq(webhookSubscriptions.tenantId, tenantId))
+/**
+ * Counts the tenant's subscriptions holding the tenant's row until the transaction ends, so
+ * that concurrent creations count and insert one after the other.
+ */
+export async function countSubscriptionsLocked(tx: Database, tenantId: number): Promise<number> {
+  await tx.select({ id: tenants.id }).from(tenants).where(eq(tenants.id, tenantId)).for('update')
+  const [row] = await tx.select({ subscriptions: count() }).from(webhookSubscriptions).where(eq(webhookSubscriptions.tenantId, tenantId))
   return row?.subscriptions ?? 0
 }
 
@@ -37,16 +43,18 @@ export async function deleteSubscription(db: Database, tenantId: number, id: num
   return rows.length > 0
 }
 
-/** A page of the subscription's delivery log, newest first, and the number of entries. */
-export async function pageOfAttempts(
+/** A page of one of the tenant's subscriptions' delivery log, newest first, and the number of entries. */
+export function pageOfAttempts(
   db: Database,
+  tenantId: number,
   subscriptionId: number,
   page: { limit: number; offset: number },
 ): Promise<{ rows: AttemptRow[]; total: number }> {
-  const where = eq(webhookAttempts.subscriptionId, subscriptionId)
-  const [rows, [counted]] = await Promise.all([
-    db.select().from(webhookAttempts).where(where).orderBy(desc(webhookAttempts.id)).limit(page.limit).offset(page.offset),
-    db.select({ total: count() }).from(webhookAttempts).where(where),
-  ])
-  return { rows, total: counted?.total ?? 0 }
+  const tenantsSubscription = db
+    .select({ id: webhookSubscriptions.id })
+    .from(webhookSubscriptions)
+    .where(and(eq(webhookSubscriptions.tenantId, tenantId), eq(webhookSubscriptions.id, subscriptionId)))
+  const where = inArray(webhookAttempts.subscriptionId, tenantsSubscription)
+  const rows = db.select().from(webhookAttempts).where(where).orderBy(desc(webhookAttempts.id)).limit(page.limit).offset(page.offset)
+  return rowsWithTotal(db, rows, webhookAttempts, where)
 }

@@ -30,7 +30,7 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const created = await app.webhooks.create(request.tenant.id, request.body)
+      const created = await app.services.webhooks.create(request.tenant.id, request.body)
       return reply.code(201).header('location', `/webhooks/${created.id}`).send(created)
     },
   )
@@ -45,7 +45,7 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: { type: 'array', items: WebhookSubscription }, ...errorResponses(401, 429) },
       },
     },
-    async (request) => app.webhooks.list(request.tenant.id),
+    async (request) => app.services.webhooks.list(request.tenant.id),
   )
 
   app.delete(
@@ -60,7 +60,7 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      await app.webhooks.remove(request.tenant.id, request.params.id)
+      await app.services.webhooks.remove(request.tenant.id, request.params.id)
       return reply.code(204).send(null)
     },
   )
@@ -77,7 +77,7 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: DeliveryLogEntry, ...errorResponses(401, 404, 422, 429) },
       },
     },
-    async (request) => app.webhooks.test(request.tenant.id, request.params.id),
+    async (request) => app.services.webhooks.test(request.tenant.id, request.params.id),
   )
 
   app.get(
@@ -91,7 +91,7 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: DeliveryLogPage, ...errorResponses(401, 404, 422, 429) },
       },
     },
-    async (request) => app.webhooks.logs(request.tenant.id, request.params.id, request.query),
+    async (request) => app.services.webhooks.logs(request.tenant.id, request.params.id, request.query),
   )
 }
 

@@ -1,9 +1,8 @@
 import { Type, type Static } from 'typebox'
 import { Id, Nullable, PageQuery, Timestamp } from '../../lib/schemas.js'
+import { SUBSCRIBABLE_EVENTS } from '../events/event-types.js'
 
-/** The events a subscription may choose (D8); `webhook.test` is sent by the test route to any. */
-export const SUBSCRIBABLE_EVENTS = ['mls.new_listing', 'property.published', 'property.rejected'] as const
-export type SubscribableEvent = (typeof SUBSCRIBABLE_EVENTS)[number]
+export { SUBSCRIBABLE_EVENTS } from '../events/event-types.js'
 
 export const WebhookCreate = Type.Object(
   {

@@ -1,15 +1,19 @@
 import { randomBytes, randomUUID } from 'node:crypto'
-import { eq } from 'drizzle-orm'
 import type { Database } from '../../db/client.js'
-import { events, tenants, webhookDeliveries } from '../../db/schema.js'
 import { ApiError } from '../../lib/errors.js'
-import { OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
+import { invalidAddressError, OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 import type { SecretBox } from '../../lib/secrets.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
-import { recordAttempt, type ClaimedDelivery, type RetryPolicy } from './webhook-deliveries.js'
+import { TEST_EVENT } from '../events/event-types.js'
+import type { EventsService } from '../events/events.service.js'
+import * as deliveries from './deliveries.repository.js'
+import type { ClaimedDelivery } from './deliveries.repository.js'
+import { deliveryLeaseMs, nextAttemptDelay, type RetryPolicy } from './delivery-policy.js'
 import { messageBody, messageId, type WebhookSender } from './webhook-sender.js'
 import * as repository from './webhooks.repository.js'
 import type { CreatedWebhookSubscription, DeliveryLogEntry, WebhookCreate, WebhookSubscription } from './webhooks.schemas.js'
+
+export type { ClaimedDelivery } from './deliveries.repository.js'
 
 export const WEBHOOK_NOT_FOUND = 'Webhook not found'
 /** Subscriptions per agency: plenty for real integrations, and a bound on each event's fan-out. */
@@ -17,7 +21,7 @@ export const MAX_SUBSCRIPTIONS_PER_TENANT = 20
 /** Bytes of a signing secret: Standard Webhooks asks for 24 to 64. */
 const SECRET_BYTES = 32
 
-export function toSubscription(row: repository.SubscriptionRow): WebhookSubscription {
+function toSubscription(row: repository.SubscriptionRow): WebhookSubscription {
   return {
     id: row.id,
     url: row.url,
@@ -30,7 +34,7 @@ export function toSubscription(row: repository.SubscriptionRow): WebhookSubscrip
   }
 }
 
-export function toLogEntry(row: repository.AttemptRow): DeliveryLogEntry {
+function toLogEntry(row: deliveries.AttemptRow): DeliveryLogEntry {
   return {
     id: row.id,
     event_id: row.eventId,
@@ -47,23 +51,36 @@ export function toLogEntry(row: repository.AttemptRow): DeliveryLogEntry {
   }
 }
 
-/** A tenant's webhook subscriptions, test events and delivery logs (§4.5, D8). */
+export interface WebhooksOptions {
+  allowPrivateNetwork: boolean
+  retryPolicy: RetryPolicy
+  /** WEBHOOK_TIMEOUT_MS: how long one attempt may take, which sets how long a claim holds a delivery. */
+  timeoutMs: number
+}
+
+/**
+ * Webhook subscriptions, test events and delivery logs for tenants; fan-out and delivery of
+ * the outbox's events for the worker. See docs/api.md#webhooks.
+ */
 export class WebhooksService {
+  private readonly leaseMs: number
+
   constructor(
     private readonly db: Database,
+    private readonly events: EventsService,
     private readonly secrets: SecretBox,
     private readonly outbound: OutboundClient,
     private readonly sender: WebhookSender,
-    private readonly options: { allowPrivateNetwork: boolean; retryPolicy: RetryPolicy; leaseMs: number },
-  ) {}
+    private readonly options: WebhooksOptions,
+  ) {
+    this.leaseMs = deliveryLeaseMs(options.timeoutMs)
+  }
 
   async create(tenantId: number, input: WebhookCreate): Promise<CreatedWebhookSubscription> {
     const url = await this.checkUrl(input.url)
     const secret = `whsec_${randomBytes(SECRET_BYTES).toString('base64')}`
     const row = await this.db.transaction(async (tx) => {
-      // Holding the tenant's row makes the count and the insert one step for concurrent creates.
-      await tx.select({ id: tenants.id }).from(tenants).where(eq(tenants.id, tenantId)).for('update')
-      if ((await repository.countSubscriptions(tx, tenantId)) >= MAX_SUBSCRIPTIONS_PER_TENANT) {
+      if ((await repository.countSubscriptionsLocked(tx, tenantId)) >= MAX_SUBSCRIPTIONS_PER_TENANT) {
         throw ApiError.validation(
           [{ loc: ['body'], msg: `an agency may have at most ${MAX_SUBSCRIPTIONS_PER_TENANT} subscriptions` }],
           `An agency may have at most ${MAX_SUBSCRIPTIONS_PER_TENANT} webhook subscriptions; delete one first.`,
@@ -91,7 +108,7 @@ export class WebhooksService {
 
   async logs(tenantId: number, id: number, page: { limit: number; offset: number }) {
     await this.find(tenantId, id)
-    const { rows, total } = await repository.pageOfAttempts(this.db, id, page)
+    const { rows, total } = await repository.pageOfAttempts(this.db, tenantId, id, page)
     return { items: rows.map(toLogEntry), total, limit: page.limit, offset: page.offset }
   }
 
@@ -104,30 +121,20 @@ export class WebhooksService {
   async test(tenantId: number, id: number): Promise<DeliveryLogEntry> {
     const subscription = await this.find(tenantId, id)
     const leaseToken = randomUUID()
-    const claimed = await this.db.transaction(async (tx) => {
-      const [event] = await tx
-        .insert(events)
-        .values({
-          type: 'webhook.test',
-          tenantId,
-          data: { subscription_id: subscription.id, message: 'A test event from Open MLS: this subscription receives deliveries.' },
-          // Sent here, not fanned out by the workers.
-          dispatchedAt: new Date(),
-        })
-        .returning()
-      const [delivery] = await tx
-        .insert(webhookDeliveries)
-        .values({
-          subscriptionId: subscription.id,
-          eventId: event!.id,
-          trigger: 'test',
-          attempts: 1,
-          leaseToken,
-          nextAttemptAt: new Date(Date.now() + this.options.leaseMs),
-        })
-        .returning({ id: webhookDeliveries.id })
+    const claimed = await this.db.transaction(async (tx): Promise<ClaimedDelivery> => {
+      const event = await this.events.recordDispatched(tx, {
+        type: TEST_EVENT,
+        tenantId,
+        data: { subscription_id: subscription.id, message: 'A test event from Open MLS: this subscription receives deliveries.' },
+      })
+      const deliveryId = await deliveries.insertClaimedTestDelivery(tx, {
+        subscriptionId: subscription.id,
+        eventId: event.id,
+        leaseToken,
+        leaseEndsAt: new Date(Date.now() + this.leaseMs),
+      })
       return {
-        id: delivery!.id,
+        id: deliveryId,
         subscriptionId: subscription.id,
         attempt: 1,
         leaseToken,
@@ -135,14 +142,45 @@ export class WebhooksService {
         url: subscription.url,
         secretSealed: subscription.secretSealed,
         subscriptionFailing: subscription.failingSince !== null,
-        event: { id: event!.id, type: event!.type, createdAt: event!.createdAt, data: event!.data },
-      } satisfies ClaimedDelivery
+        event: { id: event.id, type: event.type, createdAt: event.createdAt, data: event.data },
+      }
     })
-    const outcome = await this.sender.send(claimed, { id: messageId(claimed.event.id), body: messageBody(claimed.event) })
-    const recorded = await recordAttempt(this.db, claimed, outcome, { policy: this.options.retryPolicy, retries: false })
+    const recorded = await this.attempt(claimed)
     // Deleted while the attempt was under way: it happened, but there is no log left to show it in.
     if (!recorded) throw ApiError.notFound(WEBHOOK_NOT_FOUND)
     return toLogEntry(recorded)
+  }
+
+  /** Turns up to `limit` new outbox events into deliveries; how many events it took. */
+  async fanOut(limit: number): Promise<number> {
+    return this.db.transaction(async (tx) => {
+      const batch = await this.events.claimForFanOut(tx, limit)
+      await deliveries.createDeliveries(tx, batch)
+      return batch.length
+    })
+  }
+
+  /**
+   * Claims up to `limit` due deliveries for this worker, at most `perSubscription` of any one
+   * subscription and none of `busySubscriptions`; each is held for a lease.
+   */
+  claimDue(options: { limit: number; perSubscription: number; busySubscriptions: readonly number[] }): Promise<ClaimedDelivery[]> {
+    return deliveries.claimDeliveries(this.db, { ...options, leaseMs: this.leaseMs })
+  }
+
+  /**
+   * Makes one claimed attempt and records it. An event's delivery is retried on the schedule;
+   * a test event's is not, and leaves the subscription's health alone. Undefined when the
+   * claim was lost meanwhile, so nothing was recorded.
+   */
+  async attempt(delivery: ClaimedDelivery): Promise<deliveries.AttemptRow | undefined> {
+    const outcome = await this.sender.send(delivery, { id: messageId(delivery.event.id), body: messageBody(delivery.event) })
+    const retries = delivery.trigger === 'event'
+    const delay = outcome.succeeded || !retries || outcome.gone ? undefined : nextAttemptDelay(delivery.attempt, outcome, this.options.retryPolicy)
+    return deliveries.recordAttempt(this.db, delivery, outcome, {
+      retryAt: delay === undefined ? null : new Date(Date.now() + delay),
+      updatesHealth: retries,
+    })
   }
 
   private async find(tenantId: number, id: number): Promise<repository.SubscriptionRow> {
@@ -151,20 +189,16 @@ export class WebhooksService {
     return row
   }
 
-  /** D8: https (http only with ALLOW_PRIVATE_NETWORK), no credentials, a public host. */
+  /** https (http only with ALLOW_PRIVATE_NETWORK), no credentials, a public host. */
   private async checkUrl(raw: string): Promise<string> {
-    const invalid = (msg: string) => ApiError.validation([{ loc: ['body', 'url'], msg }], `Invalid webhook url: ${msg}.`)
-    let url: URL
     try {
-      url = await this.outbound.checkUrl(raw)
+      const url = await this.outbound.checkUrl(raw)
+      if (url.protocol !== 'https:' && !this.options.allowPrivateNetwork) throw invalidAddressError('url', 'Invalid webhook url', 'must use https')
     } catch (error) {
-      if (error instanceof OutboundError) throw invalid(lowerFirst(error.message.replace(/\.$/, '')))
+      if (error instanceof OutboundError) throw invalidAddressError('url', 'Invalid webhook url', error)
       throw error
     }
-    if (url.protocol !== 'https:' && !this.options.allowPrivateNetwork) throw invalid('must use https')
     // Kept as the tenant wrote it, so the list shows what they gave.
     return raw
   }
 }
-
-const lowerFirst = (text: string) => text.charAt(0).toLowerCase() + text.slice(1)

@@ -1,5 +1,6 @@
 /**
- * The delivery queue (D8). Events reach subscriptions in two steps, both safe with any number
+ * The delivery queue and its log: webhook_deliveries, webhook_attempts, and the health of
+ * webhook_subscriptions that attempts decide. Events reach subscriptions in two steps, both safe with any number
  * of workers: fan-out turns each new outbox event into one delivery per subscription that
  * wants it; workers then claim due deliveries with FOR UPDATE SKIP LOCKED, attempt them, and
  * record the outcome. A claim counts the attempt and pushes `next_attempt_at` past a lease:
@@ -10,14 +11,12 @@ import { randomUUID } from 'node:crypto'
 import { and, eq, isNotNull, sql } from 'drizzle-orm'
 import { queryRows, type Database } from '../../db/client.js'
 import { webhookAttempts, webhookDeliveries, webhookSubscriptions } from '../../db/schema.js'
+import { MLS_WIDE_EVENT } from '../events/event-types.js'
+import type { UndispatchedEvent } from '../events/events.service.js'
+import { failedTooLong } from './delivery-policy.js'
 import type { AttemptOutcome } from './webhook-sender.js'
 
-/** A subscription with no successful delivery for this long is switched off (D8). */
-export const DISABLE_AFTER_FAILING_MS = 5 * 24 * 60 * 60 * 1000
-/** Retries land within ±10 % of the schedule, so a receiver's outage does not end in a stampede. */
-const JITTER = 0.1
-/** The longest a `Retry-After` may push the next attempt. */
-const MAX_RETRY_AFTER_MS = 24 * 60 * 60 * 1000
+export type AttemptRow = typeof webhookAttempts.$inferSelect
 
 export interface ClaimedDelivery {
   id: number
@@ -31,43 +30,49 @@ export interface ClaimedDelivery {
   event: { id: number; type: string; createdAt: Date; data: unknown }
 }
 
-export interface RetryPolicy {
-  /** Delays after the first attempt, then after each retry (WEBHOOK_RETRY_SCHEDULE). */
-  scheduleMs: readonly number[]
-}
-
 /**
- * Fans out up to `limit` undispatched events: `mls.new_listing` to every active subscription
- * for it, of every tenant; the others to the owning tenant's only. One statement, so an event
- * is marked dispatched exactly when its deliveries exist.
+ * Creates the deliveries of events just claimed for fan-out: the MLS-wide event to every
+ * active subscription for it, of every tenant; the others to the owning tenant's only.
  */
-export async function fanOutEvents(db: Database, limit: number): Promise<number> {
-  const [row] = await queryRows<{ events: number }>(
-    db,
-    sql`with batch as (
-          select id, type, tenant_id from events
-          where dispatched_at is null
-          order by id
-          limit ${limit}::int
-          for update skip locked
-        ),
-        fanned as (
+export async function createDeliveries(tx: Database, batch: readonly UndispatchedEvent[]): Promise<number> {
+  if (batch.length === 0) return 0
+  const ids = `{${batch.map((event) => event.id).join(',')}}`
+  const [row] = await queryRows<{ deliveries: number }>(
+    tx,
+    sql`with fanned as (
           insert into webhook_deliveries (subscription_id, event_id)
-          select s.id, b.id
-          from batch b
+          select s.id, e.id
+          from events e
           join webhook_subscriptions s
             on s.is_active
-           and s.events @> array[b.type]
-           and (b.type = 'mls.new_listing' or s.tenant_id = b.tenant_id)
+           and s.events @> array[e.type]
+           and (e.type = ${MLS_WIDE_EVENT} or s.tenant_id = e.tenant_id)
+          where e.id = any(${ids}::bigint[])
           on conflict (event_id, subscription_id) do nothing
           returning 1
-        ),
-        dispatched as (
-          update events set dispatched_at = now() where id in (select id from batch) returning 1
         )
-        select (select count(*) from dispatched)::int as events, (select count(*) from fanned)::int as deliveries`,
+        select count(*)::int as deliveries from fanned`,
   )
-  return row?.events ?? 0
+  return row?.deliveries ?? 0
+}
+
+/** The delivery of a test event, claimed at once by the request that sends it (see WebhooksService.test). */
+export async function insertClaimedTestDelivery(
+  tx: Database,
+  values: { subscriptionId: number; eventId: number; leaseToken: string; leaseEndsAt: Date },
+): Promise<number> {
+  const [delivery] = await tx
+    .insert(webhookDeliveries)
+    .values({
+      subscriptionId: values.subscriptionId,
+      eventId: values.eventId,
+      trigger: 'test',
+      attempts: 1,
+      leaseToken: values.leaseToken,
+      nextAttemptAt: values.leaseEndsAt,
+    })
+    .returning({ id: webhookDeliveries.id })
+  return delivery!.id
 }
 
 /**
@@ -137,32 +142,22 @@ export async function claimDeliveries(
   }))
 }
 
-/** When the next attempt is due after `attempt` failed, or undefined when the schedule is spent. */
-export function nextAttemptDelay(attempt: number, outcome: Pick<AttemptOutcome, 'retryAfterMs'>, policy: RetryPolicy): number | undefined {
-  const scheduled = policy.scheduleMs[attempt - 1]
-  if (scheduled === undefined) return undefined
-  const jittered = Math.round(scheduled * (1 - JITTER + 2 * JITTER * Math.random()))
-  // Retry-After is honoured as "not before": a receiver may slow the schedule, not hurry it.
-  const asked = outcome.retryAfterMs === undefined ? 0 : Math.min(outcome.retryAfterMs, MAX_RETRY_AFTER_MS)
-  return Math.max(jittered, asked)
-}
-
 /**
  * Records an attempt's outcome: the delivery's new state, the log entry, and what it says of
  * the subscription (a success clears its failing streak; 410 or 5 days of failures switch it
- * off). `retries: false` (test events) gives up after one attempt and leaves the
- * subscription's health alone. Undefined when the lease was lost (another worker took the
- * delivery, or the subscription was deleted meanwhile): the outcome is then not recorded.
+ * off). `retryAt` null gives the delivery up unless it succeeded; `updatesHealth: false` (test
+ * events) leaves the subscription's health alone. Undefined when the lease was lost (another
+ * worker took the delivery, or the subscription was deleted meanwhile): the outcome is then
+ * not recorded.
  */
 export async function recordAttempt(
   db: Database,
   claimed: ClaimedDelivery,
   outcome: AttemptOutcome,
-  options: { policy: RetryPolicy; retries: boolean },
-): Promise<typeof webhookAttempts.$inferSelect | undefined> {
-  const delay = outcome.succeeded || !options.retries || outcome.gone ? undefined : nextAttemptDelay(claimed.attempt, outcome, options.policy)
-  const wanted = outcome.succeeded ? 'succeeded' : delay === undefined ? 'failed' : 'pending'
-  const retryAt = delay === undefined ? null : new Date(Date.now() + delay)
+  options: { retryAt: Date | null; updatesHealth: boolean },
+): Promise<AttemptRow | undefined> {
+  const { retryAt } = options
+  const wanted = outcome.succeeded ? 'succeeded' : retryAt === null ? 'failed' : 'pending'
 
   return db.transaction(async (tx) => {
     // A delivery cancelled while in flight (its subscription deleted or switched off) stays given up.
@@ -195,7 +190,7 @@ export async function recordAttempt(
         nextAttemptAt,
       })
       .returning()
-    if (options.retries) await updateSubscriptionHealth(tx, claimed, outcome)
+    if (options.updatesHealth) await updateSubscriptionHealth(tx, claimed, outcome)
     return entry
   })
 }
@@ -224,7 +219,7 @@ async function updateSubscriptionHealth(tx: Database, claimed: ClaimedDelivery, 
     .set({ failingSince: sql`coalesce(${webhookSubscriptions.failingSince}, now())` })
     .where(subscription)
     .returning({ failingSince: webhookSubscriptions.failingSince, isActive: webhookSubscriptions.isActive })
-  if (row?.isActive && row.failingSince && Date.now() - row.failingSince.getTime() >= DISABLE_AFTER_FAILING_MS) {
+  if (row?.isActive && row.failingSince && failedTooLong(row.failingSince)) {
     await disableSubscription(
       tx,
       claimed.subscriptionId,
@@ -234,7 +229,7 @@ async function updateSubscriptionHealth(tx: Database, claimed: ClaimedDelivery, 
 }
 
 /** Switches a subscription off and gives up its pending deliveries (their last log entry says so). */
-export async function disableSubscription(tx: Database, subscriptionId: number, reason: string): Promise<void> {
+async function disableSubscription(tx: Database, subscriptionId: number, reason: string): Promise<void> {
   await tx
     .update(webhookSubscriptions)
     .set({ isActive: false, disabledReason: reason, disabledAt: sql`now()` })
@@ -255,13 +250,4 @@ async function cancelPendingDeliveries(tx: Database, subscriptionId: number): Pr
     .update(webhookAttempts)
     .set({ status: 'failed', nextAttemptAt: null })
     .where(and(eq(webhookAttempts.subscriptionId, subscriptionId), eq(webhookAttempts.status, 'pending')))
-}
-
-/**
- * How long a claim holds a delivery: an attempt lasts at most WEBHOOK_TIMEOUT_MS, and the
- * margin covers recording it on a busy database. A shorter lease would let a second worker
- * send while the first is still waiting for its answer.
- */
-export function deliveryLeaseMs(timeoutMs: number): number {
-  return 2 * timeoutMs + 1000
 }

@@ -1,0 +1,84 @@
+/**
+ * How a catalogue page is read: pure decisions from a search and the counts the service
+ * already has, so the SQL in catalogue.repository.ts stays a set of fixed statements.
+ *
+ * Page statements are written to be planned once and kept (PostgreSQL's generic plans, which
+ * it takes after five runs when they cost no more than planning each run): planning a
+ * catalogue query costs as much as running it. So each statement is written so that one plan
+ * is right for all its values, and where the values decide the plan (a price range, newest
+ * first) the service decides it, with the counts it already has, and picks the statement
+ * written for that plan:
+ * - `window`: a search's first matches in its order, on the index made for that order (see
+ *   schema.ts), reading `windowFor(offset + limit)` of them; the page is cut from those.
+ * - `walk`: a price range newest first with many matches: the newest listings of the search
+ *   without its price, as many as should hold the page (the depth), then the price, so only
+ *   the walk on the newest-first index can serve it. Short of the page (the prices were not
+ *   spread over time as the counts suggest), the page is read by `range` instead.
+ * - `range`: a price range newest first with few matches: every match, found on a price
+ *   index, then sorted.
+ */
+import type { catalogueSorts } from './catalogue.schemas.js'
+
+export interface CatalogueFilter {
+  cityId?: number | undefined
+  propertyTypeId?: number | undefined
+  dealTypeId?: number | undefined
+  tenantId?: number | undefined
+  minPrice?: number | undefined
+  maxPrice?: number | undefined
+  districtId?: number | undefined
+  residentialComplexId?: number | undefined
+  rooms?: number | undefined
+  minArea?: number | undefined
+  maxArea?: number | undefined
+}
+export type FilterKey = keyof CatalogueFilter
+
+export type CatalogueSort = (typeof catalogueSorts)[number]
+
+export type PagePlan = { kind: 'window'; window: number } | { kind: 'walk'; depth: number } | { kind: 'range' }
+
+/** What the service knows of a search before it reads a page. */
+export interface PageCounts {
+  /** The search's total. */
+  matches: number
+  /** The total of the same search without its price range. */
+  withoutPrice: number
+}
+
+/** The filters a search uses, in a stable order: they name its statements. */
+export const usedKeys = (filter: CatalogueFilter): FilterKey[] => (Object.keys(filter) as FilterKey[]).filter((key) => filter[key] !== undefined).sort()
+
+export const isPriceBound = (key: FilterKey) => key === 'minPrice' || key === 'maxPrice'
+
+/**
+ * The smallest of 100, 400, 1,600… that reaches `rows`: a LIMIT written into the SQL as a
+ * literal (an unknown LIMIT is costed as a tenth of all matches, which no generic plan
+ * survives) from a handful of statements per filter shape.
+ */
+export function windowFor(rows: number): number {
+  let window = 100
+  while (window < rows) window *= 4
+  return window
+}
+
+/** Whether a page's plan needs the search's counts: a price range, newest first. */
+export const pageNeedsCounts = (filter: CatalogueFilter, sort: CatalogueSort) =>
+  sort === 'created_desc' && (filter.minPrice !== undefined || filter.maxPrice !== undefined)
+
+/**
+ * The plan of the page that ends at row `end` (offset + limit). Without a price range newest
+ * first, a window. With one, walk the newest if fewer index entries are read that way (about
+ * `end` × all / matches of them, twice that to be safe) than there are matches; else the range.
+ */
+export function planPage(filter: CatalogueFilter, sort: CatalogueSort, end: number, counts?: PageCounts): PagePlan {
+  if (!pageNeedsCounts(filter, sort)) return { kind: 'window', window: windowFor(end) }
+  if (!counts) throw new Error('a page of a price range, newest first, is planned from its counts')
+  const depth = Math.ceil((2 * end * counts.withoutPrice) / Math.max(counts.matches, 1))
+  return depth < counts.matches ? { kind: 'walk', depth: windowFor(depth) } : { kind: 'range' }
+}
+
+/** How many rows the page should have, given its counts: fewer from a walk means the walk fell short. */
+export function expectedRows(limit: number, offset: number, counts: PageCounts): number {
+  return Math.min(limit, Math.max(counts.matches - offset, 0))
+}

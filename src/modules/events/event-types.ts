@@ -1,0 +1,16 @@
+/**
+ * Every event the service publishes, in one list: what changes write to the outbox, what a
+ * webhook subscription may choose, and what the OpenAPI document describes. See
+ * docs/api.md#webhooks.
+ */
+export const SUBSCRIBABLE_EVENTS = ['mls.new_listing', 'property.published', 'property.rejected'] as const
+export type SubscribableEvent = (typeof SUBSCRIBABLE_EVENTS)[number]
+
+/** Sent by POST /webhooks/{id}/test to that subscription only, whatever events it chose. */
+export const TEST_EVENT = 'webhook.test'
+
+export const EVENT_TYPES = [...SUBSCRIBABLE_EVENTS, TEST_EVENT] as const
+export type EventType = (typeof EVENT_TYPES)[number]
+
+/** The MLS-wide announcement: it reaches every agency's subscriptions, not only its own agency's. */
+export const MLS_WIDE_EVENT: SubscribableEvent = 'mls.new_listing'

@@ -1,0 +1,26 @@
+import type { Database } from '../../db/client.js'
+import type { EventType } from './event-types.js'
+import * as repository from './events.repository.js'
+
+export type { EventRow, UndispatchedEvent } from './events.repository.js'
+
+/**
+ * The outbox. Every method takes the transaction of the change it belongs to: an event
+ * commits with the change that caused it, or not at all, and delivery reads it afterwards.
+ */
+export class EventsService {
+  /** Writes an event for fan-out to the subscriptions that want it. */
+  async record(tx: Database, event: { type: EventType; tenantId: number; data: unknown }): Promise<void> {
+    await repository.insertEvent(tx, event)
+  }
+
+  /** Writes an event its writer delivers itself (a test event): fan-out never picks it up. */
+  recordDispatched(tx: Database, event: { type: EventType; tenantId: number; data: unknown }): Promise<repository.EventRow> {
+    return repository.insertEvent(tx, { ...event, dispatchedAt: new Date() })
+  }
+
+  /** Takes up to `limit` events not fanned out yet; see claimUndispatchedEvents. */
+  claimForFanOut(tx: Database, limit: number): Promise<repository.UndispatchedEvent[]> {
+    return repository.claimUndispatchedEvents(tx, limit)
+  }
+}

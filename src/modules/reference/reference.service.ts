@@ -1,0 +1,109 @@
+import type { Static } from 'typebox'
+import type { Database } from '../../db/client.js'
+import { ApiError } from '../../lib/errors.js'
+import { isSupportedCountry } from '../../lib/phone.js'
+import { attributeCatalogue } from './attribute-catalogue.js'
+import type { ReferenceNames } from './reference-names.js'
+import * as repository from './reference.repository.js'
+import type { CityCreateBody, DistrictCreateBody, ResidentialComplexCreateBody } from './reference.schemas.js'
+
+/** The attribute catalogue as GET /attributes shows it; it never changes while the service runs. */
+const attributes = attributeCatalogue.map((attribute) => ({
+  name: attribute.name,
+  type: attribute.type,
+  allowed_values: attribute.allowedValues ? [...attribute.allowedValues] : null,
+  meaning: attribute.meaning,
+  property_types: [...attribute.appliesTo],
+}))
+
+function found<T>(row: T | undefined, what: string): T {
+  if (!row) throw ApiError.notFound(`${what} not found`)
+  return row
+}
+
+/**
+ * The public dictionaries (types, statuses, places, the attribute catalogue) and the places
+ * operators add. The only writer of the reference tables. `names` is the process's one
+ * in-memory cache of their names, which other modules use to name what they show.
+ */
+export class ReferenceService {
+  constructor(
+    private readonly db: Database,
+    readonly names: ReferenceNames,
+  ) {}
+
+  propertyTypes() {
+    return repository.listPropertyTypes(this.db)
+  }
+
+  dealTypes() {
+    return repository.listDealTypes(this.db)
+  }
+
+  propertyStatuses() {
+    return repository.listPropertyStatuses(this.db)
+  }
+
+  attributes() {
+    return attributes
+  }
+
+  cities(country?: string) {
+    return repository.listCities(this.db, country)
+  }
+
+  async city(id: number) {
+    return found(await repository.findCity(this.db, id), 'City')
+  }
+
+  districts(cityId?: number) {
+    return repository.listDistricts(this.db, cityId)
+  }
+
+  async district(id: number) {
+    return found(await repository.findDistrict(this.db, id), 'District')
+  }
+
+  residentialComplexes(cityId?: number) {
+    return repository.listResidentialComplexes(this.db, cityId)
+  }
+
+  async residentialComplex(id: number) {
+    return found(await repository.findResidentialComplex(this.db, id), 'Residential complex')
+  }
+
+  async addCity(input: Static<typeof CityCreateBody>) {
+    const { country, region, ...rest } = input
+    if (!isSupportedCountry(country)) {
+      throw ApiError.validation([{ loc: ['body', 'country'], msg: `"${country}" is not an ISO 3166-1 alpha-2 country code we know` }])
+    }
+    const city = await repository.insertCity(this.db, { ...rest, country, region: region ?? null })
+    if (!city) throw ApiError.conflict('A city with this name already exists in this country and region.')
+    return city
+  }
+
+  async addDistrict(input: Static<typeof DistrictCreateBody>) {
+    const { city_id: cityId, name } = input
+    await this.cityMustExist(cityId)
+    const district = await repository.insertDistrict(this.db, { cityId, name })
+    if (!district) throw ApiError.conflict('This city already has a district with this name.')
+    return district
+  }
+
+  async addResidentialComplex(input: Static<typeof ResidentialComplexCreateBody>) {
+    const { city_id: cityId, district_id: districtId, name } = input
+    await this.cityMustExist(cityId)
+    if (districtId != null && !(await repository.findDistrictInCity(this.db, districtId, cityId))) {
+      throw ApiError.validation([{ loc: ['body', 'district_id'], msg: `there is no district with id ${districtId} in city ${cityId}` }])
+    }
+    const complex = await repository.insertResidentialComplex(this.db, { cityId, districtId: districtId ?? null, name })
+    if (!complex) throw ApiError.conflict('This city already has a residential complex with this name.')
+    return complex
+  }
+
+  private async cityMustExist(cityId: number): Promise<void> {
+    if (!(await repository.findCity(this.db, cityId))) {
+      throw ApiError.validation([{ loc: ['body', 'city_id'], msg: `there is no city with id ${cityId}` }])
+    }
+  }
+}

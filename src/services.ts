@@ -1,0 +1,80 @@
+import type { Config } from './config.js'
+import type { DatabaseHandle } from './db/client.js'
+import { OutboundClient } from './lib/outbound-http.js'
+import { SecretBox } from './lib/secrets.js'
+import { CatalogueService } from './modules/catalogue/catalogue.service.js'
+import { EventsService } from './modules/events/events.service.js'
+import { ImageProcessor } from './modules/images/image-processing.js'
+import { ImagesService } from './modules/images/images.service.js'
+import { createStorage, mediaBaseUrl, S3Storage } from './modules/images/storage.js'
+import { ModerationService } from './modules/moderation/moderation.service.js'
+import { OperationsService } from './modules/operations/operations.service.js'
+import { PropertiesService } from './modules/properties/properties.service.js'
+import { ReferenceNames } from './modules/reference/reference-names.js'
+import { ReferenceService } from './modules/reference/reference.service.js'
+import { TenantsService } from './modules/tenants/tenants.service.js'
+import { WebhookSender } from './modules/webhooks/webhook-sender.js'
+import { WebhooksService } from './modules/webhooks/webhooks.service.js'
+
+/** Every service of a process: what routes and worker jobs call, and nothing else. */
+export interface Services {
+  tenants: TenantsService
+  reference: ReferenceService
+  properties: PropertiesService
+  catalogue: CatalogueService
+  images: ImagesService
+  moderation: ModerationService
+  webhooks: WebhooksService
+  operations: OperationsService
+  /** Lets go of what the services opened (connection pools to receivers and object storage); the database is the caller's. */
+  close(): Promise<void>
+}
+
+export interface ServicesOptions {
+  config: Config
+  database: DatabaseHandle
+}
+
+/**
+ * The composition root: builds each service once for the process, with what it depends on
+ * (the outbound client, storage, secrets, the reference names cache). The API gets them through
+ * the services plugin, the worker through its jobs' context; API and worker in one process share them.
+ */
+export function createServices({ config, database }: ServicesOptions): Services {
+  const { db } = database
+  const secrets = new SecretBox(config.secretKey)
+  const outbound = new OutboundClient({ allowPrivateNetwork: config.allowPrivateNetwork })
+  const storage = createStorage(config)
+  const mediaBase = mediaBaseUrl(config)
+  // Names are loaded as they are met, by statements that stand alone: pipelined on PostgreSQL.
+  const names = new ReferenceNames(database.pipelined)
+  const events = new EventsService()
+
+  const tenants = new TenantsService(db, secrets)
+  const reference = new ReferenceService(db, names)
+  const images = new ImagesService(db, storage, new ImageProcessor(config.images), config, mediaBase, outbound)
+  const properties = new PropertiesService(db, images, names)
+  // Every statement of the catalogue stands alone: pipelined, on PostgreSQL (db/pipelines.ts).
+  const catalogue = new CatalogueService(database.pipelined, names, mediaBase, config.catalogueCacheBytes)
+  const moderation = new ModerationService(db, config.moderationMode, properties, catalogue, events, names)
+  const webhooks = new WebhooksService(db, events, secrets, outbound, new WebhookSender(outbound, secrets, config.webhookTimeoutMs), {
+    allowPrivateNetwork: config.allowPrivateNetwork,
+    retryPolicy: { scheduleMs: config.webhookRetryScheduleMs },
+    timeoutMs: config.webhookTimeoutMs,
+  })
+
+  return {
+    tenants,
+    reference,
+    properties,
+    catalogue,
+    images,
+    moderation,
+    webhooks,
+    operations: new OperationsService(db),
+    async close() {
+      await outbound.close()
+      if (storage instanceof S3Storage) storage.destroy()
+    },
+  }
+}

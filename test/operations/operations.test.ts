@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import Fastify from 'fastify'
 import docsPlugin from '../../src/plugins/docs.js'
@@ -10,6 +11,19 @@ describe('operations and HTTP conventions', () => {
     t = await buildTestApp()
   })
   after(() => t.close())
+
+  it('answers GET / with the service, its version and where its documentation is', async () => {
+    const response = await t.app.inject('/')
+    assert.equal(response.statusCode, 200)
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+    assert.deepEqual(response.json(), {
+      name: 'Open MLS',
+      version,
+      description: 'An open multiple listing service for real-estate agencies.',
+      links: { docs: 'http://mls.test/docs', openapi: 'http://mls.test/openapi.json' },
+    })
+    assert.equal((await t.app.inject(response.json<{ links: { openapi: string } }>().links.openapi.replace('http://mls.test', ''))).statusCode, 200)
+  })
 
   it('answers /healthz and /readyz', async () => {
     assert.deepEqual((await t.app.inject('/healthz')).json(), { status: 'ok' })

@@ -1,0 +1,29 @@
+import type { AddressInfo } from 'node:net'
+import pino from 'pino'
+import { Worker, workerJobs } from '../../src/worker/worker.js'
+import { buildTestApp, type TestApp } from './app.js'
+
+export interface LiveService extends TestApp {
+  /** Where the API answers, `http://127.0.0.1:<port>`. */
+  baseUrl: string
+}
+
+/**
+ * The service as `npm start` runs it, for tests that talk HTTP from outside: the API listening
+ * on a free loopback port and the background worker (internal check, webhook deliveries) beside it.
+ */
+export async function startLiveService(env: Record<string, string> = {}): Promise<LiveService> {
+  const service = await buildTestApp(env)
+  await service.app.listen({ host: '127.0.0.1', port: 0 })
+  const worker = new Worker({ db: service.db, config: service.config, log: pino({ level: 'silent' }) }, workerJobs())
+  worker.start()
+  const { port } = service.app.server.address() as AddressInfo
+  return {
+    ...service,
+    baseUrl: `http://127.0.0.1:${port}`,
+    async close() {
+      await worker.stop()
+      await service.close()
+    },
+  }
+}

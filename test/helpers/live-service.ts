@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net'
 import pino from 'pino'
-import { Worker, workerJobs } from '../../src/worker/worker.js'
+import { workerJobs } from '../../src/worker/jobs.js'
+import { Worker } from '../../src/worker/worker.js'
 import { buildTestApp, type TestApp } from './app.js'
 
 export interface LiveService extends TestApp {
@@ -15,7 +16,7 @@ export interface LiveService extends TestApp {
 export async function startLiveService(env: Record<string, string> = {}): Promise<LiveService> {
   const service = await buildTestApp(env)
   await service.app.listen({ host: '127.0.0.1', port: 0 })
-  const worker = new Worker({ db: service.db, config: service.config, log: pino({ level: 'silent' }) }, workerJobs())
+  const worker = new Worker({ services: service.app.services, config: service.config, log: pino({ level: 'silent' }) }, workerJobs())
   worker.start()
   const { port } = service.app.server.address() as AddressInfo
   return {

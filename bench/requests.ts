@@ -150,7 +150,7 @@ export function submissionBody(): PropertySubmission {
   }
 }
 
-/** Attributes as §2.2 sends them, strings, each only where the catalogue allows it. */
+/** Attributes as the interface sends them, strings, each only where the catalogue allows it. */
 function submittedAttributes(type: number): Record<string, string> {
   const area = drawFromBand(AREA_BANDS[type]!)
   const attributes: Record<string, string> = { area: String(area) }

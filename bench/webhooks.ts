@@ -1,7 +1,7 @@
 /**
  * Scenario (f): webhook deliveries. Agencies subscribe a fast local receiver (in this
  * process) to `mls.new_listing`; the bench writes publications' events to the outbox at a
- * steady rate, each one the §2.4 object of a real listing, exactly as the internal check
+ * steady rate, each one the catalogue item of a real listing, exactly as the internal check
  * writes them when it publishes; two worker processes fan them out and deliver them. The
  * receiver counts deliveries per second and the latency from the event's time (the
  * publication) to its arrival.
@@ -134,7 +134,7 @@ async function subscribe(service: Child, tenant: number, url: string): Promise<v
   if (response.status !== 201) throw new Error(`POST /webhooks answered ${response.status}: ${await response.text()}`)
 }
 
-/** Real §2.4 objects, from the catalogue, to carry as the events' data. */
+/** Real catalogue items, from the catalogue, to carry as the events' data. */
 async function listingPayloads(service: Child): Promise<unknown[]> {
   const response = await fetch(`${service.url}/mls/properties?limit=100`)
   const { items } = (await response.json()) as { items: unknown[] }

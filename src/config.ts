@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os'
 import path from 'node:path'
 
 /**
- * The service's whole configuration, read once from the environment (decision D1).
+ * The service's whole configuration, read once from the environment (docs/operations.md).
  * Every variable is optional; a bad value stops the process with a message naming the
  * variable, what it got and what it expects.
  */

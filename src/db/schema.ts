@@ -26,7 +26,7 @@ import {
 const createdAt = () => timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow()
 
 // ---------------------------------------------------------------------------------------
-// Reference data (D4). Dictionary ids are fixed by the decisions and seeded by migrations.
+// Reference data. Dictionary ids are part of the public contract and seeded by migrations.
 
 export const propertyTypes = pgTable('property_types', {
   id: smallint('id').primaryKey(),
@@ -98,7 +98,7 @@ export const residentialComplexes = pgTable(
 )
 
 // ---------------------------------------------------------------------------------------
-// Tenants (D3).
+// Tenants, their registration requests and API keys.
 
 export const tenants = pgTable('tenants', {
   id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
@@ -126,7 +126,7 @@ export const registrationRequests = pgTable(
     status: text('status').$type<RegistrationStatus>().notNull().default('pending'),
     rejectReason: text('reject_reason'),
     tenantId: integer('tenant_id').references(() => tenants.id),
-    /** The API key issued on approval, AES-GCM encrypted with SECRET_KEY (§2.5 returns it). */
+    /** The API key issued on approval, AES-GCM encrypted with SECRET_KEY (the status lookup returns it). */
     apiKeyEncrypted: text('api_key_encrypted'),
     createdAt: createdAt(),
     decidedAt: timestamp('decided_at', { withTimezone: true, mode: 'date' }),
@@ -159,7 +159,7 @@ export const apiKeys = pgTable(
 )
 
 // ---------------------------------------------------------------------------------------
-// Properties (D5) and the public catalogue (D6).
+// Properties and the public catalogue.
 
 export const owners = pgTable(
   'owners',
@@ -191,10 +191,6 @@ export interface ModerationResult {
 }
 
 export type AttributeValues = Record<string, string | number | boolean>
-
-/** Property statuses the code names (§3; the reference table property_statuses has them all). */
-export const PENDING_REVIEW = 1
-export const PUBLISHED = 2
 
 export const properties = pgTable(
   'properties',
@@ -289,7 +285,7 @@ export type PropertyRow = typeof properties.$inferSelect
 export type NewPropertyColumns = typeof properties.$inferInsert
 
 /**
- * Photos of a property (D7). The files live in the configured storage under server-chosen
+ * Photos of a property. The files live in the configured storage under server-chosen
  * keys; a row is written only after both files are stored, and the files are removed after
  * the row is deleted, so a row never points at a missing file.
  */
@@ -405,7 +401,7 @@ export const catalogueVersions = pgTable('catalogue_versions', {
   version: bigint('version', { mode: 'number' }).notNull(),
 })
 
-/** `Idempotency-Key` of POST /properties (D5): the first response, replayed for 24 hours. */
+/** `Idempotency-Key` of POST /properties: the first response, replayed for 24 hours. */
 export const idempotencyKeys = pgTable(
   'idempotency_keys',
   {
@@ -445,7 +441,7 @@ export const events = pgTable(
 )
 
 // ---------------------------------------------------------------------------------------
-// Webhooks (D8): subscriptions, one delivery per (event, subscription), one log row per attempt.
+// Webhooks: subscriptions, one delivery per (event, subscription), one log row per attempt.
 
 export const webhookSubscriptions = pgTable(
   'webhook_subscriptions',

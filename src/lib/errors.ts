@@ -55,7 +55,7 @@ export class ApiError extends Error {
 }
 
 export const INVALID_API_KEY = 'Invalid or missing API key'
-/** §7: the detail of a missing property, in the catalogue and (D2) for another tenant's too. */
+/** The detail of a missing property, in the catalogue and for another tenant's too (never a 403). */
 export const PROPERTY_NOT_FOUND = 'Property not found'
 
 export function describeFieldErrors(errors: FieldError[]): string {

@@ -8,7 +8,7 @@ export function isSupportedCountry(country: string): country is CountryCode {
 }
 
 /**
- * Turns a phone written any usual way into the international form of interface §2.2,
+ * Turns a phone written any usual way into the international form the API stores and shows,
  * reading national numbers as the given country's. A number of ten national digits, the
  * pattern's 3 + 3 + 2 + 2, takes that form in every country: `8 (912) 345-67-89` →
  * `+7 912 345-67-89`, `(212) 736-5000` in the US → `+1 212 736-50-00`. The pattern cannot

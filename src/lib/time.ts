@@ -1,5 +1,5 @@
 /**
- * RFC 3339 with a numeric offset, `2026-11-22T09:15:02.123+00:00` (D2), for property and
+ * RFC 3339 with a numeric offset, `2026-11-22T09:15:02.123+00:00`, for property and
  * tenant timestamps. Always UTC, so the offset is always +00:00.
  */
 export function toOffsetTimestamp(date: Date): string {
@@ -7,13 +7,13 @@ export function toOffsetTimestamp(date: Date): string {
   return `${date.toISOString().slice(0, -1)}+00:00`
 }
 
-/** UTC ending in `Z`, `2026-11-22T09:15:02.123Z`, as §2.1 asks of image timestamps. */
+/** UTC ending in `Z`, `2026-11-22T09:15:02.123Z`, the form of image timestamps. */
 export function toUtcTimestamp(date: Date): string {
   return date.toISOString()
 }
 
 /**
- * D2's form of a UTC time as PostgreSQL's JSON writes a `timestamp`: `2026-11-22T09:15:02.123456`,
+ * The offset form of a UTC time as PostgreSQL's JSON writes a `timestamp`: `2026-11-22T09:15:02.123456`,
  * its fraction trimmed of trailing zeros or absent. Milliseconds are cut, not rounded, as a
  * Date read from the database keeps them, so both ways give the same text.
  */

@@ -4,7 +4,7 @@ import { ApiError, errorStatus } from '../lib/errors.js'
 import { describeValidationFailure } from './validation.js'
 
 /**
- * The one place that turns anything thrown into the `{"detail": ...}` body of D2. Deliberate
+ * The one place that turns anything thrown into the `{"detail": ...}` body of every error. Deliberate
  * errors are ApiErrors; Fastify's own 4xx errors get a sentence of ours; database errors are
  * mapped by SQLSTATE; everything else is a 500 whose message stays in the log.
  */

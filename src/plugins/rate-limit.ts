@@ -4,7 +4,7 @@ import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
 import { ApiError } from '../lib/errors.js'
 
-/** Limits of D9 that apply to one route each. */
+/** Limits that apply to one route each (docs/api.md#rate-limits). */
 export type RateLimitPolicy = 'registration' | 'registrationStatus'
 
 declare module 'fastify' {
@@ -19,7 +19,7 @@ declare module 'fastify' {
 }
 
 /**
- * Rate limits (D9), counted in Redis when REDIS_URL is set so that every API process shares
+ * Rate limits, counted in Redis when REDIS_URL is set so that every API process shares
  * one count, otherwise in this process. A Redis outage lets requests through (logged) rather
  * than taking the API down with it.
  */
@@ -39,7 +39,7 @@ export default fp(
       redis,
       nameSpace: 'mls-rate-limit:',
       skipOnError: true,
-      enableDraftSpec: true, // RateLimit-* headers, as D9 asks
+      enableDraftSpec: true, // RateLimit-* headers beside Retry-After
       errorResponseBuilder: (_request, context) => new ApiError('rate_limited', `Too many requests; retry in ${context.after}.`),
     })
 

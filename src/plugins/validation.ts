@@ -9,7 +9,7 @@ const addFormats = addFormatsModule as unknown as typeof addFormatsModule.defaul
 const commonOptions: Options = {
   allErrors: true, // a client fixing a form wants every problem at once
   useDefaults: true,
-  removeAdditional: false, // unknown fields are rejected (D2), never silently dropped
+  removeAdditional: false, // unknown fields are rejected, never silently dropped
   strict: true,
   strictRequired: false,
   verbose: true, // findings carry their schema, for `x-message`
@@ -175,7 +175,7 @@ const locationOfPart: Record<string, string> = {
   headers: 'header',
 }
 
-/** Turns ajv's findings into the `errors` list and `detail` sentence of a 422 (D2). */
+/** Turns ajv's findings into the `errors` list and `detail` sentence of a 422. */
 export function describeValidationFailure(validation: FastifySchemaValidationError[], context: string | undefined): { detail: string; errors: FieldError[] } {
   const part = locationOfPart[context ?? 'body'] ?? 'body'
   const byLocation = new Map<string, { loc: (string | number)[]; findings: ErrorObject[] }>()

@@ -1,5 +1,5 @@
 /**
- * The fixed dictionaries of decision D4/D5. Their ids are part of the public contract
+ * The fixed dictionaries. Their ids are part of the public contract
  * (clients filter by `property_type_id`, `deal_type_id`, `status_id`): never renumber.
  */
 export const seedPropertyTypes = [

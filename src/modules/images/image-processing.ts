@@ -1,5 +1,5 @@
 /**
- * Turns the bytes a tenant sent into the files the service stores (D7): the type is decided
+ * Turns the bytes a tenant sent into the files the service stores: the type is decided
  * from the bytes alone; the pixel count is read from the header before anything is decoded
  * (a tiny file declaring a huge image is refused without allocating it); the photo is
  * re-encoded in its own format with orientation applied and no metadata kept (no EXIF, no

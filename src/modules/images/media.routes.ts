@@ -4,7 +4,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import { MEDIA_CACHE_CONTROL, mediaRoot } from './storage.js'
 
 /**
- * `/media/...`: the files of the `local` storage driver (D1), public like the catalogue that
+ * `/media/...`: the files of the `local` storage driver, public like the catalogue that
  * links them. A key is never reused for other bytes, so they are cached for a year; the type
  * follows the extension the service chose from the bytes, and nosniff stops a browser guessing.
  */

@@ -33,7 +33,7 @@ const NAMED_HANDLE =
 const MARKED_HANDLE = /(?<![\p{L}\p{N}._%+-])@(?=[a-z0-9_.]*[0-9_])[a-z][a-z0-9_.]{4,31}(?![\p{L}\p{N}@])/iu
 
 /**
- * The internal check of D5: every rule that fails gives a reason with a stable code, the
+ * The internal check (docs/api.md#the-internal-check): every rule that fails gives a reason with a stable code, the
  * field it concerns and a sentence for the agency. No reasons means the listing may be
  * published.
  */

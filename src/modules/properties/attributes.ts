@@ -8,7 +8,7 @@ const INTEGER = /^-?\d+$/
 const DEFAULT_MAX = { integer: 1_000_000, number: 1_000_000_000 }
 
 /**
- * Converts the submitted `attributes` (strings, as §2.2 sends them, or native JSON numbers and
+ * Converts the submitted `attributes` (strings, as the interface sends them, or native JSON numbers and
  * booleans) into typed values by the catalogue. Every problem is reported, each naming the
  * attribute and, for lists, the allowed values.
  */

@@ -11,7 +11,7 @@ export interface OwnerView {
 }
 
 /**
- * The full property of D5 from its row and owner, named from the reference names (the caller
+ * The full property, as its agency sees it, from its row and owner, named from the reference names (the caller
  * has ensured the row's places are loaded).
  */
 export function toProperty(p: PropertyRow, owner: OwnerView | null, names: ReferenceNames, images: Property['images']): Property {

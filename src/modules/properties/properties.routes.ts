@@ -14,7 +14,7 @@ import {
 
 const tenantRoute = { tags: ['Properties'], security: apiKeySecurity }
 
-/** The tenant's own properties (§4.2, D5). Registered behind `authenticate`. */
+/** The tenant's own properties. Registered behind `authenticate`. */
 const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/properties',

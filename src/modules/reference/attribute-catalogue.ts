@@ -1,5 +1,5 @@
 /**
- * The attribute catalogue of interface §2.2: the one source of truth for which attributes a
+ * The attribute catalogue: the one source of truth for which attributes a
  * property may carry, their types and their allowed values. Property validation, the typed
  * storage of values and `GET /attributes` all read it. Values and names are exact, including
  * the Cyrillic spelling (Совмещённый with ё).

@@ -6,7 +6,7 @@ import { AdminRegistrationListQuery, AdminRegistrationPage, RegistrationCodePara
 
 const admin = { tags: ['Admin'], security: adminKeySecurity }
 
-/** Operators decide registration requests (D3). Registered behind `authenticateAdmin`. */
+/** Operators decide registration requests. Registered behind `authenticateAdmin`. */
 const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/admin/registrations',

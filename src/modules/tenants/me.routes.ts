@@ -3,7 +3,7 @@ import { errorResponses } from '../../lib/schemas.js'
 import { apiKeySecurity } from '../../plugins/auth.js'
 import { TenantMe } from './tenants.schemas.js'
 
-/** The calling tenant's own record (D3). Registered behind `authenticate`. */
+/** The calling tenant's own record. Registered behind `authenticate`. */
 const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/tenants/me',

@@ -4,7 +4,7 @@ import { RegistrationCodeParams, RegistrationCreateBody, RegistrationCreated, Re
 
 const registration = { tags: ['Registration'] }
 
-/** Public: apply to become a tenant (D3) and read the application's status (§4.4). */
+/** Public: apply to become a tenant and read the application's status (and, once approved, the key). */
 const registrationRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/tenants/register',

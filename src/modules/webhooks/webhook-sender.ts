@@ -75,7 +75,7 @@ export class WebhookSender {
         timeoutMs: this.timeoutMs,
         maxBodyBytes: RESPONSE_BODY_LIMIT,
         onLargeBody: 'truncate',
-        // A redirect is an answer like any other non-2xx: it fails the attempt (D8).
+        // A redirect is an answer like any other non-2xx: it fails the attempt.
         maxRedirects: 0,
       })
       const succeeded = response.status >= 200 && response.status < 300

@@ -16,7 +16,7 @@ const tenantRoute = { tags: ['Webhooks'], security: apiKeySecurity }
 
 const DELIVERY_NOTES = `Deliveries follow Standard Webhooks: a POST with the body \`{type, timestamp, data}\` and the headers \`webhook-id\` (\`msg_<event id>\`, the same on every attempt), \`webhook-timestamp\` and \`webhook-signature\` (\`v1,<base64 HMAC-SHA256>\` with the subscription's secret). Only a 2xx answer counts; redirects are not followed. Failed attempts are retried after the delays of WEBHOOK_RETRY_SCHEDULE (±10 %), never sooner than a \`Retry-After\` asks. A 410 answer, or 5 days without a single success, switches the subscription off (\`is_active: false\`, \`disabled_reason\`). Events: ${SUBSCRIBABLE_EVENTS.map((e) => `\`${e}\``).join(', ')}; \`mls.new_listing\` reaches every agency's subscriptions, the others only the listing's own agency.`
 
-/** Webhook subscriptions, test events and delivery logs (§4.5, D8). Registered behind `authenticate`. */
+/** Webhook subscriptions, test events and delivery logs. Registered behind `authenticate`. */
 const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/webhooks',

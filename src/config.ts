@@ -93,11 +93,10 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: read('DATABASE_URL', undefined, postgresUrl),
     // Two connections per core, at least four: one Node process cannot keep more busy with
     // millisecond queries, and on a small machine shared with PostgreSQL more backends only
-    // contend (2 cores, catalogue searches: 4 connections 5-13 % faster than 10; see README).
+    // contend (docs/operations.md#database-connections).
     databasePoolSize: read('DATABASE_POOL_SIZE', Math.max(4, 2 * availableParallelism()), integerIn(1, 1000)),
-    // The catalogue's statements, pipelined (db/pipelines.ts). One ran as fast on the bench's 2
-    // cores (42.2 % of the ceiling against 41.6 % with two, two interleaved pairs), but would
-    // put every search of the process behind the slowest one: with two, the next go to the other.
+    // The catalogue's statements, pipelined (db/pipelines.ts). One would put every search of the
+    // process behind the slowest one: with two, the next go to the other.
     databasePipelinedConnections: read('DATABASE_PIPELINED_CONNECTIONS', 2, integerIn(1, 64)),
     dataDir,
     publicBaseUrl: read('PUBLIC_BASE_URL', `http://localhost:${port}`, httpUrl),

@@ -21,9 +21,8 @@ const RECONNECT_PAUSE_MS = 1000
  *
  * Why not the pool: a pool lends a connection to one statement, and the connection stays lent
  * until Node has read the answer. Under load Node is busy with other requests for a while
- * before it reads, and all that while the backend waits; on the bench's two cores a fifth of
- * the machine sat idle that way, and catalogue searches ran at 26–30 % of the ceiling, 37–42 %
- * pipelined (README, Performance).
+ * before it reads, and all that while the backend waits, leaving cores idle
+ * (docs/performance.md#pipelined-statements).
  *
  * Only for statements that stand alone: each is its own transaction (node-postgres ends each
  * with a Sync), and a BEGIN sent here would take in whatever other callers send after it.

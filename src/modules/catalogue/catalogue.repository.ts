@@ -189,7 +189,7 @@ export async function readPage(
     // subquery, such as a join. Here the aggregate sits directly on the subquery's LIMIT in
     // every plan (window, walk, range; EXPLAIN on PostgreSQL 15), and the catalogue tests of
     // order fail if a column comes out of order. One ORDER BY per aggregate would sort the page
-    // 13 times on PostgreSQL 15 (0.24-0.25 against 0.17 ms a page, pgbench latency, one client).
+    // 13 times (docs/performance.md#page-plans).
     const arrays = sql.join(
       columns.map((column) => sql`array_agg(${column})`),
       sql`, `,

@@ -47,7 +47,7 @@ function answerOf(serialize: Serialize, payload: CataloguePage | CatalogueDetail
  * in this process for as long as the catalogue counters they depend on stay where they were
  * (catalogue-cache.ts), so a search never shows less than what was committed before it came.
  * Every statement stands alone: on PostgreSQL they run pipelined (db/pipelines.ts). See
- * docs/performance.md#the-catalogue-read-path.
+ * docs/performance.md#the-catalogues-read-path.
  */
 export class CatalogueService {
   private readonly versions: CatalogueVersions

@@ -60,7 +60,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
   // Bodies are JSON (multipart where a route adds it); a text body is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain')
   installJsonBodyParser(app)
-  installErrorHandlers(app)
+  installErrorHandlers(app, database.availability)
   app.addHook('preHandler', rejectUnstorableValues)
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)

@@ -26,6 +26,7 @@ export async function startRuntime(role: string): Promise<Runtime> {
   const log = pino({ level: config.logLevel, base: { role } })
   try {
     const database = await openConfiguredDatabase(config)
+    database.availability.useLogger(log)
     await migrateDatabase(database)
     log.info({ database: database.kind }, 'database ready')
     return { config, log, database }

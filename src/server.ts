@@ -15,7 +15,7 @@ const { config, log, database } = await startRuntime(withWorker ? 'api+worker' :
 const services = createServices({ config, database })
 
 const app = await buildApp({ config, database, services, logger: log })
-const worker = withWorker ? new Worker({ services, config, log: log.child({ component: 'worker' }) }, workerJobs()) : undefined
+const worker = withWorker ? new Worker({ services, config, log: log.child({ component: 'worker' }) }, workerJobs(), database.availability) : undefined
 
 closeWithGrace({ delay: 15_000, logger: { error: (message: string) => log.error(message) } }, async ({ signal, err }) => {
   if (err) log.error({ err }, 'closing after an unexpected error')

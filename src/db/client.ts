@@ -6,6 +6,7 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/node-postgres'
 import pg from 'pg'
+import { DatabaseAvailability, isDatabaseUnavailable } from './availability.js'
 import { PipelinedConnections } from './pipelines.js'
 import * as schema from './schema.js'
 
@@ -43,6 +44,8 @@ export interface DatabaseHandle {
    * (session-level advisory locks). PGlite has only one connection, so it is that one.
    */
   withSession<T>(work: (db: Database) => Promise<T>): Promise<T>
+  /** Whether the server is reachable, as the connections last saw it; logs an outage once. */
+  availability: DatabaseAvailability
   close(): Promise<void>
 }
 
@@ -56,25 +59,35 @@ export interface DatabaseOptions {
   pipelinedConnections?: number
 }
 
+/**
+ * The longest a statement waits for a new connection: a server that is down answers at once
+ * (connection refused), one that cannot be reached is given this long, then the request is a 503.
+ */
+export const CONNECT_TIMEOUT_MS = 2000
+
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options.pipelinedConnections ?? 2) : openPglite(options.pgliteDir)
 }
 
 async function openPostgres(connectionString: string, max: number, pipelinedConnections: number): Promise<DatabaseHandle> {
-  const server = { connectionString, application_name: 'open-mls' }
+  const server = { connectionString, application_name: 'open-mls', connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true }
   const pool = new pg.Pool({ ...server, max })
-  // An idle client that loses its server emits 'error'; without a listener that would
-  // crash the process. The pool replaces the client, and queries report their own errors.
-  pool.on('error', () => {})
+  const availability = new DatabaseAvailability(() => pool.query('select 1'))
+  const connectionLost = (error: Error) => {
+    if (isDatabaseUnavailable(error)) availability.failed(error)
+  }
+  // A client that loses its server emits 'error', idle in the pool (the pool's event) or lent
+  // out to a transaction (the client's own, which the pool does not listen to while it is
+  // lent). Unheard, either would end the process; the statement in flight fails by itself,
+  // and the pool discards the client when it is released.
+  pool.on('error', connectionLost)
+  pool.on('connect', (client) => client.on('error', connectionLost))
   const db = drizzlePostgres(pool, { schema }) as unknown as Database
   await db.execute(sql`select 1`)
   // Bounds on a hang, as these few connections carry every catalogue statement of the process
   // and are never recycled: the server cuts a statement at 30 s; a statement unanswered for 35 s
   // (a dead peer) destroys its connection and what is on it; keepalives find a dead idle peer.
-  const pipelines = new PipelinedConnections(
-    { ...server, keepAlive: true, connectionTimeoutMillis: 10_000, statement_timeout: 30_000, query_timeout: 35_000 },
-    pipelinedConnections,
-  )
+  const pipelines = new PipelinedConnections({ ...server, statement_timeout: 30_000, query_timeout: 35_000 }, pipelinedConnections, connectionLost)
   // Drizzle's session calls only `query(config, values)` on its client outside transactions,
   // which PipelinedConnections answers (and PipelinedDatabase has no `transaction`).
   const pipelined = drizzlePostgres(pipelines as unknown as pg.Client, { schema }) as unknown as PipelinedDatabase
@@ -82,6 +95,7 @@ async function openPostgres(connectionString: string, max: number, pipelinedConn
     db,
     pipelined,
     kind: 'postgres',
+    availability,
     async withSession(work) {
       const client = await pool.connect()
       try {
@@ -91,6 +105,7 @@ async function openPostgres(connectionString: string, max: number, pipelinedConn
       }
     },
     async close() {
+      availability.close()
       await Promise.all([pool.end(), pipelines.end()])
     },
   }
@@ -106,6 +121,8 @@ async function openPglite(dir: string | undefined): Promise<DatabaseHandle> {
       pipelined: db,
       kind: 'pglite',
       withSession: (work) => work(db),
+      // In the process itself: it is there as long as the process is.
+      availability: new DatabaseAvailability(() => Promise.resolve()),
       async close() {
         await client.close()
         releaseLock()

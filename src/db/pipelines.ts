@@ -44,6 +44,8 @@ export class PipelinedConnections {
   constructor(
     private readonly config: pg.ClientConfig,
     size: number,
+    /** Told of every connection that fails to open or is lost. */
+    private readonly onConnectionError: (error: Error) => void = () => {},
   ) {
     this.connections = Array.from({ length: size }, () => undefined)
     this.failedAt = Array.from({ length: size }, () => -Infinity)
@@ -111,7 +113,10 @@ export class PipelinedConnections {
       client.end().catch(() => undefined)
     }
     // Without a listener, a lost connection's 'error' would end the process.
-    client.on('error', drop)
+    client.on('error', (error) => {
+      this.onConnectionError(error)
+      drop()
+    })
     client.on('end', drop)
     connection.opened = client.connect().then(
       () => {
@@ -119,6 +124,7 @@ export class PipelinedConnections {
       },
       (error: unknown) => {
         this.lastFailure = error
+        if (error instanceof Error) this.onConnectionError(error)
         drop()
       },
     )

@@ -1,15 +1,22 @@
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { isDatabaseUnavailable, type DatabaseAvailability } from '../db/availability.js'
 import { ApiError, errorStatus } from '../lib/errors.js'
 import { describeValidationFailure } from './validation.js'
 
 /**
  * The one place that turns anything thrown into the `{"detail": ...}` body of every error. Deliberate
  * errors are ApiErrors; Fastify's own 4xx errors get a sentence of ours; database errors are
- * mapped by SQLSTATE; everything else is a 500 whose message stays in the log.
+ * mapped by SQLSTATE; a database that cannot be reached is a 503, logged once for the whole
+ * outage by `availability`; everything else is a 500 whose message stays in the log.
  */
-export function installErrorHandlers(app: FastifyInstance): void {
+export function installErrorHandlers(app: FastifyInstance, availability: DatabaseAvailability): void {
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    if (!(error instanceof ApiError) && isDatabaseUnavailable(error)) {
+      availability.failed(error)
+      request.log.info({ status: 503 }, 'request refused: the database is unreachable')
+      return sendError(reply, errorStatus.unavailable, { detail: SERVICE_UNAVAILABLE }, { 'retry-after': String(RETRY_AFTER_S) })
+    }
     const { status, body, headers } = describeError(error)
     if (status >= 500) request.log.error({ err: error }, 'request failed')
     else request.log.info({ status, detail: body.detail }, 'request rejected')
@@ -104,33 +111,19 @@ function describeError(error: FastifyError): ErrorDescription {
   return { status: 500, body: { detail: 'Something went wrong on our side; the error has been logged.' } }
 }
 
-/** Node and PostgreSQL error codes meaning the database cannot be reached right now. */
-const unavailableCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', '57P01', '57P02', '57P03', '53300'])
+export const SERVICE_UNAVAILABLE = 'Service temporarily unavailable'
+/** What a 503 asks a client to wait: the outage is probed every second, and recovery takes a few. */
+const RETRY_AFTER_S = 5
 
 function describeDatabaseError(error: Error): ErrorDescription | undefined {
   // Drizzle wraps driver errors; the SQLSTATE is on the cause.
-  const cause = (error.cause ?? error) as { code?: unknown; message?: unknown }
+  const cause = (error.cause ?? error) as { code?: unknown }
   const code = typeof cause.code === 'string' ? cause.code : undefined
-  if (!code) {
-    if (typeof cause.message === 'string' && /Connection terminated|timeout exceeded when trying to connect/i.test(cause.message)) {
-      return unavailable()
-    }
-    return undefined
-  }
-  if (unavailableCodes.has(code)) return unavailable()
   if (code === '23505') return { status: errorStatus.conflict, body: { detail: 'This would duplicate an existing record.' } }
   if (code === '40001' || code === '40P01') {
     return { status: errorStatus.conflict, body: { detail: 'The request collided with a concurrent change; retry it.' } }
   }
   return undefined
-}
-
-function unavailable(): ErrorDescription {
-  return {
-    status: errorStatus.unavailable,
-    body: { detail: 'The database is unavailable right now; retry shortly.' },
-    headers: { 'retry-after': '5' },
-  }
 }
 
 function sentence(message: string): string {

@@ -1,5 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import { isDatabaseUnavailable, type DatabaseAvailability } from '../db/availability.js'
 import type { Job, JobContext } from './job.js'
+
+/** The longest pause after failures: a minute for a job that keeps failing, … */
+const MAX_BACKOFF_MS = 60_000
+/** … but a few seconds while the database is unreachable, so work resumes soon after it is back. */
+const MAX_OUTAGE_BACKOFF_MS = 5_000
 
 /** Runs every job in its own loop until stopped. */
 export class Worker {
@@ -9,6 +15,8 @@ export class Worker {
   constructor(
     private readonly context: Omit<JobContext, 'signal'>,
     private readonly jobs: readonly Job[],
+    /** Told when a job finds the database unreachable, which logs the outage once. */
+    private readonly availability?: DatabaseAvailability,
   ) {}
 
   start(): void {
@@ -28,6 +36,7 @@ export class Worker {
     const { signal } = this.controller
     const log = this.context.log.child({ job: job.name })
     let failures = 0
+    let outage = false
     while (!signal.aborted) {
       let handled = 0
       try {
@@ -35,11 +44,18 @@ export class Worker {
         failures = 0
       } catch (error) {
         failures++
-        log.error({ err: error }, 'job failed; retrying after a pause')
+        outage = isDatabaseUnavailable(error)
+        if (outage) {
+          // Logged once for the whole outage by `availability`, not once per job and retry.
+          this.availability?.failed(error)
+          log.debug({ err: error }, 'job paused: the database is unreachable')
+        } else {
+          log.error({ err: error }, 'job failed; retrying after a pause')
+        }
       }
       if (handled > 0 && failures === 0) continue
-      // Back off on repeated failures (a database outage) up to a minute, never spin.
-      const delay = failures > 0 ? Math.min(60_000, 1000 * 2 ** Math.min(failures, 6)) : job.idleDelayMs
+      // Back off on repeated failures, never spin.
+      const delay = failures > 0 ? Math.min(outage ? MAX_OUTAGE_BACKOFF_MS : MAX_BACKOFF_MS, 1000 * 2 ** Math.min(failures, 6)) : job.idleDelayMs
       await sleep(delay, undefined, { signal }).catch(() => {})
     }
   }

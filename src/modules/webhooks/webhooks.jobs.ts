@@ -1,3 +1,4 @@
+import { isDatabaseUnavailable } from '../../db/availability.js'
 import type { Job, JobContext } from '../../worker/job.js'
 import type { ClaimedDelivery } from './webhooks.service.js'
 
@@ -56,8 +57,9 @@ export class WebhookDeliveryJob implements Job {
       .attempt(delivery)
       .then(
         () => undefined,
-        // Unrecorded, the delivery is due again when its lease ends: sent twice, never lost.
-        (error: unknown) => log.error({ err: error, delivery: delivery.id }, 'webhook attempt not recorded'),
+        // Unrecorded, the delivery is due again when its lease ends: sent twice, never lost. An
+        // unreachable database is logged once by the worker's loop, not once per attempt.
+        (error: unknown) => log[isDatabaseUnavailable(error) ? 'debug' : 'error']({ err: error, delivery: delivery.id }, 'webhook attempt not recorded'),
       )
       .finally(() => {
         this.running.delete(attempt)

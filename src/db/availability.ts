@@ -1,0 +1,93 @@
+import type { Logger } from 'pino'
+
+/** Node and PostgreSQL codes meaning the database cannot be reached right now (not that a statement is wrong). */
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  '57P01', // admin_shutdown: the backend was terminated
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now: starting up or shutting down
+  '53300', // too_many_connections
+  '08000',
+  '08001',
+  '08003',
+  '08006', // connection exceptions
+])
+/** What node-postgres and our pipelined connections say, without a code, when a connection is gone. */
+const UNAVAILABLE_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Could not connect to the database|Client has encountered a connection error|connection is not queryable|Client was closed/i
+
+/** Whether `error`, or anything it was caused by, says the database cannot be reached right now. */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  let current: unknown = error
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const code = (current as { code?: unknown }).code
+    if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true
+    if (UNAVAILABLE_MESSAGES.test(current.message)) return true
+    current = current.cause
+  }
+  return false
+}
+
+/** How often an outage is probed for its end. */
+const PROBE_INTERVAL_MS = 1000
+
+/**
+ * Whether the database is reachable, as the process last saw it, so that an outage is logged
+ * once at its start (error) and once at its end (info) rather than once per failed request. A
+ * reported failure starts a probe, every second, until the database answers again.
+ */
+export class DatabaseAvailability {
+  private downSince: number | undefined
+  private nextProbe: NodeJS.Timeout | undefined
+  private closed = false
+  private log: Pick<Logger, 'error' | 'info'> | undefined
+
+  constructor(private readonly probe: () => Promise<unknown>) {}
+
+  /** Where the outage and the recovery are logged; nothing is logged before a logger is given. */
+  useLogger(log: Pick<Logger, 'error' | 'info'>): void {
+    this.log = log
+  }
+
+  get isDown(): boolean {
+    return this.downSince !== undefined
+  }
+
+  /** A connection failed or dropped: the start of an outage, unless one is already known. */
+  failed(error: unknown): void {
+    if (this.downSince !== undefined || this.closed) return
+    this.downSince = Date.now()
+    this.log?.error({ err: error }, 'the database is unreachable; requests that need it answer 503 until it is back')
+    this.scheduleProbe()
+  }
+
+  /** Stops probing: the database is being closed on purpose. */
+  close(): void {
+    this.closed = true
+    clearTimeout(this.nextProbe)
+  }
+
+  private scheduleProbe(): void {
+    this.nextProbe = setTimeout(() => void this.check(), PROBE_INTERVAL_MS)
+    this.nextProbe.unref()
+  }
+
+  private async check(): Promise<void> {
+    if (this.closed || this.downSince === undefined) return
+    try {
+      await this.probe()
+    } catch {
+      this.scheduleProbe()
+      return
+    }
+    this.log?.info({ outageMs: Date.now() - this.downSince }, 'the database is reachable again')
+    this.downSince = undefined
+  }
+}

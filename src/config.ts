@@ -14,6 +14,8 @@ export interface Config {
   /** Trust X-Forwarded-* from a proxy in front (for client addresses in rate limits and logs). */
   trustProxy: boolean
   /** `postgres://…`, or undefined for the embedded PGlite under `dataDir/pglite`. */
+  /** How long a request may take to arrive, headers and body; past it, a 408 and the connection closed. */
+  requestTimeoutMs: number
   databaseUrl: string | undefined
   databasePoolSize: number
   databasePipelinedConnections: number
@@ -55,6 +57,11 @@ export interface ImageLimits {
   perProperty: number
   /** Photos re-encoded at once; the others wait, so catalogue reads keep a core. */
   processingConcurrency: number
+  /**
+   * Photos that may wait for their turn beyond those being re-encoded. Each holds at most
+   * maxBytes from before its bytes are read; past the queue, uploads are a 503.
+   */
+  queueMax: number
 }
 
 export interface RateLimitConfig {
@@ -90,6 +97,7 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     host: read('HOST', '127.0.0.1', (v) => v),
     trustProxy: read('TRUST_PROXY', false, boolean),
+    requestTimeoutMs: read('REQUEST_TIMEOUT_MS', 30_000, integerIn(1000, 3_600_000)),
     databaseUrl: read('DATABASE_URL', undefined, postgresUrl),
     // Two connections per core, at least four: one Node process cannot keep more busy with
     // millisecond queries, and on a small machine shared with PostgreSQL more backends only
@@ -113,6 +121,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxPixels: read('IMAGE_MAX_PIXELS', 50_000_000, integerIn(1, 1_000_000_000)),
       perProperty: read('IMAGE_MAX_PER_PROPERTY', 50, integerIn(1, 10_000)),
       processingConcurrency: read('IMAGE_PROCESSING_CONCURRENCY', Math.max(1, Math.floor(availableParallelism() / 2)), integerIn(1, 256)),
+      queueMax: read('IMAGE_QUEUE_MAX', 8, integerIn(0, 10_000)),
     },
     redisUrl: read('REDIS_URL', undefined, redisUrl),
     catalogueCacheBytes: read('CATALOGUE_CACHE_MB', 128, integerIn(0, 65_536)) * 1024 * 1024,

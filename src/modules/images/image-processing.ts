@@ -26,6 +26,8 @@ export const FULL_SIZE = 2560
 export const THUMBNAIL_WIDTH = 400
 /** file-type needs at most this many leading bytes to decide. */
 export const TYPE_SNIFF_BYTES = 4100
+/** What a refused upload is asked to wait: a photo takes about a second to re-encode. */
+const BUSY_RETRY_AFTER_S = 2
 
 export interface Rendition {
   data: Buffer
@@ -57,9 +59,30 @@ export async function detectImageType(head: Buffer): Promise<AcceptedType> {
 
 export class ImageProcessor {
   private readonly limit: LimitFunction
+  /** Photos admitted and not yet done: being read, waiting, or being re-encoded. */
+  private admitted = 0
 
   constructor(private readonly limits: ImageLimits) {
     this.limit = pLimit(limits.processingConcurrency)
+  }
+
+  /**
+   * Takes a place for one photo, from before its bytes are read until it is stored or refused,
+   * and returns the function that gives it back. With every place taken (IMAGE_PROCESSING_CONCURRENCY
+   * re-encoding, IMAGE_QUEUE_MAX waiting), a 503: the photos in memory stay bounded at
+   * (concurrency + queue) × IMAGE_MAX_BYTES.
+   */
+  admit(): () => void {
+    if (this.admitted >= this.limits.processingConcurrency + this.limits.queueMax) {
+      throw new ApiError('unavailable', 'Too many photos are being processed right now; retry shortly.', {}, { 'retry-after': String(BUSY_RETRY_AFTER_S) })
+    }
+    this.admitted++
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      this.admitted--
+    }
   }
 
   /** Photos being processed and waiting, for metrics and the bench. */

@@ -42,8 +42,7 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       validatorCompiler: () => () => true,
     },
     async (request, reply) => {
-      const photo = await readUploadForm(request, maxBytes)
-      const image = await app.services.images.add(request.tenant.id, photo)
+      const image = await app.services.images.upload(request.tenant.id, () => readUploadForm(request, maxBytes))
       return reply.code(201).header('location', `/property-images/${image.id}`).send(image)
     },
   )

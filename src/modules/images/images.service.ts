@@ -94,11 +94,24 @@ export class ImagesService {
   }
 
   /**
+   * An upload: a place in the processing queue is taken before `readPhoto` reads the bytes (a
+   * 503 when the queue is full, with nothing read or stored), and given back once it is done.
+   */
+  async upload(tenantId: number, readPhoto: () => Promise<NewPhoto>): Promise<PropertyImage> {
+    const release = this.processor.admit()
+    try {
+      return await this.add(tenantId, await readPhoto())
+    } finally {
+      release()
+    }
+  }
+
+  /**
    * Processes and stores one photo. The files are written first and the row last, in a
    * transaction that re-checks the property and the count under the property's lock; if
    * anything fails after the files are written, they are removed, so nothing is left behind.
    */
-  async add(tenantId: number, photo: NewPhoto): Promise<PropertyImage> {
+  private async add(tenantId: number, photo: NewPhoto): Promise<PropertyImage> {
     await this.assertPropertyAccepts(tenantId, photo.propertyId)
     const processed = await this.processor.process(photo.bytes)
     const keys = storageKeys(processed)
@@ -131,8 +144,13 @@ export class ImagesService {
   /** Downloads the photo through the guarded client, then adds it as an upload. */
   async addFromUrl(tenantId: number, photo: { propertyId: number; sortOrder: number; url: string }): Promise<PropertyImage> {
     await this.assertPropertyAccepts(tenantId, photo.propertyId)
-    const bytes = await this.download(photo.url)
-    return this.add(tenantId, { propertyId: photo.propertyId, sortOrder: photo.sortOrder, bytes, sourceUrl: photo.url })
+    const release = this.processor.admit()
+    try {
+      const bytes = await this.download(photo.url)
+      return await this.add(tenantId, { propertyId: photo.propertyId, sortOrder: photo.sortOrder, bytes, sourceUrl: photo.url })
+    } finally {
+      release()
+    }
   }
 
   private async download(url: string): Promise<Buffer> {

@@ -85,9 +85,9 @@ export class ImageProcessor {
     }
   }
 
-  /** Photos being processed and waiting, for metrics and the bench. */
-  get load(): { active: number; waiting: number } {
-    return { active: this.limit.activeCount, waiting: this.limit.pendingCount }
+  /** Photos admitted (being read, waiting or re-encoded), re-encoded now, and waiting for it: for metrics and the bench. */
+  get load(): { admitted: number; active: number; waiting: number } {
+    return { admitted: this.admitted, active: this.limit.activeCount, waiting: this.limit.pendingCount }
   }
 
   /** Checks and re-encodes one photo; every refusal is an ApiError (413, 415 or 422). */

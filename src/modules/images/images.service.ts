@@ -51,6 +51,11 @@ export class ImagesService {
     private readonly outbound: OutboundClient,
   ) {}
 
+  /** Photos in the processing queue: admitted, re-encoded now, waiting. */
+  processingLoad(): ImageProcessor['load'] {
+    return this.processor.load
+  }
+
   /** The tenant's photos, or one property's; `via` a transaction that holds the property. */
   async list(tenantId: number, propertyId?: number, via: Database = this.db): Promise<PropertyImage[]> {
     return (await repository.listImages(via, tenantId, propertyId)).map((row) => toImage(row, this.mediaBase))

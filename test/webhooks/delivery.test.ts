@@ -2,10 +2,21 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
+import type { PropertySubmission } from '../../src/modules/properties/properties.schemas.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
-import { deliveryLog, startReceiver, startWebhookWorker, subscribe, verifyDelivery, waitFor, type Receiver, type RunningWorker } from '../helpers/webhooks.js'
+import {
+  deliveryLog,
+  startReceiver,
+  startWebhookWorker,
+  subscribe,
+  verifyDelivery,
+  waitFor,
+  type Receiver,
+  type RunningWorker,
+  type WebhookMessage,
+} from '../helpers/webhooks.js'
 
 /** Retries 100 ms, then 200 ms after the first failure: three attempts in all. */
 const SCHEDULE = { WEBHOOK_RETRY_SCHEDULE: '100ms,200ms', WEBHOOK_TIMEOUT_MS: '500' }
@@ -34,7 +45,7 @@ describe('webhook deliveries', () => {
   const agency = () => createTenant(t.app, { email: `agency-${++agencies}@deliveries.example` })
 
   /** Submits a listing and runs the internal check: published unless `overrides` break a rule. */
-  async function publish(tenant: Tenant, overrides: Record<string, unknown> = {}): Promise<number> {
+  async function publish(tenant: Tenant, overrides: Partial<PropertySubmission> = {}): Promise<number> {
     const { id } = await submitProperty(t.app, tenant, overrides)
     await runInternalCheck(t.app)
     return id
@@ -43,7 +54,7 @@ describe('webhook deliveries', () => {
   /** The received messages about one property. */
   const about = (target: Receiver, propertyId: number) =>
     target.requests.filter((request) => {
-      const data = JSON.parse(request.body).data
+      const { data } = JSON.parse(request.body) as WebhookMessage
       return data.id === propertyId || data.property_id === propertyId
     })
 

@@ -4,7 +4,8 @@ import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, type Tenant } from '../helpers/factories.js'
-import { deliveryLog, startReceiver, subscribe, verifyDelivery, type LogEntry, type Receiver } from '../helpers/webhooks.js'
+import type { DeliveryLogEntry } from '../../src/modules/webhooks/webhooks.schemas.js'
+import { deliveryLog, startReceiver, subscribe, verifyDelivery, type Receiver } from '../helpers/webhooks.js'
 
 const SUBSCRIPTION_FIELDS = ['created_at', 'description', 'disabled_at', 'disabled_reason', 'events', 'id', 'is_active', 'url']
 
@@ -64,7 +65,7 @@ describe('webhook subscriptions', () => {
 
   it('defaults description to null', async () => {
     const created = await subscribe(t.app, agency, { url: receiver.url, events: ['property.rejected'] })
-    assert.equal((created as unknown as { description: unknown }).description, null)
+    assert.equal(created.description, null)
   })
 
   it('refuses bad bodies with 422 naming the field', async () => {
@@ -169,7 +170,7 @@ describe('webhook subscriptions', () => {
 
     const first = await t.app.inject({ method: 'POST', url: `/webhooks/${created.id}/test`, headers: agency.headers })
     assert.equal(first.statusCode, 200, first.body)
-    const entry = first.json<LogEntry>()
+    const entry = first.json<DeliveryLogEntry>()
     assert.equal(receiver.requests.length, before + 1)
     const received = receiver.requests.at(-1)!
     const message = verifyDelivery(created.secret, received)
@@ -195,7 +196,7 @@ describe('webhook subscriptions', () => {
     assert.equal(entry.attempt, 1)
     const succeeded = entry.status === 'succeeded'
     // The receiver fails every other test event: check both answers across two calls.
-    const second = (await t.app.inject({ method: 'POST', url: `/webhooks/${created.id}/test`, headers: agency.headers })).json<LogEntry>()
+    const second = (await t.app.inject({ method: 'POST', url: `/webhooks/${created.id}/test`, headers: agency.headers })).json<DeliveryLogEntry>()
     const [ok, failed] = succeeded ? [entry, second] : [second, entry]
     assert.equal(ok.status, 'succeeded')
     assert.equal(ok.response_status_code, 204)
@@ -222,7 +223,7 @@ describe('webhook subscriptions', () => {
     const created = await subscribe(t.app, agency, { url: 'http://127.0.0.1:9/hooks', events: ['mls.new_listing'] })
     const response = await t.app.inject({ method: 'POST', url: `/webhooks/${created.id}/test`, headers: agency.headers })
     assert.equal(response.statusCode, 200)
-    const entry = response.json<LogEntry>()
+    const entry = response.json<DeliveryLogEntry>()
     assert.equal(entry.status, 'failed')
     assert.equal(entry.response_status_code, null)
     assert.match(entry.error!, /^connection: /)

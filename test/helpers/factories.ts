@@ -2,9 +2,9 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import type { Property, PropertySubmission } from '../../src/modules/properties/properties.schemas.js'
-import type { RegistrationCreateBody, RegistrationStatus } from '../../src/modules/tenants/tenants.schemas.js'
+import type { RegistrationCreateBody } from '../../src/modules/tenants/tenants.schemas.js'
 import { ADMIN_KEY } from './app.js'
-import type { RegistrationCreated } from './responses.js'
+import type { ApprovedRegistration, RegistrationCreated } from './responses.js'
 
 /** A valid registration body with a unique e-mail; override any field. */
 export function registrationBody(overrides: Partial<RegistrationCreateBody> = {}): RegistrationCreateBody {
@@ -47,8 +47,7 @@ export async function createTenant(app: FastifyInstance, overrides: Partial<Regi
     headers: adminHeaders,
   })
   assert.equal(approved.statusCode, 200, approved.body)
-  const { tenant_id: tenantId, api_key: apiKey } = approved.json<RegistrationStatus>()
-  assert.ok(tenantId !== undefined && apiKey !== undefined, `an approval answers with the tenant and its key: ${approved.body}`)
+  const { tenant_id: tenantId, api_key: apiKey } = approved.json<ApprovedRegistration>()
   return { tenantId, apiKey, requestCode, email, headers: { 'x-api-key': apiKey } }
 }
 

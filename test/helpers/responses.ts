@@ -13,6 +13,7 @@ import type {
 import type {
   AdminRegistrationPage as AdminRegistrationPageSchema,
   RegistrationCreated as RegistrationCreatedSchema,
+  RegistrationStatus,
   TenantMe as TenantMeSchema,
 } from '../../src/modules/tenants/tenants.schemas.js'
 import type { DeliveryLogPage as DeliveryLogPageSchema } from '../../src/modules/webhooks/webhooks.schemas.js'
@@ -42,6 +43,8 @@ export type ResidentialComplex = Static<typeof ResidentialComplexSchema>
 export type Attribute = Static<typeof AttributeSchema>
 
 export type RegistrationCreated = Static<typeof RegistrationCreatedSchema>
+/** What an approval answers: the status of an approved request, which always names the tenant and its key. */
+export type ApprovedRegistration = RegistrationStatus & { status: 'approved'; tenant_id: number; api_key: string }
 export type TenantMe = Static<typeof TenantMeSchema>
 export type AdminRegistrationPage = Static<typeof AdminRegistrationPageSchema>
 

@@ -72,3 +72,16 @@ export interface ListingUnderReviewPage {
   limit: number
   offset: number
 }
+
+/** GET /: the service, its version and where its documentation is. */
+export interface ServiceIndex {
+  name: string
+  version: string
+  description: string
+  links: { docs: string; openapi: string }
+}
+
+/** GET /healthz and GET /readyz. */
+export interface HealthStatus {
+  status: string
+}

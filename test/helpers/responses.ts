@@ -1,6 +1,7 @@
 import type { Static } from 'typebox'
 import type { ErrorBody as ErrorBodySchema, ValidationErrorBody as ValidationErrorBodySchema } from '../../src/lib/schemas.js'
 import type { CataloguePage as CataloguePageSchema } from '../../src/modules/catalogue/catalogue.schemas.js'
+import type { PropertyImage } from '../../src/modules/images/images.schemas.js'
 import type { ModerationReasonSchema, PropertyPage as PropertyPageSchema } from '../../src/modules/properties/properties.schemas.js'
 import type {
   Attribute as AttributeSchema,
@@ -85,3 +86,6 @@ export interface ServiceIndex {
 export interface HealthStatus {
   status: string
 }
+
+/** A photo as the API answers it: beyond the schema's required fields, the service always sends its thumbnail and size. */
+export type StoredImage = PropertyImage & Required<Pick<PropertyImage, 'thumbnail_url' | 'width' | 'height'>>

@@ -54,7 +54,7 @@ describe('the public MLS catalogue', () => {
   }
   const idsOf = (page: { items: { id: number }[] }) => page.items.map((item) => item.id)
 
-  it('lists only published listings, newest first, as §2.4 objects, without a key', async () => {
+  it('lists only published listings, newest first, as catalogue items, without a key', async () => {
     const page = await search()
     assert.deepEqual(idsOf(page), [ids.spbFlat, ids.spbHouse, ids.moscowRent, ids.moscowFlat])
     assert.equal(page.total, 4)
@@ -79,7 +79,7 @@ describe('the public MLS catalogue', () => {
     assert.match(flat.created_at, /\+00:00$/)
   })
 
-  it('filters by every parameter of §4.3 and D6, with exact totals', async () => {
+  it('filters by every search parameter, with exact totals', async () => {
     const cases: [string, number[]][] = [
       ['?city_id=1', [ids.moscowRent!, ids.moscowFlat!]],
       ['?city_id=2&property_type_id=2', [ids.spbHouse!]],

@@ -51,7 +51,7 @@ describe('the internal check (auto mode)', () => {
     assert.equal(announcement.tenantId, agency.tenantId)
     const catalogue = (await t.app.inject(`/mls/properties/${created.id}`)).json<CatalogueDetail>()
     const { description: _d, attributes: _a, images: _i, published_at: _p, ...item } = catalogue
-    assert.deepEqual(announcement.data, item, 'mls.new_listing carries the §2.4 object')
+    assert.deepEqual(announcement.data, item, 'mls.new_listing carries the listing as the catalogue shows it')
     assert.ok(!JSON.stringify(announcement.data).includes('Иван Петров'))
     assert.ok(!JSON.stringify(announcement.data).includes('912'))
   })

@@ -125,7 +125,7 @@ describe('operations and HTTP conventions', () => {
     assert.equal(document.paths['/mls/properties']!.get!.security, undefined)
     const submission = document.paths['/properties']!.post!.requestBody!.content['application/json']!.schema
     assert.deepEqual(submission.properties!.property_type!.enum, ['Квартира', 'Дом', 'Таунхаус', 'Коммерция', 'Земля'])
-    // §4.2/§4.3: every query parameter is optional; limit and offset have their defaults.
+    // Every query parameter of a list is optional; limit and offset have their defaults.
     type Parameter = { name: string; in: string; required?: boolean; schema: { default?: unknown } }
     for (const path of ['/properties', '/mls/properties', '/webhooks/{id}/logs', '/admin/properties']) {
       const query = (document.paths[path]!.get!.parameters as Parameter[]).filter((parameter) => parameter.in === 'query')
@@ -138,7 +138,7 @@ describe('operations and HTTP conventions', () => {
       assert.equal(byName.get('limit')?.schema.default, 50, path)
       assert.equal(byName.get('offset')?.schema.default, 0, path)
     }
-    // D6: the catalogue's answers are conditional, and say so.
+    // The catalogue's answers are conditional, and say so.
     for (const path of ['/mls/properties', '/mls/properties/{id}']) {
       const operation = document.paths[path]!.get!
       assert.ok(

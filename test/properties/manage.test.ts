@@ -34,7 +34,7 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       await submitProperty(t.app, other, { location: { city_id: 1 } })
     })
 
-    it('lists only the caller’s properties, newest first, with §2.3 items', async () => {
+    it('lists only the caller’s properties, newest first, each in its short list form', async () => {
       const response = await call('GET', '/properties')
       assert.equal(response.statusCode, 200)
       const page = response.json<PropertyPage>()
@@ -243,7 +243,7 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
   })
 
   describe('POST /properties/{id}/status', () => {
-    it('allows exactly the moves of D5', async () => {
+    it('allows exactly the moves a tenant may make between statuses', async () => {
       const created = await submitProperty(t.app, agency)
       const move = (statusId: number) => call('POST', `/properties/${created.id}/status`, { status_id: statusId })
 

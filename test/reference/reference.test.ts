@@ -15,7 +15,7 @@ describe('public reference data', () => {
 
   const get = (url: string) => t.app.inject({ method: 'GET', url })
 
-  it('serves the dictionaries with the fixed ids of D4 and D5, cacheable', async () => {
+  it('serves the dictionaries with their fixed ids, cacheable', async () => {
     const types = await get('/property-types')
     assert.equal(types.statusCode, 200)
     assert.deepEqual(types.json<NamedItem[]>(), [
@@ -106,7 +106,7 @@ describe('public reference data', () => {
     }
   })
 
-  it('publishes the attribute catalogue of §2.2 with exact values', async () => {
+  it('publishes the attribute catalogue with exact values', async () => {
     const response = await get('/attributes')
     assert.equal(response.statusCode, 200)
     const list = response.json<Attribute[]>()

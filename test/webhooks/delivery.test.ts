@@ -82,7 +82,7 @@ describe('webhook deliveries', () => {
     const message = verifyDelivery(otherSub.secret, announcement!)
     assert.equal(message.type, 'mls.new_listing')
     assert.throws(() => verifyDelivery(ownerSub.secret, announcement!), 'signed with the receiving subscription’s own secret')
-    // The §2.4 object, as the catalogue shows it, and never the owner's contacts.
+    // The listing as the catalogue shows it, and never the owner's contacts.
     const catalogue = (await t.app.inject(`/mls/properties?limit=100`)).json<CataloguePage>()
     assert.deepEqual(
       message.data,

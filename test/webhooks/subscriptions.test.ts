@@ -32,7 +32,7 @@ describe('webhook subscriptions', () => {
     await receiver.close()
   })
 
-  it('creates a subscription: 201, Location, the shape of D8 and a whsec_ secret shown once', async () => {
+  it('creates a subscription: 201, Location, every field of a subscription and a whsec_ secret shown once', async () => {
     const response = await t.app.inject({
       method: 'POST',
       url: '/webhooks',

@@ -95,7 +95,7 @@ describe('the internal check (auto mode)', () => {
         written.map((event) => event.type),
         ['property.rejected'],
       )
-      assert.deepEqual((written[0]!.data as { reasons: unknown }).reasons, listing.moderation?.reasons)
+      assert.deepEqual((written[0]!.data as { reasons: unknown }).reasons, listing.moderation!.reasons)
       assert.equal((await t.app.inject(`/mls/properties/${created.id}`)).statusCode, 404)
     })
   }

@@ -36,12 +36,6 @@ export default tseslint.config(
     rules: {
       // node:test's describe/it return promises that the runner tracks itself.
       '@typescript-eslint/no-floating-promises': 'off',
-      // Black-box tests read response bodies as untyped JSON and assert on them field by field.
-      '@typescript-eslint/no-unsafe-assignment': 'off',
-      '@typescript-eslint/no-unsafe-member-access': 'off',
-      '@typescript-eslint/no-unsafe-argument': 'off',
-      '@typescript-eslint/no-unsafe-call': 'off',
-      '@typescript-eslint/no-unsafe-return': 'off',
     },
   },
   {

@@ -2,9 +2,12 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
+import type { CatalogueDetail } from '../../src/modules/catalogue/catalogue.schemas.js'
+import type { Property } from '../../src/modules/properties/properties.schemas.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
+import type { CataloguePage, ErrorBody } from '../helpers/responses.js'
 
 describe('the public MLS catalogue', () => {
   let t: TestApp
@@ -47,17 +50,17 @@ describe('the public MLS catalogue', () => {
   const search = async (query = '') => {
     const response = await t.app.inject(`/mls/properties${query}`)
     assert.equal(response.statusCode, 200, response.body)
-    return response.json<{ items: { id: number }[]; total: number; limit: number; offset: number }>()
+    return response.json<CataloguePage>()
   }
   const idsOf = (page: { items: { id: number }[] }) => page.items.map((item) => item.id)
 
-  it('lists only published listings, newest first, as §2.4 objects, without a key', async () => {
+  it('lists only published listings, newest first, as catalogue items, without a key', async () => {
     const page = await search()
     assert.deepEqual(idsOf(page), [ids.spbFlat, ids.spbHouse, ids.moscowRent, ids.moscowFlat])
     assert.equal(page.total, 4)
     assert.equal(page.limit, 50)
     assert.equal(page.offset, 0)
-    const flat = page.items.find((item) => item.id === ids.moscowFlat) as { id: number; created_at: string }
+    const flat = page.items.find((item) => item.id === ids.moscowFlat)!
     assert.deepEqual(flat, {
       id: ids.moscowFlat,
       property_type: { id: 1, name: 'Квартира' },
@@ -76,7 +79,7 @@ describe('the public MLS catalogue', () => {
     assert.match(flat.created_at, /\+00:00$/)
   })
 
-  it('filters by every parameter of §4.3 and D6, with exact totals', async () => {
+  it('filters by every search parameter, with exact totals', async () => {
     const cases: [string, number[]][] = [
       ['?city_id=1', [ids.moscowRent!, ids.moscowFlat!]],
       ['?city_id=2&property_type_id=2', [ids.spbHouse!]],
@@ -133,14 +136,14 @@ describe('the public MLS catalogue', () => {
     it(`answers 422 for ${query}`, async () => {
       const response = await t.app.inject(`/mls/properties?${query}`)
       assert.equal(response.statusCode, 422)
-      assert.ok(response.json().detail)
+      assert.ok(response.json<ErrorBody>().detail)
     })
   }
 
   it('shows one published listing with description, attributes, images and published_at', async () => {
     const response = await t.app.inject(`/mls/properties/${ids.moscowFlat}`)
     assert.equal(response.statusCode, 200)
-    const detail = response.json()
+    const detail = response.json<CatalogueDetail>()
     assert.equal(detail.id, ids.moscowFlat)
     assert.equal(detail.description, 'Светлая двухкомнатная квартира с видом на парк.')
     assert.deepEqual(detail.attributes, { area: 60, rooms: 2, floor: 3, total_floors: 12 })
@@ -152,7 +155,7 @@ describe('the public MLS catalogue', () => {
     for (const id of [999999, ids.rejected, ids.waiting]) {
       const response = await t.app.inject(`/mls/properties/${id}`)
       assert.equal(response.statusCode, 404)
-      assert.deepEqual(response.json(), { detail: 'Property not found' })
+      assert.deepEqual(response.json<ErrorBody>(), { detail: 'Property not found' })
     }
     assert.equal((await t.app.inject('/mls/properties/abc')).statusCode, 422)
   })
@@ -223,10 +226,10 @@ describe('the public MLS catalogue', () => {
     for (const [id, stored] of times) await t.db.execute(sql`update properties set created_at = ${stored}::timestamptz where id = ${id}`)
     const page = await search()
     for (const [id, , shown] of times) {
-      assert.equal((page.items.find((item) => item.id === id) as unknown as { created_at: string }).created_at, shown, `page, ${id}`)
-      assert.equal((await t.app.inject(`/mls/properties/${id}`)).json().created_at, shown, `detail, ${id}`)
+      assert.equal(page.items.find((item) => item.id === id)!.created_at, shown, `page, ${id}`)
+      assert.equal((await t.app.inject(`/mls/properties/${id}`)).json<CatalogueDetail>().created_at, shown, `detail, ${id}`)
       const owner = id === ids.spbFlat || id === ids.spbHouse ? rival : agency
-      assert.equal((await t.app.inject({ url: `/properties/${id}`, headers: owner.headers })).json().created_at, shown, `agency, ${id}`)
+      assert.equal((await t.app.inject({ url: `/properties/${id}`, headers: owner.headers })).json<Property>().created_at, shown, `agency, ${id}`)
     }
   })
 
@@ -292,7 +295,7 @@ describe('deep catalogue pages', () => {
     ] as const) {
       const response = await t.app.inject(`/mls/properties?city_id=3&sort=${sort}&limit=20&offset=10050`)
       assert.equal(response.statusCode, 200, response.body)
-      const page = response.json<{ items: { price: number }[]; total: number; offset: number }>()
+      const page = response.json<CataloguePage>()
       assert.equal(page.total, LISTINGS)
       assert.equal(page.offset, 10050)
       assert.deepEqual(

@@ -3,15 +3,12 @@ import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
+import type { CatalogueDetail } from '../../src/modules/catalogue/catalogue.schemas.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import { photo, upload } from '../helpers/photos.js'
-
-interface Page {
-  items: { id: number; price: number; thumbnail_url: string | null }[]
-  total: number
-}
+import type { CataloguePage, StoredImage } from '../helpers/responses.js'
 
 /**
  * The catalogue keeps its answers in each API process (catalogue-cache.ts) until the database's
@@ -39,7 +36,7 @@ describe('catalogue answers kept between requests', () => {
   const search = async (app: FastifyInstance, query: string) => {
     const response = await app.inject(`/mls/properties${query}`)
     assert.equal(response.statusCode, 200, response.body)
-    return response.json<Page>()
+    return response.json<CataloguePage>()
   }
   const detail = (app: FastifyInstance, id: number) => app.inject(`/mls/properties/${id}`)
   let listings = 0
@@ -70,7 +67,7 @@ describe('catalogue answers kept between requests', () => {
     await t.db.execute(sql`select catalogue_versions_bump(array[1])`)
     for (const app of [t.app, other]) {
       assert.equal((await search(app, '?city_id=1')).items[0]!.price, 7_100_000)
-      assert.equal((await detail(app, id)).json<{ price: number }>().price, 7_100_000)
+      assert.equal((await detail(app, id)).json<CatalogueDetail>().price, 7_100_000)
     }
   })
 
@@ -123,14 +120,14 @@ describe('catalogue answers kept between requests', () => {
   it('shows a published listing’s photos at once as they are added, reordered and removed', async () => {
     const id = await publish({ cityId: 4 })
     const thumbnail = async (app: FastifyInstance) => (await search(app, '?city_id=4')).items[0]!.thumbnail_url
-    const images = async (app: FastifyInstance) => (await detail(app, id)).json<{ images: string[] }>().images
+    const images = async (app: FastifyInstance) => (await detail(app, id)).json<CatalogueDetail>().images
     await warm(['?city_id=4'], [id])
 
     const uploaded = []
     for (const fields of [{ sort_order: '5' }, { sort_order: '9' }]) {
       const response = await upload(t.app, agency, { file: await photo('jpeg'), fields: { property_id: String(id), ...fields } })
       assert.equal(response.statusCode, 201, response.body)
-      uploaded.push(response.json<{ id: number; url: string; thumbnail_url: string }>())
+      uploaded.push(response.json<StoredImage>())
     }
     const [front, back] = uploaded as [(typeof uploaded)[0], (typeof uploaded)[0]]
     for (const app of [t.app, other]) {
@@ -170,6 +167,6 @@ describe('catalogue answers kept between requests', () => {
     const changed = await t.app.inject({ url: `/mls/properties?city_id=5`, headers: { 'if-none-match': etag } })
     assert.equal(changed.statusCode, 200)
     assert.notEqual(changed.headers.etag, etag)
-    assert.equal(changed.json<Page>().total, 0)
+    assert.equal(changed.json<CataloguePage>().total, 0)
   })
 })

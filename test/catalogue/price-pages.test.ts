@@ -5,6 +5,7 @@ import { queryRows } from '../../src/db/client.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
+import type { CataloguePage } from '../helpers/responses.js'
 
 /**
  * A price range, newest first, is read one of two ways, chosen from the search's counts
@@ -69,7 +70,7 @@ describe('catalogue pages with a price range, newest first', () => {
         const query = `city_id=1&limit=${limit}&offset=${offset}${min === undefined ? '' : `&min_price=${min}`}${max === undefined ? '' : `&max_price=${max}`}`
         const response = await t.app.inject(`/mls/properties?${query}`)
         assert.equal(response.statusCode, 200, response.body)
-        const page = response.json<{ items: { id: number }[]; total: number }>()
+        const page = response.json<CataloguePage>()
         assert.deepEqual(
           page.items.map((item) => item.id),
           await expectedIds(min, max, limit, offset),

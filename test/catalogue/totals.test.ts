@@ -5,6 +5,7 @@ import { queryRows } from '../../src/db/client.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
+import type { CataloguePage } from '../helpers/responses.js'
 
 /**
  * Price-range totals come from price bands plus the listings at the range's two ends
@@ -55,7 +56,7 @@ describe('catalogue totals with a price range', () => {
           const query = `${min === undefined ? '' : `&min_price=${min}`}${max === undefined ? '' : `&max_price=${max}`}${others}`
           const response = await t.app.inject(`/mls/properties?limit=100${query}`)
           assert.equal(response.statusCode, 200, response.body)
-          const page = response.json<{ items: unknown[]; total: number }>()
+          const page = response.json<CataloguePage>()
           // Fewer than 100 listings in all: the page holds every match, so it is the plain count.
           assert.equal(page.total, page.items.length, `total for ${query}`)
           compared++
@@ -67,11 +68,11 @@ describe('catalogue totals with a price range', () => {
 
   it('follows a price change of a published listing', async () => {
     const [row] = await queryRows<{ id: number }>(t.db, sql`select id from properties where price = 45000`)
-    const inBand = async () => (await t.app.inject('/mls/properties?min_price=40000&max_price=50000')).json<{ total: number }>().total
+    const inBand = async () => (await t.app.inject('/mls/properties?min_price=40000&max_price=50000')).json<CataloguePage>().total
     assert.equal(await inBand(), 1)
     await t.db.execute(sql`update properties set price = 55000 where id = ${row!.id}`)
     assert.equal(await inBand(), 0)
-    assert.equal((await t.app.inject('/mls/properties?min_price=55000&max_price=55000')).json<{ total: number }>().total, 1)
+    assert.equal((await t.app.inject('/mls/properties?min_price=55000&max_price=55000')).json<CataloguePage>().total, 1)
   })
 
   // After the tests above on purpose: the price change of the one before goes through the trigger.

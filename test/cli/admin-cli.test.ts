@@ -9,8 +9,10 @@ import { openDatabase, type DatabaseHandle } from '../../src/db/client.js'
 import { migrateDatabase } from '../../src/db/migrate.js'
 import { registrationRequests } from '../../src/db/schema.js'
 import { SecretBox } from '../../src/lib/secrets.js'
+import type { RegistrationStatus } from '../../src/modules/tenants/tenants.schemas.js'
 import { TenantsService } from '../../src/modules/tenants/tenants.service.js'
 import { emptyServerDatabase, engine } from '../helpers/database.js'
+import type { AdminRegistrationPage, ApprovedRegistration } from '../helpers/responses.js'
 
 const SECRET_KEY = 'cli-test-secret-key-long-enough-0123456789'
 
@@ -66,19 +68,19 @@ describe('npm run admin -- registrations', () => {
 
     const list = await admin('registrations', 'list', '--status', 'pending')
     assert.equal(list.code, 0, list.stderr)
-    const page = JSON.parse(list.stdout)
+    const page = JSON.parse(list.stdout) as AdminRegistrationPage
     assert.equal(page.total, 2)
-    assert.deepEqual(page.items.map((item: { request_code: string }) => item.request_code).sort(), [first.request_code, second.request_code].sort())
+    assert.deepEqual(page.items.map((item) => item.request_code).sort(), [first.request_code, second.request_code].sort())
 
     const approved = await admin('registrations', 'approve', first.request_code)
     assert.equal(approved.code, 0, approved.stderr)
-    const status = JSON.parse(approved.stdout)
+    const status = JSON.parse(approved.stdout) as ApprovedRegistration
     assert.equal(status.status, 'approved')
     assert.match(status.api_key, /^mls_live_/)
 
     const rejected = await admin('registrations', 'reject', second.request_code, '--reason', 'Не агентство')
     assert.equal(rejected.code, 0, rejected.stderr)
-    assert.equal(JSON.parse(rejected.stdout).status, 'rejected')
+    assert.equal((JSON.parse(rejected.stdout) as RegistrationStatus).status, 'rejected')
 
     const again = await admin('registrations', 'approve', first.request_code)
     assert.equal(again.code, 1)

@@ -119,7 +119,7 @@ describe('pipelined connections', needsServer, () => {
         await sleep(600)
         const answers = await Promise.allSettled(Array.from({ length: 20 }, (_, n) => limited.query({ text: 'select $1::int as n', values: [n] })))
         assert.deepEqual(
-          answers.map((answer) => answer.status === 'fulfilled' && answer.value.rows[0].n),
+          answers.map((answer) => answer.status === 'fulfilled' && (answer.value.rows as { n: number }[])[0]?.n),
           Array.from({ length: 20 }, (_, n) => n),
         )
       }

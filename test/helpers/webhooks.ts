@@ -9,9 +9,12 @@ import { Webhook } from 'standardwebhooks'
 import type { Config } from '../../src/config.js'
 import type { DatabaseHandle } from '../../src/db/client.js'
 import { WebhookDeliveryJob, webhookFanOutJob } from '../../src/modules/webhooks/webhooks.jobs.js'
+import type { SubscribableEvent } from '../../src/modules/events/event-types.js'
+import type { CreatedWebhookSubscription, WebhookCreate } from '../../src/modules/webhooks/webhooks.schemas.js'
 import { createServices } from '../../src/services.js'
 import { Worker } from '../../src/worker/worker.js'
 import type { Tenant } from './factories.js'
+import type { DeliveryLogPage } from './responses.js'
 
 export interface ReceivedRequest {
   headers: IncomingMessage['headers']
@@ -63,41 +66,40 @@ export async function startReceiver(
 }
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>
 
+/** What every delivery's body carries. */
+export interface WebhookMessage {
+  type: string
+  timestamp: string
+  data: Record<string, unknown>
+}
+
 /** Verifies a delivery the way a receiver would, with the `standardwebhooks` package; throws if forged. */
-export function verifyDelivery(secret: string, request: ReceivedRequest): { type: string; timestamp: string; data: Record<string, unknown> } {
+export function verifyDelivery(secret: string, request: ReceivedRequest): WebhookMessage {
   const headers = {
     'webhook-id': String(request.headers['webhook-id']),
     'webhook-timestamp': String(request.headers['webhook-timestamp']),
     'webhook-signature': String(request.headers['webhook-signature']),
   }
-  return new Webhook(secret).verify(request.body, headers) as { type: string; timestamp: string; data: Record<string, unknown> }
+  return new Webhook(secret).verify(request.body, headers) as WebhookMessage
 }
 
-export async function subscribe(app: FastifyInstance, tenant: Tenant, payload: Record<string, unknown>) {
+/**
+ * The body of POST /webhooks. The events are named here: the schema builds their union from
+ * the list of events at run time, so its static type cannot name them.
+ */
+export type SubscriptionRequest = Omit<WebhookCreate, 'events'> & { events: SubscribableEvent[] }
+
+/** POST /webhooks as the tenant; the subscription with its signing secret, shown only then. */
+export async function subscribe(app: FastifyInstance, tenant: Tenant, payload: SubscriptionRequest): Promise<CreatedWebhookSubscription> {
   const response = await app.inject({ method: 'POST', url: '/webhooks', headers: tenant.headers, payload })
   assert.equal(response.statusCode, 201, response.body)
-  return response.json<{ id: number; secret: string; url: string; events: string[]; is_active: boolean }>()
+  return response.json<CreatedWebhookSubscription>()
 }
 
-export interface LogEntry {
-  id: number
-  event_id: number
-  event_type: string
-  trigger: 'event' | 'test'
-  attempt: number
-  status: 'succeeded' | 'failed' | 'pending'
-  response_status_code: number | null
-  response_body: string | null
-  error: string | null
-  duration_ms: number
-  created_at: string
-  next_attempt_at: string | null
-}
-
-export async function deliveryLog(app: FastifyInstance, tenant: Tenant, subscriptionId: number, query = '') {
+export async function deliveryLog(app: FastifyInstance, tenant: Tenant, subscriptionId: number, query = ''): Promise<DeliveryLogPage> {
   const response = await app.inject({ method: 'GET', url: `/webhooks/${subscriptionId}/logs${query}`, headers: tenant.headers })
   assert.equal(response.statusCode, 200, response.body)
-  return response.json<{ items: LogEntry[]; total: number; limit: number; offset: number }>()
+  return response.json<DeliveryLogPage>()
 }
 
 /**

@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { photo } from '../helpers/photos.js'
+import type { ErrorBody, StoredImage, ValidationErrorBody } from '../helpers/responses.js'
 
 /** A web server on loopback with a photo, a page, a missing file and chains of redirects. */
 async function startPhotoServer(jpeg: Buffer): Promise<{ server: Server; base: string }> {
@@ -53,7 +54,7 @@ describe('adding a photo by URL', () => {
     const url = `${web.base}/redirect?hops=3`
     const response = await addByUrl(t, agency, { property_id: propertyId, url, sort_order: 4 })
     assert.equal(response.statusCode, 201, response.body)
-    const image = response.json<{ id: number; url: string; source_url: string; sort_order: number; width: number }>()
+    const image = response.json<StoredImage>()
     assert.equal(response.headers.location, `/property-images/${image.id}`)
     assert.equal(image.source_url, url)
     assert.equal(image.sort_order, 4)
@@ -75,7 +76,7 @@ describe('adding a photo by URL', () => {
     for (const [url, why] of cases) {
       const response = await addByUrl(t, agency, { property_id: propertyId, url })
       assert.equal(response.statusCode, 422, `${url}: ${response.body}`)
-      const body = response.json<{ detail: string; errors: { loc: string[] }[] }>()
+      const body = response.json<ValidationErrorBody>()
       assert.match(body.detail, why, url)
       assert.deepEqual(body.errors[0]!.loc, ['body', 'url'])
     }
@@ -94,10 +95,10 @@ describe('adding a photo by URL', () => {
     ]) {
       const response = await addByUrl(guarded, owner, { property_id: id, url })
       assert.equal(response.statusCode, 422, `${url}: ${response.body}`)
-      assert.match(response.json<{ detail: string }>().detail, /non-public/, url)
+      assert.match(response.json<ErrorBody>().detail, /non-public/, url)
     }
     const images = await guarded.app.inject({ url: '/property-images', headers: owner.headers })
-    assert.deepEqual(images.json(), [])
+    assert.deepEqual(images.json<StoredImage[]>(), [])
   })
 
   it('validates the body, needs a key, and keeps to the caller’s properties', async () => {
@@ -107,8 +108,8 @@ describe('adding a photo by URL', () => {
     assert.equal(unauthenticated.statusCode, 401)
     const foreign = await addByUrl(t, rival, { property_id: propertyId, url: `${web.base}/photo.jpg` })
     assert.equal(foreign.statusCode, 404)
-    assert.deepEqual(foreign.json(), { detail: 'Property not found' })
+    assert.deepEqual(foreign.json<ErrorBody>(), { detail: 'Property not found' })
     const theirs = await t.app.inject({ url: `/property-images?property_id=${propertyId}`, headers: rival.headers })
-    assert.deepEqual(theirs.json(), [])
+    assert.deepEqual(theirs.json<StoredImage[]>(), [])
   })
 })

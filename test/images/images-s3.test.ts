@@ -8,6 +8,7 @@ import sharp from 'sharp'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { jpegWithGpsAndOrientation, photo, upload } from '../helpers/photos.js'
+import type { StoredImage } from '../helpers/responses.js'
 
 /**
  * STORAGE_DRIVER=s3 against a real S3-compatible server (s3rver, speaking the S3 HTTP API on
@@ -49,7 +50,7 @@ describe('photos in S3-compatible storage', () => {
     const propertyId = (await submitProperty(t.app, agency)).id
     const response = await upload(t.app, agency, { file: await jpegWithGpsAndOrientation(), fields: { property_id: String(propertyId) } })
     assert.equal(response.statusCode, 201, response.body)
-    const image = response.json<{ url: string; thumbnail_url: string }>()
+    const image = response.json<StoredImage>()
     assert.ok(image.url.startsWith(`${endpoint}/${bucket}/photos/`), image.url)
 
     const stored = await fetchObject(image.url)
@@ -65,15 +66,8 @@ describe('photos in S3-compatible storage', () => {
 
   it('removes both files from the bucket when the photo, or its property, is deleted', async () => {
     const propertyId = (await submitProperty(t.app, agency)).id
-    const first = (await upload(t.app, agency, { file: await photo('png', 60, 60), fields: { property_id: String(propertyId) } })).json<{
-      id: number
-      url: string
-      thumbnail_url: string
-    }>()
-    const second = (await upload(t.app, agency, { file: await photo('webp', 60, 60), fields: { property_id: String(propertyId) } })).json<{
-      url: string
-      thumbnail_url: string
-    }>()
+    const first = (await upload(t.app, agency, { file: await photo('png', 60, 60), fields: { property_id: String(propertyId) } })).json<StoredImage>()
+    const second = (await upload(t.app, agency, { file: await photo('webp', 60, 60), fields: { property_id: String(propertyId) } })).json<StoredImage>()
     for (const url of [first.url, first.thumbnail_url, second.url, second.thumbnail_url]) assert.equal((await fetchObject(url)).status, 200)
 
     assert.equal((await t.app.inject({ method: 'DELETE', url: `/property-images/${first.id}`, headers: agency.headers })).statusCode, 204)

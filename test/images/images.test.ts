@@ -5,22 +5,13 @@ import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import sharp from 'sharp'
 import { queryRows } from '../../src/db/client.js'
+import type { CatalogueDetail } from '../../src/modules/catalogue/catalogue.schemas.js'
+import type { Property } from '../../src/modules/properties/properties.schemas.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import { jpegWithGpsAndOrientation, photo, pngBomb, upload } from '../helpers/photos.js'
-
-interface Image {
-  id: number
-  property_id: number
-  url: string
-  sort_order: number
-  created_at: string
-  thumbnail_url: string
-  width: number
-  height: number
-  source_url?: string
-}
+import type { CataloguePage, ErrorBody, StoredImage, ValidationErrorBody } from '../helpers/responses.js'
 
 /** Every file the local driver holds, relative to DATA_DIR/media. */
 function storedFiles(t: TestApp): string[] {
@@ -64,7 +55,7 @@ describe('photos of a property', () => {
     ] as const) {
       const response = await uploadTo(propertyId, await photo(format, 800, 600), { sort_order: '2' })
       assert.equal(response.statusCode, 201, response.body)
-      const image = response.json<Image>()
+      const image = response.json<StoredImage>()
       assert.equal(response.headers.location, `/property-images/${image.id}`)
       assert.deepEqual(Object.keys(image).sort(), ['created_at', 'height', 'id', 'property_id', 'sort_order', 'thumbnail_url', 'url', 'width'])
       assert.equal(image.property_id, propertyId)
@@ -93,7 +84,7 @@ describe('photos of a property', () => {
     const other = (await submitProperty(t.app, agency)).id
     const response = await uploadTo(other, await photo('jpeg'))
     assert.equal(response.statusCode, 201, response.body)
-    assert.equal(response.json<Image>().sort_order, 0)
+    assert.equal(response.json<StoredImage>().sort_order, 0)
   })
 
   it('strips metadata (camera, GPS) and applies the EXIF orientation', async () => {
@@ -103,7 +94,7 @@ describe('photos of a property', () => {
     const other = (await submitProperty(t.app, agency)).id
     const response = await uploadTo(other, original)
     assert.equal(response.statusCode, 201, response.body)
-    const image = response.json<Image>()
+    const image = response.json<StoredImage>()
     assert.equal(image.width, 32, 'turned upright')
     assert.equal(image.height, 64)
     for (const url of [image.url, image.thumbnail_url]) {
@@ -124,7 +115,7 @@ describe('photos of a property', () => {
       fields: { property_id: String(propertyId) },
     })
     assert.equal(page.statusCode, 415, page.body)
-    assert.match(page.json<{ detail: string }>().detail, /Only JPEG, PNG and WebP/)
+    assert.match(page.json<ErrorBody>().detail, /Only JPEG, PNG and WebP/)
     const gif = await upload(t.app, agency, {
       file: await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } })
         .gif()
@@ -134,7 +125,7 @@ describe('photos of a property', () => {
       fields: { property_id: String(propertyId) },
     })
     assert.equal(gif.statusCode, 415, gif.body)
-    assert.match(gif.json<{ detail: string }>().detail, /image\/gif/)
+    assert.match(gif.json<ErrorBody>().detail, /image\/gif/)
     assert.deepEqual(storedFiles(t), before)
   })
 
@@ -145,7 +136,7 @@ describe('photos of a property', () => {
     const fresh = (await submitProperty(t.app, agency)).id
     const response = await upload(t.app, agency, { file: bomb, filename: 'bomb.png', contentType: 'image/png', fields: { property_id: String(fresh) } })
     assert.equal(response.statusCode, 422, response.body)
-    assert.match(response.json<{ detail: string }>().detail, /100000×100000 pixels; at most 50 megapixels/)
+    assert.match(response.json<ErrorBody>().detail, /100000×100000 pixels; at most 50 megapixels/)
     assert.deepEqual(storedFiles(t), before)
   })
 
@@ -156,7 +147,7 @@ describe('photos of a property', () => {
     const huge = Buffer.concat([await photo('jpeg', 64, 64), Buffer.alloc(3 * 1024 * 1024, 1)])
     const response = await uploadTo(propertyId, huge)
     assert.equal(response.statusCode, 413, response.body)
-    assert.match(response.json<{ detail: string }>().detail, /larger than 2 MiB/)
+    assert.match(response.json<ErrorBody>().detail, /larger than 2 MiB/)
     assert.deepEqual(storedFiles(t), before)
     const [rowsAfter] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from property_images`)
     assert.equal(rowsAfter!.n, rowsBefore!.n)
@@ -166,7 +157,7 @@ describe('photos of a property', () => {
     const jpeg = await photo('jpeg')
     const response = await uploadTo((await submitProperty(t.app, agency)).id, jpeg.subarray(0, 5000))
     assert.equal(response.statusCode, 422, response.body)
-    assert.match(response.json<{ detail: string }>().detail, /damaged or truncated/)
+    assert.match(response.json<ErrorBody>().detail, /damaged or truncated/)
   })
 
   it('holds at most IMAGE_MAX_PER_PROPERTY photos per property (422), leaving no orphan file', async () => {
@@ -175,7 +166,7 @@ describe('photos of a property', () => {
     const before = storedFiles(t)
     const response = await uploadTo(full, await photo('jpeg', 100, 100))
     assert.equal(response.statusCode, 422, response.body)
-    assert.match(response.json<{ detail: string }>().detail, /already has 3 photos/)
+    assert.match(response.json<ErrorBody>().detail, /already has 3 photos/)
     assert.deepEqual(storedFiles(t), before)
   })
 
@@ -184,7 +175,7 @@ describe('photos of a property', () => {
     const missing = await upload(t.app, agency, { file: jpeg })
     assert.equal(missing.statusCode, 422)
     assert.deepEqual(
-      missing.json<{ errors: { loc: string[] }[] }>().errors.map((e) => e.loc),
+      missing.json<ValidationErrorBody>().errors.map((e) => e.loc),
       [['body', 'property_id']],
     )
 
@@ -192,7 +183,7 @@ describe('photos of a property', () => {
     assert.equal(bad.statusCode, 422)
     assert.deepEqual(
       bad
-        .json<{ errors: { loc: string[] }[] }>()
+        .json<ValidationErrorBody>()
         .errors.map((e) => e.loc.join('.'))
         .sort(),
       ['body.file', 'body.owner', 'body.property_id', 'body.sort_order'],
@@ -200,17 +191,17 @@ describe('photos of a property', () => {
 
     const json = await t.app.inject({ method: 'POST', url: '/property-images/upload', headers: agency.headers, payload: { property_id: propertyId } })
     assert.equal(json.statusCode, 415)
-    assert.match(json.json<{ detail: string }>().detail, /multipart\/form-data/)
+    assert.match(json.json<ErrorBody>().detail, /multipart\/form-data/)
   })
 
   it('needs a valid key', async () => {
     const anonymous = await upload(t.app, undefined, { file: await photo('jpeg', 50, 50), fields: { property_id: String(propertyId) } })
     assert.equal(anonymous.statusCode, 401)
-    assert.deepEqual(anonymous.json(), { detail: 'Invalid or missing API key' })
+    assert.deepEqual(anonymous.json<ErrorBody>(), { detail: 'Invalid or missing API key' })
     for (const url of ['/property-images', '/property-images/1']) {
       const response = await t.app.inject({ url, headers: { 'x-api-key': 'mls_live_wrong' } })
       assert.equal(response.statusCode, 401)
-      assert.deepEqual(response.json(), { detail: 'Invalid or missing API key' })
+      assert.deepEqual(response.json<ErrorBody>(), { detail: 'Invalid or missing API key' })
     }
   })
 
@@ -218,7 +209,7 @@ describe('photos of a property', () => {
     const before = storedFiles(t)
     const response = await uploadTo(rivalPropertyId, await photo('jpeg', 50, 50))
     assert.equal(response.statusCode, 404)
-    assert.deepEqual(response.json(), { detail: 'Property not found' })
+    assert.deepEqual(response.json<ErrorBody>(), { detail: 'Property not found' })
     assert.deepEqual(storedFiles(t), before)
     const [row] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from property_images where property_id = ${rivalPropertyId}`)
     assert.equal(row!.n, 0)
@@ -227,14 +218,14 @@ describe('photos of a property', () => {
   it('lists the caller’s photos only, as a plain array by property, sort_order, id; filters by property_id', async () => {
     const p1 = (await submitProperty(t.app, agency)).id
     const p2 = (await submitProperty(t.app, agency)).id
-    const second = (await uploadTo(p1, await photo('png', 40, 40), { sort_order: '5' })).json<Image>()
-    const first = (await uploadTo(p1, await photo('png', 40, 40), { sort_order: '1' })).json<Image>()
-    const other = (await uploadTo(p2, await photo('png', 40, 40))).json<Image>()
+    const second = (await uploadTo(p1, await photo('png', 40, 40), { sort_order: '5' })).json<StoredImage>()
+    const first = (await uploadTo(p1, await photo('png', 40, 40), { sort_order: '1' })).json<StoredImage>()
+    const other = (await uploadTo(p2, await photo('png', 40, 40))).json<StoredImage>()
     await uploadTo(rivalPropertyId, await photo('png', 40, 40), {}, rival)
 
     const all = await t.app.inject({ url: '/property-images', headers: agency.headers })
     assert.equal(all.statusCode, 200)
-    const images = all.json<Image[]>()
+    const images = all.json<StoredImage[]>()
     assert.ok(Array.isArray(images))
     assert.ok(images.every((image) => image.property_id !== rivalPropertyId))
     const order = images.map((image) => [image.property_id, image.sort_order, image.id])
@@ -245,26 +236,26 @@ describe('photos of a property', () => {
 
     const filtered = await t.app.inject({ url: `/property-images?property_id=${p1}`, headers: agency.headers })
     assert.deepEqual(
-      filtered.json<Image[]>().map((image) => image.id),
+      filtered.json<StoredImage[]>().map((image) => image.id),
       [first.id, second.id],
     )
-    assert.ok(!filtered.json<Image[]>().some((image) => image.id === other.id))
+    assert.ok(!filtered.json<StoredImage[]>().some((image) => image.id === other.id))
 
     const rivals = await t.app.inject({ url: `/property-images?property_id=${rivalPropertyId}`, headers: agency.headers })
-    assert.deepEqual(rivals.json(), [])
+    assert.deepEqual(rivals.json<StoredImage[]>(), [])
     const bad = await t.app.inject({ url: '/property-images?property_id=abc', headers: agency.headers })
     assert.equal(bad.statusCode, 422)
   })
 
   it('gets, re-orders and deletes one photo (its files too); another tenant’s photo is a 404 and stays', async () => {
-    const created = (await uploadTo((await submitProperty(t.app, agency)).id, await photo('webp', 60, 60))).json<Image>()
+    const created = (await uploadTo((await submitProperty(t.app, agency)).id, await photo('webp', 60, 60))).json<StoredImage>()
     const got = await t.app.inject({ url: `/property-images/${created.id}`, headers: agency.headers })
     assert.equal(got.statusCode, 200)
-    assert.deepEqual(got.json(), created)
+    assert.deepEqual(got.json<StoredImage>(), created)
 
     const moved = await t.app.inject({ method: 'PUT', url: `/property-images/${created.id}`, headers: agency.headers, payload: { sort_order: 7 } })
     assert.equal(moved.statusCode, 200)
-    assert.equal(moved.json<Image>().sort_order, 7)
+    assert.equal(moved.json<StoredImage>().sort_order, 7)
 
     const invalid = await t.app.inject({
       method: 'PUT',
@@ -281,9 +272,9 @@ describe('photos of a property', () => {
     ]) {
       const response = await t.app.inject({ ...request, headers: rival.headers })
       assert.equal(response.statusCode, 404, `${request.method} of another tenant's photo`)
-      assert.deepEqual(response.json(), { detail: 'Image not found' })
+      assert.deepEqual(response.json<ErrorBody>(), { detail: 'Image not found' })
     }
-    assert.equal((await t.app.inject({ url: `/property-images/${created.id}`, headers: agency.headers })).json<Image>().sort_order, 7)
+    assert.equal((await t.app.inject({ url: `/property-images/${created.id}`, headers: agency.headers })).json<StoredImage>().sort_order, 7)
     assert.equal((await t.app.inject({ url: '/property-images/abc', headers: agency.headers })).statusCode, 422)
 
     const files = [created.url, created.thumbnail_url].map((url) => mediaPath(url).replace('/media/', ''))
@@ -297,9 +288,9 @@ describe('photos of a property', () => {
 
   it('shows the photos in the tenant’s property and removes them with the property', async () => {
     const id = (await submitProperty(t.app, agency)).id
-    const image = (await uploadTo(id, await photo('jpeg', 80, 60))).json<Image>()
+    const image = (await uploadTo(id, await photo('jpeg', 80, 60))).json<StoredImage>()
     const property = await t.app.inject({ url: `/properties/${id}`, headers: agency.headers })
-    assert.deepEqual(property.json<{ images: Image[] }>().images, [image])
+    assert.deepEqual(property.json<Property>().images, [image])
 
     const deleted = await t.app.inject({ method: 'DELETE', url: `/properties/${id}`, headers: agency.headers })
     assert.equal(deleted.statusCode, 204)
@@ -312,16 +303,16 @@ describe('photos of a property', () => {
 
   it('puts the first photo’s thumbnail in the catalogue and the photos in the catalogue detail', async () => {
     const id = (await submitProperty(t.app, agency)).id
-    const later = (await uploadTo(id, await photo('jpeg', 80, 60), { sort_order: '2' })).json<Image>()
-    const cover = (await uploadTo(id, await photo('jpeg', 80, 60), { sort_order: '1' })).json<Image>()
+    const later = (await uploadTo(id, await photo('jpeg', 80, 60), { sort_order: '2' })).json<StoredImage>()
+    const cover = (await uploadTo(id, await photo('jpeg', 80, 60), { sort_order: '1' })).json<StoredImage>()
     const bare = (await submitProperty(t.app, agency)).id
     await runInternalCheck(t.app)
 
-    const page = (await t.app.inject('/mls/properties')).json<{ items: { id: number; thumbnail_url: string | null }[] }>()
+    const page = (await t.app.inject('/mls/properties')).json<CataloguePage>()
     assert.equal(page.items.find((item) => item.id === id)!.thumbnail_url, cover.thumbnail_url)
     assert.equal(page.items.find((item) => item.id === bare)!.thumbnail_url, null)
 
-    const detail = (await t.app.inject(`/mls/properties/${id}`)).json<{ thumbnail_url: string; images: string[] }>()
+    const detail = (await t.app.inject(`/mls/properties/${id}`)).json<CatalogueDetail>()
     assert.equal(detail.thumbnail_url, cover.thumbnail_url)
     assert.deepEqual(detail.images, [cover.url, later.url])
 

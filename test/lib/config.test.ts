@@ -9,7 +9,7 @@ import { ConfigError, loadConfig } from '../../src/config.js'
 describe('configuration', () => {
   const dataDir = () => mkdtempSync(path.join(tmpdir(), 'mls-config-'))
 
-  it('has the defaults of D1', () => {
+  it('has its documented defaults', () => {
     const dir = dataDir()
     const config = loadConfig({ DATA_DIR: dir })
     assert.equal(config.port, 3000)

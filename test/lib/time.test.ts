@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { offsetTimestampFromUtcText, toOffsetTimestamp } from '../../src/lib/time.js'
 
-describe('timestamps in D2’s form', () => {
+describe('timestamps as the API writes them', () => {
   it('writes a Date with milliseconds and +00:00', () => {
     assert.equal(toOffsetTimestamp(new Date(Date.UTC(2026, 10, 22, 9, 15, 2, 123))), '2026-11-22T09:15:02.123+00:00')
   })

@@ -4,11 +4,14 @@ import { after, before, describe, it } from 'node:test'
 import { asc, eq } from 'drizzle-orm'
 import pino from 'pino'
 import { events, properties } from '../../src/db/schema.js'
+import type { CatalogueDetail } from '../../src/modules/catalogue/catalogue.schemas.js'
+import type { Property, PropertySubmission } from '../../src/modules/properties/properties.schemas.js'
 import { workerJobs } from '../../src/worker/jobs.js'
 import { Worker } from '../../src/worker/worker.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { adminHeaders, createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
+import type { ListingUnderReviewPage } from '../helpers/responses.js'
 
 describe('the internal check (auto mode)', () => {
   let t: TestApp
@@ -19,7 +22,7 @@ describe('the internal check (auto mode)', () => {
   })
   after(() => t.close())
 
-  const get = async (id: number) => (await t.app.inject({ method: 'GET', url: `/properties/${id}`, headers: agency.headers })).json()
+  const get = async (id: number) => (await t.app.inject({ method: 'GET', url: `/properties/${id}`, headers: agency.headers })).json<Property>()
   const eventsOf = (propertyId: number) =>
     t.db
       .select()
@@ -36,8 +39,8 @@ describe('the internal check (auto mode)', () => {
     const listing = await get(created.id)
     assert.equal(listing.status_id, 2)
     assert.equal(listing.status_name, 'Опубликовано')
-    assert.match(listing.published_at, /\+00:00$/)
-    assert.deepEqual(listing.moderation.reasons, [])
+    assert.match(listing.published_at!, /\+00:00$/)
+    assert.deepEqual(listing.moderation?.reasons, [])
 
     const written = await eventsOf(created.id)
     assert.deepEqual(
@@ -46,14 +49,14 @@ describe('the internal check (auto mode)', () => {
     )
     const announcement = written[0]!
     assert.equal(announcement.tenantId, agency.tenantId)
-    const catalogue = (await t.app.inject(`/mls/properties/${created.id}`)).json()
+    const catalogue = (await t.app.inject(`/mls/properties/${created.id}`)).json<CatalogueDetail>()
     const { description: _d, attributes: _a, images: _i, published_at: _p, ...item } = catalogue
-    assert.deepEqual(announcement.data, item, 'mls.new_listing carries the §2.4 object')
+    assert.deepEqual(announcement.data, item, 'mls.new_listing carries the listing as the catalogue shows it')
     assert.ok(!JSON.stringify(announcement.data).includes('Иван Петров'))
     assert.ok(!JSON.stringify(announcement.data).includes('912'))
   })
 
-  const failing: [string, Record<string, unknown>, string, string | null][] = [
+  const failing: [string, Partial<PropertySubmission>, string, string | null][] = [
     ['no location', { location: null }, 'location_missing', 'location.city_id'],
     ['no price', { price: null }, 'price_missing', 'price'],
     ['a zero price', { price: 0 }, 'price_not_positive', 'price'],
@@ -83,8 +86,8 @@ describe('the internal check (auto mode)', () => {
       assert.equal(listing.status_id, 3)
       assert.equal(listing.status_name, 'Отклонено')
       assert.equal(listing.published_at, null)
-      const reason = listing.moderation.reasons.find((r: { code: string }) => r.code === code)
-      assert.ok(reason, `expected ${code} in ${JSON.stringify(listing.moderation.reasons)}`)
+      const reason = listing.moderation?.reasons.find((r) => r.code === code)
+      assert.ok(reason, `expected ${code} in ${JSON.stringify(listing.moderation?.reasons)}`)
       assert.equal(reason.field, field)
       assert.ok(reason.message.length > 15)
       const written = await eventsOf(created.id)
@@ -92,7 +95,7 @@ describe('the internal check (auto mode)', () => {
         written.map((event) => event.type),
         ['property.rejected'],
       )
-      assert.deepEqual((written[0]!.data as { reasons: unknown }).reasons, listing.moderation.reasons)
+      assert.deepEqual((written[0]!.data as { reasons: unknown }).reasons, listing.moderation!.reasons)
       assert.equal((await t.app.inject(`/mls/properties/${created.id}`)).statusCode, 404)
     })
   }
@@ -127,7 +130,7 @@ describe('the internal check (auto mode)', () => {
     assert.equal((await get(original.id)).status_id, 2)
     const rejected = await get(copy.id)
     assert.equal(rejected.status_id, 3)
-    assert.equal(rejected.moderation.reasons[0].code, 'duplicate_listing')
+    assert.equal(rejected.moderation?.reasons[0]?.code, 'duplicate_listing')
     const [theirRow] = await t.db.select().from(properties).where(eq(properties.id, theirs.id))
     assert.equal(theirRow?.statusId, 2)
     assert.equal((await get(differentArea.id)).status_id, 2)
@@ -149,7 +152,7 @@ describe('the internal check (auto mode)', () => {
     const rejected = await get(older.id)
     assert.equal(rejected.status_id, 3)
     assert.deepEqual(
-      rejected.moderation.reasons.map((reason: { code: string }) => reason.code),
+      rejected.moderation?.reasons.map((reason) => reason.code),
       ['duplicate_listing'],
     )
     assert.equal((await get(newer.id)).status_id, 2)
@@ -182,7 +185,7 @@ describe('the internal check (manual mode) and the admin decisions', () => {
   })
   after(() => t.close())
 
-  const get = async (id: number) => (await t.app.inject({ method: 'GET', url: `/properties/${id}`, headers: agency.headers })).json()
+  const get = async (id: number) => (await t.app.inject({ method: 'GET', url: `/properties/${id}`, headers: agency.headers })).json<Property>()
   const admin = (url: string, payload?: object) => t.app.inject({ method: 'POST', url, headers: adminHeaders, ...(payload ? { payload } : {}) })
 
   it('records the findings and leaves the decision to an operator', async () => {
@@ -192,14 +195,14 @@ describe('the internal check (manual mode) and the admin decisions', () => {
     assert.equal((await get(good.id)).status_id, 1)
     const waiting = await get(bad.id)
     assert.equal(waiting.status_id, 1)
-    assert.equal(waiting.moderation.reasons[0].code, 'price_missing')
+    assert.equal(waiting.moderation?.reasons[0]?.code, 'price_missing')
     assert.equal(await t.db.$count(events), 0)
 
     const queue = await t.app.inject({ method: 'GET', url: '/admin/properties?status_id=1', headers: adminHeaders })
     assert.equal(queue.statusCode, 200)
-    const listed = queue.json().items.find((item: { id: number }) => item.id === bad.id)
-    assert.equal(listed.moderation.reasons[0].code, 'price_missing')
-    assert.equal(listed.waiting_for_check, false)
+    const listed = queue.json<ListingUnderReviewPage>().items.find((item) => item.id === bad.id)
+    assert.equal(listed?.moderation?.reasons[0]?.code, 'price_missing')
+    assert.equal(listed?.waiting_for_check, false)
 
     assert.equal((await admin(`/admin/properties/${good.id}/approve`)).statusCode, 204)
     assert.equal((await get(good.id)).status_id, 2)
@@ -209,10 +212,10 @@ describe('the internal check (manual mode) and the admin decisions', () => {
     const rejected = await get(bad.id)
     assert.equal(rejected.status_id, 3)
     assert.deepEqual(
-      rejected.moderation.reasons.map((r: { code: string }) => r.code),
+      rejected.moderation?.reasons.map((r) => r.code),
       ['price_missing', 'rejected_by_moderator'],
     )
-    assert.equal(rejected.moderation.reasons[1].message, 'Укажите цену')
+    assert.equal(rejected.moderation?.reasons[1]?.message, 'Укажите цену')
 
     assert.equal((await admin(`/admin/properties/${good.id}/approve`)).statusCode, 409)
     assert.equal((await admin(`/admin/properties/${bad.id}/reject`)).statusCode, 409)

@@ -4,7 +4,9 @@ import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
+import type { Property } from '../../src/modules/properties/properties.schemas.js'
 import { createTenant, propertyBody, registrationBody, submitProperty, type Tenant } from '../helpers/factories.js'
+import type { ErrorBody, ValidationErrorBody } from '../helpers/responses.js'
 
 /** Requests a careless or hostile client sends: each gets a `{"detail"}` answer, never a 500. */
 describe('malformed requests', () => {
@@ -29,7 +31,7 @@ describe('malformed requests', () => {
     for (const [body, loc] of cases) {
       const response = await t.app.inject({ method: 'POST', url: '/properties', headers: agency.headers, payload: body })
       assert.equal(response.statusCode, 422, response.body)
-      const answer = response.json<{ detail: string; errors: { loc: unknown[]; msg: string }[] }>()
+      const answer = response.json<ValidationErrorBody>()
       assert.deepEqual(answer.errors[0]!.loc, loc)
       assert.match(answer.detail, /NUL character/)
     }
@@ -39,7 +41,7 @@ describe('malformed requests', () => {
     const patched = await t.app.inject({ method: 'PATCH', url: `/properties/${property.id}`, headers: agency.headers, payload: { description: 'x\u0000' } })
     assert.equal(patched.statusCode, 422, patched.body)
     const stored = await t.app.inject({ url: `/properties/${property.id}`, headers: agency.headers })
-    assert.equal(stored.json<{ description: string }>().description, propertyBody().description)
+    assert.equal(stored.json<Property>().description, propertyBody().description)
   })
 
   it('refuses the NUL character on public routes, in bodies, paths and query strings', async () => {
@@ -48,7 +50,7 @@ describe('malformed requests', () => {
     const status = await t.app.inject('/tenants/register/reg_%00?email=a%00@b.c')
     assert.equal(status.statusCode, 422, status.body)
     assert.deepEqual(
-      status.json<{ errors: { loc: unknown[] }[] }>().errors.map((error) => error.loc),
+      status.json<ValidationErrorBody>().errors.map((error) => error.loc),
       [
         ['path', 'request_code'],
         ['query', 'email'],
@@ -70,7 +72,7 @@ describe('malformed requests', () => {
       payload: nested,
     })
     assert.equal(response.statusCode, 422, response.body)
-    assert.equal(response.json<{ errors: { loc: unknown[] }[] }>().errors[0]!.loc.length, 5001)
+    assert.equal(response.json<ValidationErrorBody>().errors[0]!.loc.length, 5001)
     const untouched = await t.app.inject({ url: `/properties/${property.id}`, headers: agency.headers })
     assert.equal(untouched.statusCode, 200)
   })
@@ -79,7 +81,7 @@ describe('malformed requests', () => {
     for (const query of ['min_price=1e400', 'max_area=1e400', 'max_price=-1e400']) {
       const response = await t.app.inject(`/mls/properties?${query}`)
       assert.equal(response.statusCode, 422, `${query}: ${response.body}`)
-      assert.match(response.json<{ detail: string }>().detail, /^Invalid query\.(min|max)_(price|area): must be a finite number\.$/)
+      assert.match(response.json<ErrorBody>().detail, /^Invalid query\.(min|max)_(price|area): must be a finite number\.$/)
     }
     for (const query of ['max_price=Infinity', 'min_area=Infinity', 'max_price=-Infinity', 'min_price=NaN']) {
       const response = await t.app.inject(`/mls/properties?${query}`)
@@ -107,11 +109,11 @@ describe('malformed requests', () => {
     for (const [url, field, kind] of refused) {
       const response = await t.app.inject({ url, headers: agency.headers })
       assert.equal(response.statusCode, 422, `${url}: ${response.body}`)
-      assert.equal(response.json<{ detail: string }>().detail, `Invalid ${field}: must be ${kind} in decimal digits.`, url)
+      assert.equal(response.json<ErrorBody>().detail, `Invalid ${field}: must be ${kind} in decimal digits.`, url)
     }
     // Every problem at once, the other fields' too.
     const several = await t.app.inject('/mls/properties?limit=%2B5&sort=bogus&offset=-1')
-    const reported = several.json<{ errors: { loc: string[] }[] }>().errors.map((error) => error.loc.join('.'))
+    const reported = several.json<ValidationErrorBody>().errors.map((error) => error.loc.join('.'))
     assert.deepEqual([...reported].sort(), ['query.limit', 'query.offset', 'query.sort'])
     // An id past what the column holds is a 422, not a database error.
     const tooLarge = await t.app.inject({ url: '/property-images?property_id=2147483648', headers: agency.headers })
@@ -130,7 +132,7 @@ describe('malformed requests', () => {
       payload: propertyBody({ description: 'я'.repeat(10_001) }),
     })
     assert.equal(response.statusCode, 422)
-    assert.equal(response.json<{ detail: string }>().detail, 'Invalid body.description: must NOT have more than 10000 characters.')
+    assert.equal(response.json<ErrorBody>().detail, 'Invalid body.description: must NOT have more than 10000 characters.')
   })
 
   it('answers a path that is not valid percent-encoding with a JSON 400', async () => {
@@ -138,7 +140,7 @@ describe('malformed requests', () => {
       const response = await t.app.inject({ url, headers: agency.headers })
       assert.equal(response.statusCode, 400, url)
       assert.match(response.headers['content-type'] as string, /^application\/json/)
-      assert.deepEqual(Object.keys(response.json()), ['detail'])
+      assert.deepEqual(Object.keys(response.json<ErrorBody>()), ['detail'])
     }
   })
 
@@ -155,7 +157,7 @@ describe('malformed requests', () => {
     })
     assert.match(raw, /^HTTP\/1\.1 400 Bad Request\r\n/)
     assert.match(raw, /content-type: application\/json/i)
-    const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as { detail: string }
+    const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as ErrorBody
     assert.equal(body.detail, 'The request URL is not valid: characters outside ASCII must be percent-encoded.')
   })
 
@@ -163,7 +165,7 @@ describe('malformed requests', () => {
     for (const payload of ['{"property_type":"Дом","deal_type":"Продажа","__proto__":{"x":1}}', '{"constructor":{"prototype":{"x":1}}}']) {
       const response = await t.app.inject({ method: 'POST', url: '/properties', headers: { ...agency.headers, 'content-type': 'application/json' }, payload })
       assert.equal(response.statusCode, 422, response.body)
-      const answer = response.json<{ detail: string; errors: { loc: unknown[] }[] }>()
+      const answer = response.json<ValidationErrorBody>()
       assert.match(answer.detail, /__proto__ or constructor\.prototype/)
       assert.deepEqual(answer.errors[0]!.loc, ['body'])
     }
@@ -179,6 +181,6 @@ describe('malformed requests', () => {
     assert.equal(response.statusCode, 204, response.body)
     const empty = await t.app.inject({ method: 'POST', url: '/properties', headers: { ...agency.headers, 'content-type': 'application/json' } })
     assert.equal(empty.statusCode, 400)
-    assert.equal(empty.json<{ detail: string }>().detail, 'The request body is empty; send a JSON object.')
+    assert.equal(empty.json<ErrorBody>().detail, 'The request body is empty; send a JSON object.')
   })
 })

@@ -4,6 +4,8 @@ import { after, before, describe, it } from 'node:test'
 import Fastify from 'fastify'
 import docsPlugin from '../../src/plugins/docs.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
+import type { OpenApiDocument } from '../helpers/openapi.js'
+import type { ErrorBody, HealthStatus, ServiceIndex } from '../helpers/responses.js'
 
 describe('operations and HTTP conventions', () => {
   let t: TestApp
@@ -16,20 +18,20 @@ describe('operations and HTTP conventions', () => {
     const response = await t.app.inject('/')
     assert.equal(response.statusCode, 200)
     const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
-    assert.deepEqual(response.json(), {
+    assert.deepEqual(response.json<ServiceIndex>(), {
       name: 'Open MLS',
       version,
       description: 'An open multiple listing service for real-estate agencies.',
       links: { docs: 'http://mls.test/docs', openapi: 'http://mls.test/openapi.json' },
     })
-    assert.equal((await t.app.inject(response.json<{ links: { openapi: string } }>().links.openapi.replace('http://mls.test', ''))).statusCode, 200)
+    assert.equal((await t.app.inject(response.json<ServiceIndex>().links.openapi.replace('http://mls.test', ''))).statusCode, 200)
   })
 
   it('answers /healthz and /readyz', async () => {
-    assert.deepEqual((await t.app.inject('/healthz')).json(), { status: 'ok' })
+    assert.deepEqual((await t.app.inject('/healthz')).json<HealthStatus>(), { status: 'ok' })
     const ready = await t.app.inject('/readyz')
     assert.equal(ready.statusCode, 200)
-    assert.deepEqual(ready.json(), { status: 'ready' })
+    assert.deepEqual(ready.json<HealthStatus>(), { status: 'ready' })
   })
 
   it('exposes Prometheus metrics by route template, not by raw URL', async () => {
@@ -55,7 +57,7 @@ describe('operations and HTTP conventions', () => {
     try {
       const response = await app.inject('/openapi.json')
       assert.equal(response.statusCode, 200, response.body)
-      assert.ok(response.json().paths['/plain'].get)
+      assert.ok(response.json<OpenApiDocument>().paths['/plain']?.get)
     } finally {
       await app.close()
     }
@@ -64,7 +66,7 @@ describe('operations and HTTP conventions', () => {
   it('publishes a complete OpenAPI 3.1 document', async () => {
     const response = await t.app.inject('/openapi.json')
     assert.equal(response.statusCode, 200)
-    const document = response.json()
+    const document = response.json<OpenApiDocument>()
     assert.equal(document.openapi, '3.1.0')
     const expected: [string, string][] = [
       ['/tenants/register', 'post'],
@@ -113,20 +115,20 @@ describe('operations and HTTP conventions', () => {
       assert.ok(operation, `${method} ${path} is documented`)
       assert.ok(operation.summary, `${method} ${path} has a summary`)
     }
-    assert.deepEqual(document.paths['/tenants/me'].get.security, [{ ApiKey: [] }])
-    assert.equal(document.components.securitySchemes.ApiKey.name, 'x-api-key')
-    const register = document.paths['/tenants/register'].post
+    assert.deepEqual(document.paths['/tenants/me']!.get!.security, [{ ApiKey: [] }])
+    assert.equal(document.components.securitySchemes.ApiKey!.name, 'x-api-key')
+    const register = document.paths['/tenants/register']!.post!
     assert.ok(register.responses['201'] && register.responses['422'] && register.responses['429'])
-    assert.ok(register.requestBody.content['application/json'].example)
+    assert.ok(register.requestBody!.content['application/json']!.example)
     assert.equal(document.paths['/openapi.json'], undefined)
-    assert.deepEqual(document.paths['/properties'].post.security, [{ ApiKey: [] }])
-    assert.equal(document.paths['/mls/properties'].get.security, undefined)
-    const submission = document.paths['/properties'].post.requestBody.content['application/json'].schema
-    assert.deepEqual(submission.properties.property_type.enum, ['Квартира', 'Дом', 'Таунхаус', 'Коммерция', 'Земля'])
-    // §4.2/§4.3: every query parameter is optional; limit and offset have their defaults.
+    assert.deepEqual(document.paths['/properties']!.post!.security, [{ ApiKey: [] }])
+    assert.equal(document.paths['/mls/properties']!.get!.security, undefined)
+    const submission = document.paths['/properties']!.post!.requestBody!.content['application/json']!.schema
+    assert.deepEqual(submission.properties!.property_type!.enum, ['Квартира', 'Дом', 'Таунхаус', 'Коммерция', 'Земля'])
+    // Every query parameter of a list is optional; limit and offset have their defaults.
     type Parameter = { name: string; in: string; required?: boolean; schema: { default?: unknown } }
     for (const path of ['/properties', '/mls/properties', '/webhooks/{id}/logs', '/admin/properties']) {
-      const query = (document.paths[path].get.parameters as Parameter[]).filter((parameter) => parameter.in === 'query')
+      const query = (document.paths[path]!.get!.parameters as Parameter[]).filter((parameter) => parameter.in === 'query')
       assert.deepEqual(
         query.filter((parameter) => parameter.required).map((parameter) => parameter.name),
         [],
@@ -136,14 +138,14 @@ describe('operations and HTTP conventions', () => {
       assert.equal(byName.get('limit')?.schema.default, 50, path)
       assert.equal(byName.get('offset')?.schema.default, 0, path)
     }
-    // D6: the catalogue's answers are conditional, and say so.
+    // The catalogue's answers are conditional, and say so.
     for (const path of ['/mls/properties', '/mls/properties/{id}']) {
-      const operation = document.paths[path].get
+      const operation = document.paths[path]!.get!
       assert.ok(
         (operation.parameters as Parameter[]).some((parameter) => parameter.in === 'header' && parameter.name === 'if-none-match'),
         path,
       )
-      assert.ok(operation.responses['200'].headers.etag && operation.responses['200'].headers['cache-control'], path)
+      assert.ok(operation.responses['200']!.headers!.etag && operation.responses['200']!.headers!['cache-control'], path)
       assert.ok(operation.responses['304'], path)
     }
   })
@@ -157,7 +159,7 @@ describe('operations and HTTP conventions', () => {
   it('answers unknown routes with a JSON 404', async () => {
     const response = await t.app.inject({ method: 'DELETE', url: '/nowhere?x=1' })
     assert.equal(response.statusCode, 404)
-    assert.deepEqual(response.json(), { detail: 'There is no DELETE /nowhere route.' })
+    assert.deepEqual(response.json<ErrorBody>(), { detail: 'There is no DELETE /nowhere route.' })
   })
 
   it('echoes the caller’s X-Request-Id, or makes one', async () => {
@@ -189,7 +191,7 @@ describe('unexpected errors', () => {
     try {
       const bug = await app.inject('/test/bug')
       assert.equal(bug.statusCode, 500)
-      assert.deepEqual(bug.json(), { detail: 'Something went wrong on our side; the error has been logged.' })
+      assert.deepEqual(bug.json<ErrorBody>(), { detail: 'Something went wrong on our side; the error has been logged.' })
       assert.ok(!bug.body.includes('hunter2'))
 
       const down = await app.inject('/test/database-down')

@@ -3,8 +3,10 @@ import { after, before, describe, it } from 'node:test'
 import { eq } from 'drizzle-orm'
 import { properties } from '../../src/db/schema.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
+import type { Property } from '../../src/modules/properties/properties.schemas.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
+import type { ErrorBody, PropertyPage, StatusConflictBody, ValidationErrorBody } from '../helpers/responses.js'
 
 describe('the tenant’s properties: list, read, change, delete, status', () => {
   let t: TestApp
@@ -32,19 +34,19 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       await submitProperty(t.app, other, { location: { city_id: 1 } })
     })
 
-    it('lists only the caller’s properties, newest first, with §2.3 items', async () => {
+    it('lists only the caller’s properties, newest first, each in its short list form', async () => {
       const response = await call('GET', '/properties')
       assert.equal(response.statusCode, 200)
-      const page = response.json()
+      const page = response.json<PropertyPage>()
       assert.deepEqual(Object.keys(page).sort(), ['items', 'limit', 'offset', 'total'])
       assert.equal(page.total, 3)
       assert.equal(page.limit, 50)
       assert.equal(page.offset, 0)
       assert.deepEqual(
-        page.items.map((item: { id: number }) => item.id),
+        page.items.map((item) => item.id),
         [...ids].reverse(),
       )
-      const item = page.items[0]
+      const item = page.items[0]!
       assert.deepEqual(Object.keys(item).sort(), [
         'area',
         'city',
@@ -73,9 +75,9 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
     })
 
     it('filters by property_type, deal_type, city_id and status_id', async () => {
-      const filtered = async (query: string) => (await call('GET', `/properties?${query}`)).json()
+      const filtered = async (query: string) => (await call('GET', `/properties?${query}`)).json<PropertyPage>()
       assert.deepEqual(
-        (await filtered('property_type=Дом')).items.map((i: { id: number }) => i.id),
+        (await filtered('property_type=Дом')).items.map((i) => i.id),
         [ids[1]],
       )
       assert.equal((await filtered('deal_type=Продажа')).total, 2)
@@ -87,20 +89,20 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
     })
 
     it('pages with limit and offset and echoes them', async () => {
-      const first = (await call('GET', '/properties?limit=2')).json()
+      const first = (await call('GET', '/properties?limit=2')).json<PropertyPage>()
       assert.equal(first.items.length, 2)
       assert.equal(first.total, 3)
       assert.equal(first.limit, 2)
-      const second = (await call('GET', '/properties?limit=2&offset=2')).json()
+      const second = (await call('GET', '/properties?limit=2&offset=2')).json<PropertyPage>()
       assert.deepEqual(
-        second.items.map((i: { id: number }) => i.id),
+        second.items.map((i) => i.id),
         [ids[0]],
       )
       assert.equal(second.offset, 2)
-      const beyond = (await call('GET', '/properties?offset=10')).json()
+      const beyond = (await call('GET', '/properties?offset=10')).json<PropertyPage>()
       assert.deepEqual(beyond.items, [])
       assert.equal(beyond.total, 3)
-      assert.equal((await call('GET', '/properties?limit=1')).json().items.length, 1)
+      assert.equal((await call('GET', '/properties?limit=1')).json<PropertyPage>().items.length, 1)
       assert.equal((await call('GET', '/properties?limit=100')).statusCode, 200)
     })
 
@@ -119,14 +121,14 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       it(`answers 422 for ${query}`, async () => {
         const response = await call('GET', `/properties?${query}`)
         assert.equal(response.statusCode, 422)
-        assert.equal(response.json().errors[0].loc[0], 'query')
+        assert.equal(response.json<ValidationErrorBody>().errors[0]?.loc[0], 'query')
       })
     }
 
     it('answers 401 without a key', async () => {
       const response = await t.app.inject({ method: 'GET', url: '/properties' })
       assert.equal(response.statusCode, 401)
-      assert.deepEqual(response.json(), { detail: 'Invalid or missing API key' })
+      assert.deepEqual(response.json<ErrorBody>(), { detail: 'Invalid or missing API key' })
     })
   })
 
@@ -135,10 +137,10 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       const created = await submitProperty(t.app, agency)
       const response = await call('GET', `/properties/${created.id}`)
       assert.equal(response.statusCode, 200)
-      assert.equal(response.json().id, created.id)
+      assert.equal(response.json<Property>().id, created.id)
       const foreign = await call('GET', `/properties/${created.id}`, undefined, other)
       assert.equal(foreign.statusCode, 404)
-      assert.deepEqual(foreign.json(), { detail: 'Property not found' })
+      assert.deepEqual(foreign.json<ErrorBody>(), { detail: 'Property not found' })
       assert.equal((await call('GET', '/properties/999999')).statusCode, 404)
       assert.equal((await call('GET', '/properties/abc')).statusCode, 422)
     })
@@ -148,19 +150,19 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
     it('changes only what is sent, merges attributes and sends the listing back to the check', async () => {
       const created = await submitProperty(t.app, agency, { attributes: { area: '60', rooms: '3', furniture: 'Полная' } })
       await runInternalCheck(t.app)
-      assert.equal((await call('GET', `/properties/${created.id}`)).json().status_id, 2)
+      assert.equal((await call('GET', `/properties/${created.id}`)).json<Property>().status_id, 2)
 
       const response = await call('PATCH', `/properties/${created.id}`, {
         price: 9100000,
         attributes: { rooms: '2', furniture: null, condition: 'Евроремонт' },
       })
       assert.equal(response.statusCode, 200, response.body)
-      const changed = response.json()
+      const changed = response.json<Property>()
       assert.equal(changed.price, 9100000)
       assert.equal(changed.status_id, 1)
       assert.deepEqual(changed.attributes, { area: 60, rooms: 2, condition: 'Евроремонт' })
-      assert.equal(changed.owner.phone, '+7 912 345-67-89', 'owner kept')
-      assert.equal(changed.location.city_id, 1, 'location kept')
+      assert.equal(changed.owner?.phone, '+7 912 345-67-89', 'owner kept')
+      assert.equal(changed.location?.city_id, 1, 'location kept')
       const [row] = await t.db.select().from(properties).where(eq(properties.id, created.id))
       assert.equal(row?.rooms, 2)
       assert.ok(row?.reviewRequestedAt)
@@ -169,7 +171,7 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
     it('leaves the listing as it is when the PATCH changes nothing (a retry keeps it published)', async () => {
       const created = await submitProperty(t.app, agency)
       await runInternalCheck(t.app)
-      const before = (await call('GET', `/properties/${created.id}`)).json()
+      const before = (await call('GET', `/properties/${created.id}`)).json<Property>()
       assert.equal(before.status_id, 2)
       // The location as it was submitted: its ids and texts, without the names the view adds.
       const { city: _city, district: _district, residential_complex: _complex, ...location } = before.location as Record<string, unknown>
@@ -184,28 +186,28 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       for (const payload of sameAgain) {
         const response = await call('PATCH', `/properties/${created.id}`, payload)
         assert.equal(response.statusCode, 200, response.body)
-        assert.deepEqual(response.json(), before, JSON.stringify(payload))
+        assert.deepEqual(response.json<Property>(), before, JSON.stringify(payload))
       }
       assert.equal((await t.app.inject(`/mls/properties/${created.id}`)).statusCode, 200, 'still in the catalogue')
       // Coordinates finer than the column keeps (a map widget's 7 decimals): stored rounded, and a
       // retry of the same PATCH is no change.
       const placed = { location: { ...submittedLocation, latitude: 55.7558264, longitude: 37.6172999 } }
-      const first = (await call('PATCH', `/properties/${created.id}`, placed)).json()
-      assert.deepEqual([first.location.latitude, first.location.longitude, first.status_id], [55.755826, 37.6173, 1])
+      const first = (await call('PATCH', `/properties/${created.id}`, placed)).json<Property>()
+      assert.deepEqual([first.location?.latitude, first.location?.longitude, first.status_id], [55.755826, 37.6173, 1])
       await runInternalCheck(t.app)
-      const retried = (await call('PATCH', `/properties/${created.id}`, placed)).json()
+      const retried = (await call('PATCH', `/properties/${created.id}`, placed)).json<Property>()
       assert.equal(retried.status_id, 2, 'the retry changed nothing')
       // Any real change, the owner's notes included, goes back through the check.
       const changed = (
         await call('PATCH', `/properties/${created.id}`, { owner: { name: 'Иван Петров', phone: '+79123456789', notes: 'Звонить до 18:00' } })
-      ).json()
+      ).json<Property>()
       assert.equal(changed.status_id, 1)
-      assert.equal(changed.owner.notes, 'Звонить до 18:00')
+      assert.equal(changed.owner?.notes, 'Звонить до 18:00')
     })
 
     it('clears the location and the owner with null', async () => {
       const created = await submitProperty(t.app, agency)
-      const changed = (await call('PATCH', `/properties/${created.id}`, { location: null, owner: null, description: null })).json()
+      const changed = (await call('PATCH', `/properties/${created.id}`, { location: null, owner: null, description: null })).json<Property>()
       assert.equal(changed.location, null)
       assert.equal(changed.owner, null)
       assert.equal(changed.description, null)
@@ -224,7 +226,7 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
         const response = await call('PATCH', `/properties/${created.id}`, payload)
         assert.equal(response.statusCode, 422, JSON.stringify(payload))
       }
-      const unchanged = (await call('GET', `/properties/${created.id}`)).json()
+      const unchanged = (await call('GET', `/properties/${created.id}`)).json<Property>()
       assert.equal(unchanged.price, 8500000)
     })
 
@@ -236,48 +238,48 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       assert.equal(closed.statusCode, 409)
       const foreign = await call('PATCH', `/properties/${created.id}`, { price: 1 }, other)
       assert.equal(foreign.statusCode, 404)
-      assert.equal((await call('GET', `/properties/${created.id}`)).json().price, 8500000)
+      assert.equal((await call('GET', `/properties/${created.id}`)).json<Property>().price, 8500000)
     })
   })
 
   describe('POST /properties/{id}/status', () => {
-    it('allows exactly the moves of D5', async () => {
+    it('allows exactly the moves a tenant may make between statuses', async () => {
       const created = await submitProperty(t.app, agency)
       const move = (statusId: number) => call('POST', `/properties/${created.id}/status`, { status_id: statusId })
 
       // 1 (waiting for review): no tenant move.
       const early = await move(4)
       assert.equal(early.statusCode, 409)
-      assert.deepEqual(early.json().allowed_moves, [])
+      assert.deepEqual(early.json<StatusConflictBody>().allowed_moves, [])
 
       await runInternalCheck(t.app)
       const blocked = await move(3)
       assert.equal(blocked.statusCode, 409)
-      assert.deepEqual(blocked.json().allowed_moves, [4, 5])
-      assert.match(blocked.json().detail, /allowed moves from here: 4, 5/)
+      assert.deepEqual(blocked.json<StatusConflictBody>().allowed_moves, [4, 5])
+      assert.match(blocked.json<StatusConflictBody>().detail, /allowed moves from here: 4, 5/)
 
       const withdrawn = await move(4)
       assert.equal(withdrawn.statusCode, 200)
-      assert.equal(withdrawn.json().status_id, 4)
-      assert.equal(withdrawn.json().status_name, 'Снято с публикации')
+      assert.equal(withdrawn.json<Property>().status_id, 4)
+      assert.equal(withdrawn.json<Property>().status_name, 'Снято с публикации')
       assert.equal((await move(5)).statusCode, 409)
 
       const resubmitted = await move(1)
-      assert.equal(resubmitted.json().status_id, 1)
+      assert.equal(resubmitted.json<Property>().status_id, 1)
       await runInternalCheck(t.app)
-      assert.equal((await call('GET', `/properties/${created.id}`)).json().status_id, 2)
+      assert.equal((await call('GET', `/properties/${created.id}`)).json<Property>().status_id, 2)
 
-      assert.equal((await move(5)).json().status_name, 'Сделка закрыта')
+      assert.equal((await move(5)).json<Property>().status_name, 'Сделка закрыта')
       const final = await move(1)
       assert.equal(final.statusCode, 409)
-      assert.deepEqual(final.json().allowed_moves, [])
+      assert.deepEqual(final.json<StatusConflictBody>().allowed_moves, [])
     })
 
     it('lets a rejected listing be resubmitted', async () => {
       const created = await submitProperty(t.app, agency, { price: null })
       await runInternalCheck(t.app)
-      assert.equal((await call('GET', `/properties/${created.id}`)).json().status_id, 3)
-      assert.equal((await call('POST', `/properties/${created.id}/status`, { status_id: 1 })).json().status_id, 1)
+      assert.equal((await call('GET', `/properties/${created.id}`)).json<Property>().status_id, 3)
+      assert.equal((await call('POST', `/properties/${created.id}/status`, { status_id: 1 })).json<Property>().status_id, 1)
     })
 
     it('answers 422 for an unknown status and 404 for another tenant’s property', async () => {

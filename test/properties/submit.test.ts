@@ -4,7 +4,9 @@ import { eq } from 'drizzle-orm'
 import { owners, properties } from '../../src/db/schema.js'
 import { attributeCatalogue } from '../../src/modules/reference/attribute-catalogue.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
+import type { Property } from '../../src/modules/properties/properties.schemas.js'
 import { createTenant, propertyBody, submitProperty, type Tenant } from '../helpers/factories.js'
+import type { ErrorBody, ValidationErrorBody } from '../helpers/responses.js'
 
 describe('POST /properties', () => {
   let t: TestApp
@@ -38,14 +40,14 @@ describe('POST /properties', () => {
     })
     const response = await submit(body)
     assert.equal(response.statusCode, 201, response.body)
-    const created = response.json()
+    const created = response.json<Property>()
     assert.equal(response.headers.location, `/properties/${created.id}`)
     assert.equal(created.status_id, 1)
     assert.equal(created.status_name, 'На проверке')
     assert.equal(created.property_type, 'Квартира')
     assert.equal(created.deal_type, 'Продажа')
     assert.equal(created.price, 8500000.5)
-    assert.deepEqual(created.owner, { id: created.owner.id, name: 'Иван Петров', phone: '+7 912 345-67-89', notes: 'Звонить после 18:00' })
+    assert.deepEqual(created.owner, { id: created.owner?.id, name: 'Иван Петров', phone: '+7 912 345-67-89', notes: 'Звонить после 18:00' })
     assert.deepEqual(created.location, {
       city_id: 1,
       district_id: 1,
@@ -77,7 +79,7 @@ describe('POST /properties', () => {
   it('needs only property_type and deal_type', async () => {
     const response = await submit({ property_type: 'Земля', deal_type: 'Долгосрочная аренда' })
     assert.equal(response.statusCode, 201, response.body)
-    const created = response.json()
+    const created = response.json<Property>()
     assert.equal(created.owner, null)
     assert.equal(created.location, null)
     assert.equal(created.price, null)
@@ -116,7 +118,7 @@ describe('POST /properties', () => {
     for (const price of [1234567.89, 0.07, '0.29', 9_999_999_999_999.99, '9999999999999.99']) {
       const response = await submit(propertyBody({ price }))
       assert.equal(response.statusCode, 201, response.body)
-      assert.equal(response.json<{ price: number }>().price, Number(price))
+      assert.equal(response.json<Property>().price, Number(price))
     }
   })
 
@@ -151,13 +153,14 @@ describe('POST /properties', () => {
   for (const [name, overrides, loc] of rejectedBodies) {
     it(`answers 422 naming ${loc.slice(1).join('.')} for ${name}, storing nothing`, async () => {
       const before = await t.db.$count(properties)
-      const body = propertyBody(overrides)
+      // Spread rather than passed to propertyBody: these fields are meant to break the schema.
+      const body: Record<string, unknown> = { ...propertyBody(), ...overrides }
       for (const [key, value] of Object.entries(overrides)) if (value === undefined) delete body[key]
       const response = await submit(body)
       assert.equal(response.statusCode, 422, response.body)
-      const problem = response.json()
+      const problem = response.json<ValidationErrorBody>()
       assert.ok(
-        problem.errors.some((error: { loc: unknown[] }) => JSON.stringify(error.loc) === JSON.stringify(loc)),
+        problem.errors.some((error) => JSON.stringify(error.loc) === JSON.stringify(loc)),
         `expected an error at ${loc.join('.')}: ${response.body}`,
       )
       assert.match(problem.detail, /^Invalid /)
@@ -170,27 +173,28 @@ describe('POST /properties', () => {
       propertyBody({ owner: { name: 'Иван', phone: '1' }, location: { city_id: 2, district_id: 1 }, attributes: { rooms: 'два', sauna: '1' } }),
     )
     assert.equal(response.statusCode, 422)
-    const locs = response.json().errors.map((error: { loc: string[] }) => error.loc.join('.'))
+    const locs = response.json<ValidationErrorBody>().errors.map((error) => error.loc.join('.'))
     assert.deepEqual(locs.sort(), ['body.attributes.rooms', 'body.attributes.sauna', 'body.location.district_id', 'body.owner.phone'])
   })
 
   const misspelledTypes = ['квартира', 'КВАРТИРА', 'Квартиры', 'Kvartira', 'Таунхаус ', 'Комерция', 'земля']
   for (const value of misspelledTypes) {
     it(`rejects the property_type ${JSON.stringify(value)} and lists the allowed values`, async () => {
-      const response = await submit(propertyBody({ property_type: value }))
+      const response = await submit({ ...propertyBody(), property_type: value })
       assert.equal(response.statusCode, 422)
-      const error = response.json().errors[0]
-      assert.deepEqual(error.loc, ['body', 'property_type'])
-      assert.equal(error.msg, 'must be one of: "Квартира", "Дом", "Таунхаус", "Коммерция", "Земля"')
+      const error = response.json<ValidationErrorBody>().errors[0]
+      assert.deepEqual(error?.loc, ['body', 'property_type'])
+      assert.equal(error?.msg, 'must be one of: "Квартира", "Дом", "Таунхаус", "Коммерция", "Земля"')
     })
   }
 
   for (const value of ['продажа', 'Долгосрочная Аренда', 'Долгосрочная  аренда', 'Посуточная', 'Аренда']) {
     it(`rejects the deal_type ${JSON.stringify(value)}`, async () => {
-      const response = await submit(propertyBody({ deal_type: value }))
+      const response = await submit({ ...propertyBody(), deal_type: value })
       assert.equal(response.statusCode, 422)
-      assert.deepEqual(response.json().errors[0].loc, ['body', 'deal_type'])
-      assert.match(response.json().errors[0].msg, /"Долгосрочная аренда"/)
+      const error = response.json<ValidationErrorBody>().errors[0]
+      assert.deepEqual(error?.loc, ['body', 'deal_type'])
+      assert.match(error.msg, /"Долгосрочная аренда"/)
     })
   }
 
@@ -202,13 +206,13 @@ describe('POST /properties', () => {
       for (const value of misspellings) {
         const response = await submit(propertyBody({ attributes: { [attribute.name]: value } }))
         assert.equal(response.statusCode, 422, `${attribute.name}=${value}`)
-        const error = response.json().errors[0]
-        assert.deepEqual(error.loc, ['body', 'attributes', attribute.name])
-        assert.equal(error.msg, `must be one of: ${attribute.allowedValues!.map((v) => `"${v}"`).join(', ')}`)
+        const error = response.json<ValidationErrorBody>().errors[0]
+        assert.deepEqual(error?.loc, ['body', 'attributes', attribute.name])
+        assert.equal(error?.msg, `must be one of: ${attribute.allowedValues!.map((v) => `"${v}"`).join(', ')}`)
       }
       const accepted = await submit(propertyBody({ attributes: { [attribute.name]: exact } }))
       assert.equal(accepted.statusCode, 201, accepted.body)
-      assert.equal(accepted.json().attributes[attribute.name], exact)
+      assert.equal(accepted.json<Property>().attributes[attribute.name], exact)
     })
   }
 
@@ -220,7 +224,7 @@ describe('POST /properties', () => {
     }
     const response = await submit(propertyBody({ attributes }))
     assert.equal(response.statusCode, 201, response.body)
-    const stored = response.json().attributes
+    const stored = response.json<Property>().attributes
     assert.equal(Object.keys(stored).length, attributeCatalogue.length)
     assert.equal(stored.rooms, 3)
     assert.equal(stored.area, 12.5)
@@ -233,7 +237,7 @@ describe('POST /properties', () => {
     for (const headers of [{}, { 'x-api-key': 'mls_live_wrong' }] as Record<string, string>[]) {
       const response = await submit(propertyBody(), headers)
       assert.equal(response.statusCode, 401)
-      assert.deepEqual(response.json(), { detail: 'Invalid or missing API key' })
+      assert.deepEqual(response.json<ErrorBody>(), { detail: 'Invalid or missing API key' })
     }
     assert.equal(await t.db.$count(properties), before)
   })
@@ -258,7 +262,7 @@ describe('POST /properties with Idempotency-Key', () => {
     const again = await submit('order-1', body)
     assert.equal(again.statusCode, 201)
     assert.equal(again.headers['idempotent-replayed'], 'true')
-    assert.deepEqual(again.json(), first.json())
+    assert.deepEqual(again.json<Property>(), first.json<Property>())
     assert.equal(await t.db.$count(properties, eq(properties.tenantId, agency.tenantId)), 1)
   })
 
@@ -266,7 +270,7 @@ describe('POST /properties with Idempotency-Key', () => {
     assert.equal((await submit('order-2', propertyBody({ price: 1000000 }))).statusCode, 201)
     const response = await submit('order-2', propertyBody({ price: 2000000 }))
     assert.equal(response.statusCode, 422)
-    assert.match(response.json().detail, /Idempotency-Key was already used with a different request body/)
+    assert.match(response.json<ErrorBody>().detail, /Idempotency-Key was already used with a different request body/)
   })
 
   it('does not keep a key whose request failed validation', async () => {
@@ -280,7 +284,7 @@ describe('POST /properties with Idempotency-Key', () => {
     const responses = await Promise.all([submit('order-4', body), submit('order-4', body)])
     const statuses = responses.map((response) => response.statusCode).sort()
     assert.ok(['201,201', '201,409'].includes(statuses.join(',')), statuses.join(','))
-    const ids = new Set(responses.filter((r) => r.statusCode === 201).map((r) => r.json().id))
+    const ids = new Set(responses.filter((r) => r.statusCode === 201).map((r) => r.json<Property>().id))
     assert.equal(ids.size, 1)
     assert.equal(await t.db.$count(properties), before + 1)
   })
@@ -290,6 +294,6 @@ describe('POST /properties with Idempotency-Key', () => {
     const mine = await submit('shared-key', propertyBody())
     const theirs = await submit('shared-key', propertyBody({ price: 1 }), other)
     assert.equal(theirs.statusCode, 201)
-    assert.notEqual(theirs.json().id, mine.json().id)
+    assert.notEqual(theirs.json<Property>().id, mine.json<Property>().id)
   })
 })

@@ -4,6 +4,7 @@ import { cities } from '../../src/db/schema.js'
 import { attributeCatalogue } from '../../src/modules/reference/attribute-catalogue.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { adminHeaders } from '../helpers/factories.js'
+import type { Attribute, City, District, ErrorBody, NamedItem, PropertyStatus, ResidentialComplex, ValidationErrorBody } from '../helpers/responses.js'
 
 describe('public reference data', () => {
   let t: TestApp
@@ -14,10 +15,10 @@ describe('public reference data', () => {
 
   const get = (url: string) => t.app.inject({ method: 'GET', url })
 
-  it('serves the dictionaries with the fixed ids of D4 and D5, cacheable', async () => {
+  it('serves the dictionaries with their fixed ids, cacheable', async () => {
     const types = await get('/property-types')
     assert.equal(types.statusCode, 200)
-    assert.deepEqual(types.json(), [
+    assert.deepEqual(types.json<NamedItem[]>(), [
       { id: 1, name: 'Квартира' },
       { id: 2, name: 'Дом' },
       { id: 3, name: 'Таунхаус' },
@@ -25,12 +26,12 @@ describe('public reference data', () => {
       { id: 5, name: 'Земля' },
     ])
     assert.match(types.headers['cache-control'] as string, /^public, max-age=\d+$/)
-    assert.deepEqual((await get('/deal-types')).json(), [
+    assert.deepEqual((await get('/deal-types')).json<NamedItem[]>(), [
       { id: 1, name: 'Продажа' },
       { id: 2, name: 'Долгосрочная аренда' },
       { id: 3, name: 'Посуточная аренда' },
     ])
-    assert.deepEqual((await get('/property-statuses')).json(), [
+    assert.deepEqual((await get('/property-statuses')).json<PropertyStatus[]>(), [
       { id: 1, code: 'pending_review', name: 'На проверке' },
       { id: 2, code: 'published', name: 'Опубликовано' },
       { id: 3, code: 'rejected', name: 'Отклонено' },
@@ -40,7 +41,7 @@ describe('public reference data', () => {
   })
 
   it('ships the 15 largest Russian cities, Almaty and Astana', async () => {
-    const list = (await get('/cities')).json<{ id: number; name: string; country: string }[]>()
+    const list = (await get('/cities')).json<City[]>()
     const russian = list.filter((city) => city.country === 'RU').map((city) => city.name)
     for (const name of [
       'Москва',
@@ -62,53 +63,53 @@ describe('public reference data', () => {
       assert.ok(russian.includes(name), name)
     }
     assert.deepEqual(
-      (await get('/cities?country=KZ')).json().map((city: { name: string }) => city.name),
+      (await get('/cities?country=KZ')).json<City[]>().map((city) => city.name),
       ['Алматы', 'Астана'],
     )
     assert.deepEqual(list[0], { id: 1, name: 'Москва', country: 'RU', region: 'Москва', latitude: 55.7558, longitude: 37.6176 })
   })
 
   it('ships real districts for at least five cities and lists them by city', async () => {
-    const all = (await get('/districts')).json<{ city_id: number }[]>()
+    const all = (await get('/districts')).json<District[]>()
     const citiesWithDistricts = new Set(all.map((district) => district.city_id))
     assert.ok(citiesWithDistricts.size >= 5)
-    const spb = (await get('/districts?city_id=2')).json<{ city_id: number; name: string }[]>()
+    const spb = (await get('/districts?city_id=2')).json<District[]>()
     assert.equal(spb.length, 18)
     assert.ok(spb.every((district) => district.city_id === 2))
     assert.ok(spb.some((district) => district.name === 'Адмиралтейский'))
-    assert.deepEqual((await get('/districts?city_id=999999')).json(), [])
+    assert.deepEqual((await get('/districts?city_id=999999')).json<District[]>(), [])
   })
 
   it('ships residential complexes whose district lies in their city', async () => {
-    const complexes = (await get('/residential-complexes')).json<{ city_id: number; district_id: number | null }[]>()
+    const complexes = (await get('/residential-complexes')).json<ResidentialComplex[]>()
     assert.ok(complexes.length >= 5)
-    const districts = (await get('/districts')).json<{ id: number; city_id: number }[]>()
+    const districts = (await get('/districts')).json<District[]>()
     for (const complex of complexes) {
       if (complex.district_id === null) continue
       assert.equal(districts.find((district) => district.id === complex.district_id)?.city_id, complex.city_id)
     }
-    const moscow = (await get('/residential-complexes?city_id=1')).json<{ name: string }[]>()
+    const moscow = (await get('/residential-complexes?city_id=1')).json<ResidentialComplex[]>()
     assert.ok(moscow.some((complex) => complex.name === 'ЗИЛАРТ'))
   })
 
   it('reads one place by id, 404 when unknown, 422 when the id is not a positive integer', async () => {
-    assert.equal((await get('/cities/17')).json().name, 'Алматы')
-    assert.equal((await get('/districts/1')).json().city_id, 1)
+    assert.equal((await get('/cities/17')).json<City>().name, 'Алматы')
+    assert.equal((await get('/districts/1')).json<District>().city_id, 1)
     assert.equal((await get('/residential-complexes/1')).statusCode, 200)
     const missing = await get('/cities/999999')
     assert.equal(missing.statusCode, 404)
-    assert.deepEqual(missing.json(), { detail: 'City not found' })
+    assert.deepEqual(missing.json<ErrorBody>(), { detail: 'City not found' })
     for (const url of ['/cities/abc', '/cities/0', '/districts/1.5', '/districts?city_id=x', '/cities?country=ru']) {
       const response = await get(url)
       assert.equal(response.statusCode, 422, url)
-      assert.ok(Array.isArray(response.json().errors))
+      assert.ok(Array.isArray(response.json<ValidationErrorBody>().errors))
     }
   })
 
-  it('publishes the attribute catalogue of §2.2 with exact values', async () => {
+  it('publishes the attribute catalogue with exact values', async () => {
     const response = await get('/attributes')
     assert.equal(response.statusCode, 200)
-    const list = response.json<{ name: string; type: string; allowed_values: string[] | null; meaning: string; property_types: string[] }[]>()
+    const list = response.json<Attribute[]>()
     assert.equal(list.length, attributeCatalogue.length)
     assert.equal(list.length, 63)
     const byName = new Map(list.map((attribute) => [attribute.name, attribute]))
@@ -141,20 +142,20 @@ describe('admin: adding places', () => {
   it('adds a city, a district in it and a complex in that district', async () => {
     const city = await post('/admin/cities', { name: 'Тюмень', country: 'RU', region: 'Тюменская область', latitude: 57.153, longitude: 65.5343 })
     assert.equal(city.statusCode, 201, city.body)
-    const cityId = city.json().id
+    const cityId = city.json<City>().id
     assert.ok(cityId > 18, 'new ids come after the shipped ones')
     assert.equal(city.headers.location, `/cities/${cityId}`)
-    assert.equal((await t.app.inject({ method: 'GET', url: `/cities/${cityId}` })).json().name, 'Тюмень')
+    assert.equal((await t.app.inject({ method: 'GET', url: `/cities/${cityId}` })).json<City>().name, 'Тюмень')
 
     const district = await post('/admin/districts', { city_id: cityId, name: 'Центральный' })
     assert.equal(district.statusCode, 201)
-    assert.deepEqual(district.json(), { id: district.json().id, city_id: cityId, name: 'Центральный' })
+    assert.deepEqual(district.json<District>(), { id: district.json<District>().id, city_id: cityId, name: 'Центральный' })
 
-    const complex = await post('/admin/residential-complexes', { city_id: cityId, district_id: district.json().id, name: 'Акватория' })
+    const complex = await post('/admin/residential-complexes', { city_id: cityId, district_id: district.json<District>().id, name: 'Акватория' })
     assert.equal(complex.statusCode, 201)
-    assert.equal(complex.json().district_id, district.json().id)
+    assert.equal(complex.json<ResidentialComplex>().district_id, district.json<District>().id)
 
-    const list = (await t.app.inject({ method: 'GET', url: `/residential-complexes?city_id=${cityId}` })).json()
+    const list = (await t.app.inject({ method: 'GET', url: `/residential-complexes?city_id=${cityId}` })).json<ResidentialComplex[]>()
     assert.equal(list.length, 1)
   })
 
@@ -179,7 +180,7 @@ describe('admin: adding places', () => {
     for (const [url, payload, loc] of cases) {
       const response = await post(url, payload)
       assert.equal(response.statusCode, 422, `${url} ${JSON.stringify(payload)}: ${response.body}`)
-      assert.deepEqual(response.json().errors[0].loc, loc)
+      assert.deepEqual(response.json<ValidationErrorBody>().errors[0]?.loc, loc)
     }
     assert.equal(await t.db.$count(cities), before)
   })

@@ -3,8 +3,10 @@ import { after, before, describe, it } from 'node:test'
 import { eq } from 'drizzle-orm'
 import { apiKeys, registrationRequests, tenants } from '../../src/db/schema.js'
 import { digestSecret } from '../../src/lib/secrets.js'
+import type { RegistrationStatus } from '../../src/modules/tenants/tenants.schemas.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { adminHeaders, submitRegistration } from '../helpers/factories.js'
+import type { AdminRegistrationPage, ApprovedRegistration, ErrorBody, ValidationErrorBody } from '../helpers/responses.js'
 
 describe('admin registration routes', () => {
   let t: TestApp
@@ -33,7 +35,7 @@ describe('admin registration routes', () => {
       ])
       for (const response of responses) {
         assert.equal(response.statusCode, 401)
-        assert.deepEqual(response.json(), { detail: 'Invalid or missing admin key' })
+        assert.deepEqual(response.json<ErrorBody>(), { detail: 'Invalid or missing admin key' })
       }
       const [row] = await t.db.select().from(registrationRequests).where(eq(registrationRequests.requestCode, code))
       assert.equal(row?.status, 'pending')
@@ -44,7 +46,7 @@ describe('admin registration routes', () => {
     const { request_code: code } = await submitRegistration(t.app, { company_name: 'Этажи', country: 'RU' })
     const response = await approve(code)
     assert.equal(response.statusCode, 200)
-    const status = response.json()
+    const status = response.json<ApprovedRegistration>()
     assert.deepEqual(Object.keys(status).sort(), ['api_key', 'request_code', 'status', 'tenant_id'])
     assert.equal(status.status, 'approved')
 
@@ -65,7 +67,7 @@ describe('admin registration routes', () => {
     const tenantsBefore = await t.db.$count(tenants)
     const again = await approve(code)
     assert.equal(again.statusCode, 409)
-    assert.match(again.json().detail, /already approved/)
+    assert.match(again.json<ErrorBody>().detail, /already approved/)
     assert.equal(await t.db.$count(tenants), tenantsBefore)
   })
 
@@ -81,7 +83,7 @@ describe('admin registration routes', () => {
     const first = await submitRegistration(t.app)
     const rejected = await reject(first.request_code, { reason: 'Дубликат заявки' })
     assert.equal(rejected.statusCode, 200)
-    assert.deepEqual(rejected.json(), { request_code: first.request_code, status: 'rejected' })
+    assert.deepEqual(rejected.json<RegistrationStatus>(), { request_code: first.request_code, status: 'rejected' })
     const [row] = await t.db.select().from(registrationRequests).where(eq(registrationRequests.requestCode, first.request_code))
     assert.equal(row?.rejectReason, 'Дубликат заявки')
 
@@ -94,11 +96,11 @@ describe('admin registration routes', () => {
 
   it('answers 404 for an unknown request code and 422 for an unknown body field', async () => {
     assert.equal((await approve('reg_nope')).statusCode, 404)
-    assert.equal((await approve('reg_nope')).json().detail, 'Registration request not found')
+    assert.equal((await approve('reg_nope')).json<ErrorBody>().detail, 'Registration request not found')
     const { request_code: code } = await submitRegistration(t.app)
     const response = await reject(code, { reason: 'x', notify: true })
     assert.equal(response.statusCode, 422)
-    assert.deepEqual(response.json().errors[0].loc, ['body', 'notify'])
+    assert.deepEqual(response.json<ValidationErrorBody>().errors[0]?.loc, ['body', 'notify'])
   })
 
   it('lists requests newest first, filtered by status, paginated', async () => {
@@ -106,20 +108,20 @@ describe('admin registration routes', () => {
     const b = await submitRegistration(t.app, { company_name: 'Список Б' })
     const list = await t.app.inject({ method: 'GET', url: '/admin/registrations?status=pending&limit=2', headers: adminHeaders })
     assert.equal(list.statusCode, 200)
-    const page = list.json()
+    const page = list.json<AdminRegistrationPage>()
     assert.equal(page.limit, 2)
     assert.equal(page.offset, 0)
     assert.ok(page.total >= 2)
     assert.deepEqual(
-      page.items.map((item: { request_code: string }) => item.request_code),
+      page.items.map((item) => item.request_code),
       [b.request_code, a.request_code],
     )
-    assert.equal(page.items[0].company_name, 'Список Б')
-    assert.equal(page.items[0].phone, '+7 912 345-67-89')
+    assert.equal(page.items[0]?.company_name, 'Список Б')
+    assert.equal(page.items[0]?.phone, '+7 912 345-67-89')
     for (const item of page.items) assert.equal(item.status, 'pending')
 
     const next = await t.app.inject({ method: 'GET', url: '/admin/registrations?status=pending&limit=2&offset=1', headers: adminHeaders })
-    assert.equal(next.json().items[0].request_code, a.request_code)
+    assert.equal(next.json<AdminRegistrationPage>().items[0]?.request_code, a.request_code)
 
     for (const query of ['status=done', 'limit=0', 'limit=101', 'offset=-1', 'limit=abc']) {
       const bad = await t.app.inject({ method: 'GET', url: `/admin/registrations?${query}`, headers: adminHeaders })

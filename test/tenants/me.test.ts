@@ -4,6 +4,7 @@ import { eq } from 'drizzle-orm'
 import { apiKeys } from '../../src/db/schema.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant } from '../helpers/factories.js'
+import type { TenantMe } from '../helpers/responses.js'
 
 describe('GET /tenants/me and the API key check', () => {
   let t: TestApp
@@ -20,7 +21,7 @@ describe('GET /tenants/me and the API key check', () => {
 
     const response = await me(first.headers)
     assert.equal(response.statusCode, 200)
-    const body = response.json()
+    const body = response.json<TenantMe>()
     assert.deepEqual(Object.keys(body).sort(), ['company_name', 'country', 'created_at', 'email', 'tenant_id'])
     assert.equal(body.tenant_id, first.tenantId)
     assert.equal(body.company_name, 'Первое агентство')
@@ -28,7 +29,7 @@ describe('GET /tenants/me and the API key check', () => {
     assert.equal(body.country, 'RU')
     assert.match(body.created_at, /\+00:00$/)
 
-    const other = (await me(second.headers)).json()
+    const other = (await me(second.headers)).json<TenantMe>()
     assert.equal(other.tenant_id, second.tenantId)
     assert.equal(other.country, 'KZ')
   })

@@ -3,7 +3,9 @@ import { after, before, describe, it } from 'node:test'
 import { eq } from 'drizzle-orm'
 import { registrationRequests } from '../../src/db/schema.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
+import type { RegistrationStatus } from '../../src/modules/tenants/tenants.schemas.js'
 import { adminHeaders, createTenant, registrationBody, submitRegistration } from '../helpers/factories.js'
+import type { ErrorBody, RegistrationCreated, TenantMe, ValidationErrorBody } from '../helpers/responses.js'
 
 describe('POST /tenants/register', () => {
   let t: TestApp
@@ -16,7 +18,7 @@ describe('POST /tenants/register', () => {
     const body = registrationBody({ email: 'Info@Agency.Example', phone: '8 (912) 345-67-89' })
     const response = await t.app.inject({ method: 'POST', url: '/tenants/register', payload: body })
     assert.equal(response.statusCode, 201)
-    const created = response.json()
+    const created = response.json<RegistrationCreated>()
     assert.deepEqual(Object.keys(created).sort(), ['created_at', 'request_code', 'status'])
     assert.equal(created.status, 'pending')
     assert.match(created.request_code, /^reg_[A-Za-z0-9_-]{24}$/)
@@ -59,11 +61,11 @@ describe('POST /tenants/register', () => {
       const before = await t.db.$count(registrationRequests)
       const response = await t.app.inject({ method: 'POST', url: '/tenants/register', payload })
       assert.equal(response.statusCode, 422, response.body)
-      const body = response.json()
+      const body = response.json<ValidationErrorBody>()
       assert.equal(typeof body.detail, 'string')
       assert.ok(body.detail.length > 10)
       assert.ok(
-        body.errors.some((error: { loc: unknown[] }) => JSON.stringify(error.loc) === JSON.stringify(loc)),
+        body.errors.some((error) => JSON.stringify(error.loc) === JSON.stringify(loc)),
         `expected an error at ${loc.join('.')}: ${response.body}`,
       )
       assert.equal(await t.db.$count(registrationRequests), before)
@@ -79,7 +81,7 @@ describe('POST /tenants/register', () => {
     })
     assert.equal(response.statusCode, 400)
     assert.match(response.headers['content-type'] as string, /application\/json/)
-    assert.deepEqual(response.json(), { detail: 'The request body is not valid JSON.' })
+    assert.deepEqual(response.json<ErrorBody>(), { detail: 'The request body is not valid JSON.' })
   })
 
   it('answers 415 JSON for a body that is not JSON at all', async () => {
@@ -90,7 +92,7 @@ describe('POST /tenants/register', () => {
       payload: 'hello',
     })
     assert.equal(response.statusCode, 415)
-    assert.equal(typeof response.json().detail, 'string')
+    assert.equal(typeof response.json<ErrorBody>().detail, 'string')
   })
 
   it('answers 413 for a body over 1 MiB', async () => {
@@ -100,7 +102,7 @@ describe('POST /tenants/register', () => {
       payload: { company_name: 'A', email: 'a@b.ru', contact_name: 'x'.repeat(1024 * 1024) },
     })
     assert.equal(response.statusCode, 413)
-    assert.equal(response.json().detail, 'The request body is too large.')
+    assert.equal(response.json<ErrorBody>().detail, 'The request body is too large.')
   })
 })
 
@@ -118,7 +120,7 @@ describe('GET /tenants/register/{request_code}', () => {
     const { request_code: code, email } = await submitRegistration(t.app)
     const response = await statusOf(code, email)
     assert.equal(response.statusCode, 200)
-    assert.deepEqual(response.json(), { request_code: code, status: 'pending' })
+    assert.deepEqual(response.json<RegistrationStatus>(), { request_code: code, status: 'pending' })
     assert.equal(response.headers['cache-control'], 'no-store')
   })
 
@@ -133,7 +135,7 @@ describe('GET /tenants/register/{request_code}', () => {
     for (let i = 0; i < 2; i++) {
       const response = await statusOf(tenant.requestCode, tenant.email)
       assert.equal(response.statusCode, 200)
-      assert.deepEqual(response.json(), {
+      assert.deepEqual(response.json<RegistrationStatus>(), {
         request_code: tenant.requestCode,
         status: 'approved',
         tenant_id: tenant.tenantId,
@@ -143,7 +145,7 @@ describe('GET /tenants/register/{request_code}', () => {
     assert.match(tenant.apiKey, /^mls_live_[A-Za-z0-9_-]{43}$/)
     const me = await t.app.inject({ method: 'GET', url: '/tenants/me', headers: tenant.headers })
     assert.equal(me.statusCode, 200)
-    assert.equal(me.json().tenant_id, tenant.tenantId)
+    assert.equal(me.json<TenantMe>().tenant_id, tenant.tenantId)
   })
 
   it('shows a rejected request without a key', async () => {
@@ -156,7 +158,7 @@ describe('GET /tenants/register/{request_code}', () => {
     })
     assert.equal(rejected.statusCode, 200)
     const response = await statusOf(code, email)
-    assert.deepEqual(response.json(), { request_code: code, status: 'rejected' })
+    assert.deepEqual(response.json<RegistrationStatus>(), { request_code: code, status: 'rejected' })
   })
 
   it('gives an unknown code and a wrong e-mail the very same 404', async () => {
@@ -182,7 +184,7 @@ describe('GET /tenants/register/{request_code}', () => {
     const { request_code: code } = await submitRegistration(t.app)
     const response = await statusOf(code)
     assert.equal(response.statusCode, 422)
-    assert.deepEqual(response.json().errors[0].loc, ['query', 'email'])
+    assert.deepEqual(response.json<ValidationErrorBody>().errors[0]?.loc, ['query', 'email'])
   })
 })
 
@@ -206,7 +208,7 @@ describe('registration rate limits', () => {
     const limited = await send()
     assert.equal(limited.statusCode, 429)
     assert.ok(Number(limited.headers['retry-after']) > 0)
-    assert.match(limited.json().detail, /^Too many requests; retry in .+\.$/)
+    assert.match(limited.json<ErrorBody>().detail, /^Too many requests; retry in .+\.$/)
     // Another address is counted apart.
     const elsewhere = await t.app.inject({
       method: 'POST',

@@ -2,10 +2,23 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
+import type { PropertySubmission } from '../../src/modules/properties/properties.schemas.js'
+import type { WebhookSubscription } from '../../src/modules/webhooks/webhooks.schemas.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
-import { deliveryLog, startReceiver, startWebhookWorker, subscribe, verifyDelivery, waitFor, type Receiver, type RunningWorker } from '../helpers/webhooks.js'
+import type { CataloguePage } from '../helpers/responses.js'
+import {
+  deliveryLog,
+  startReceiver,
+  startWebhookWorker,
+  subscribe,
+  verifyDelivery,
+  waitFor,
+  type Receiver,
+  type RunningWorker,
+  type WebhookMessage,
+} from '../helpers/webhooks.js'
 
 /** Retries 100 ms, then 200 ms after the first failure: three attempts in all. */
 const SCHEDULE = { WEBHOOK_RETRY_SCHEDULE: '100ms,200ms', WEBHOOK_TIMEOUT_MS: '500' }
@@ -34,7 +47,7 @@ describe('webhook deliveries', () => {
   const agency = () => createTenant(t.app, { email: `agency-${++agencies}@deliveries.example` })
 
   /** Submits a listing and runs the internal check: published unless `overrides` break a rule. */
-  async function publish(tenant: Tenant, overrides: Record<string, unknown> = {}): Promise<number> {
+  async function publish(tenant: Tenant, overrides: Partial<PropertySubmission> = {}): Promise<number> {
     const { id } = await submitProperty(t.app, tenant, overrides)
     await runInternalCheck(t.app)
     return id
@@ -43,7 +56,7 @@ describe('webhook deliveries', () => {
   /** The received messages about one property. */
   const about = (target: Receiver, propertyId: number) =>
     target.requests.filter((request) => {
-      const data = JSON.parse(request.body).data
+      const { data } = JSON.parse(request.body) as WebhookMessage
       return data.id === propertyId || data.property_id === propertyId
     })
 
@@ -69,8 +82,8 @@ describe('webhook deliveries', () => {
     const message = verifyDelivery(otherSub.secret, announcement!)
     assert.equal(message.type, 'mls.new_listing')
     assert.throws(() => verifyDelivery(ownerSub.secret, announcement!), 'signed with the receiving subscription’s own secret')
-    // The §2.4 object, as the catalogue shows it, and never the owner's contacts.
-    const catalogue = (await t.app.inject(`/mls/properties?limit=100`)).json<{ items: { id: number }[] }>()
+    // The listing as the catalogue shows it, and never the owner's contacts.
+    const catalogue = (await t.app.inject(`/mls/properties?limit=100`)).json<CataloguePage>()
     assert.deepEqual(
       message.data,
       catalogue.items.find((item) => item.id === published),
@@ -145,7 +158,7 @@ describe('webhook deliveries', () => {
     )
     assert.equal(log.items[0]!.next_attempt_at, null)
     assert.equal(log.items[0]!.response_body!.length, 4096, 'the first 4 KiB of the answer')
-    const [listed] = (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<{ is_active: boolean }[]>()
+    const [listed] = (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<WebhookSubscription[]>()
     assert.equal(listed!.is_active, true)
   })
 
@@ -159,11 +172,9 @@ describe('webhook deliveries', () => {
     const [entry] = (await deliveryLog(t.app, owner, subscription.id)).items
     assert.equal(entry!.status, 'failed')
     assert.equal(entry!.response_status_code, 410)
-    const [listed] = (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<
-      { is_active: boolean; disabled_reason: string; disabled_at: string }[]
-    >()
+    const [listed] = (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<WebhookSubscription[]>()
     assert.equal(listed!.is_active, false)
-    assert.match(listed!.disabled_reason, /410/)
+    assert.match(listed!.disabled_reason!, /410/)
     assert.ok(listed!.disabled_at)
 
     // Later events are not sent to it.
@@ -180,12 +191,12 @@ describe('webhook deliveries', () => {
     await publish(owner)
     await waitFor(() => hook.requests.length === 1, 5000, 'the attempt')
     await waitFor(
-      async () => (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<{ is_active: boolean }[]>()[0]!.is_active === false,
+      async () => (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<WebhookSubscription[]>()[0]!.is_active === false,
       2000,
       'the switch-off',
     )
-    const [listed] = (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<{ disabled_reason: string }[]>()
-    assert.match(listed!.disabled_reason, /5 days/)
+    const [listed] = (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<WebhookSubscription[]>()
+    assert.match(listed!.disabled_reason!, /5 days/)
     // The retry it had scheduled is given up, and the log says so.
     await new Promise((resolve) => setTimeout(resolve, 400))
     assert.equal(hook.requests.length, 1)

@@ -4,7 +4,9 @@ import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, type Tenant } from '../helpers/factories.js'
-import { deliveryLog, startReceiver, subscribe, verifyDelivery, type LogEntry, type Receiver } from '../helpers/webhooks.js'
+import type { ErrorBody, ValidationErrorBody } from '../helpers/responses.js'
+import type { CreatedWebhookSubscription, DeliveryLogEntry, WebhookSubscription } from '../../src/modules/webhooks/webhooks.schemas.js'
+import { deliveryLog, startReceiver, subscribe, verifyDelivery, type Receiver } from '../helpers/webhooks.js'
 
 const SUBSCRIPTION_FIELDS = ['created_at', 'description', 'disabled_at', 'disabled_reason', 'events', 'id', 'is_active', 'url']
 
@@ -30,7 +32,7 @@ describe('webhook subscriptions', () => {
     await receiver.close()
   })
 
-  it('creates a subscription: 201, Location, the shape of D8 and a whsec_ secret shown once', async () => {
+  it('creates a subscription: 201, Location, every field of a subscription and a whsec_ secret shown once', async () => {
     const response = await t.app.inject({
       method: 'POST',
       url: '/webhooks',
@@ -38,24 +40,24 @@ describe('webhook subscriptions', () => {
       payload: { url: receiver.url, events: ['mls.new_listing', 'property.published', 'mls.new_listing'], description: 'CRM' },
     })
     assert.equal(response.statusCode, 201, response.body)
-    const created = response.json<Record<string, unknown>>()
-    assert.equal(response.headers.location, `/webhooks/${created.id as number}`)
+    const created = response.json<CreatedWebhookSubscription>()
+    assert.equal(response.headers.location, `/webhooks/${created.id}`)
     assert.deepEqual(Object.keys(created).sort(), [...SUBSCRIPTION_FIELDS, 'secret'].sort())
-    assert.match(created.secret as string, /^whsec_[A-Za-z0-9+/]+={0,2}$/)
-    assert.ok(Buffer.from((created.secret as string).slice(6), 'base64').length >= 24)
+    assert.match(created.secret, /^whsec_[A-Za-z0-9+/]+={0,2}$/)
+    assert.ok(Buffer.from(created.secret.slice(6), 'base64').length >= 24)
     assert.equal(created.url, receiver.url)
     assert.deepEqual(created.events, ['mls.new_listing', 'property.published'])
     assert.equal(created.description, 'CRM')
     assert.equal(created.is_active, true)
-    assert.match(created.created_at as string, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/)
+    assert.match(created.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/)
 
     // Encrypted at rest: the secret is nowhere in the row.
-    const [row] = await queryRows<Record<string, unknown>>(t.db, sql`select * from webhook_subscriptions where id = ${created.id as number}::int`)
-    assert.ok(!JSON.stringify(row).includes((created.secret as string).slice(6)))
+    const [row] = await queryRows<Record<string, unknown>>(t.db, sql`select * from webhook_subscriptions where id = ${created.id}::int`)
+    assert.ok(!JSON.stringify(row).includes(created.secret.slice(6)))
 
     const list = await t.app.inject({ method: 'GET', url: '/webhooks', headers: agency.headers })
     assert.equal(list.statusCode, 200)
-    const subscriptions = list.json<Record<string, unknown>[]>()
+    const subscriptions = list.json<WebhookSubscription[]>()
     assert.ok(Array.isArray(subscriptions))
     const listed = subscriptions.find((entry) => entry.id === created.id)!
     assert.deepEqual(Object.keys(listed).sort(), SUBSCRIPTION_FIELDS)
@@ -64,7 +66,7 @@ describe('webhook subscriptions', () => {
 
   it('defaults description to null', async () => {
     const created = await subscribe(t.app, agency, { url: receiver.url, events: ['property.rejected'] })
-    assert.equal((created as unknown as { description: unknown }).description, null)
+    assert.equal(created.description, null)
   })
 
   it('refuses bad bodies with 422 naming the field', async () => {
@@ -81,7 +83,7 @@ describe('webhook subscriptions', () => {
     for (const [payload, field] of cases) {
       const response = await t.app.inject({ method: 'POST', url: '/webhooks', headers: agency.headers, payload })
       assert.equal(response.statusCode, 422, `${JSON.stringify(payload)}: ${response.body}`)
-      const body = response.json<{ detail: string; errors: { loc: string[] }[] }>()
+      const body = response.json<ValidationErrorBody>()
       assert.ok(body.detail.length > 0)
       assert.ok(
         body.errors.some((error) => error.loc.includes(field)),
@@ -106,7 +108,7 @@ describe('webhook subscriptions', () => {
         payload: { url, events: ['mls.new_listing'] },
       })
       assert.equal(response.statusCode, 422, `${url}: ${response.body}`)
-      assert.deepEqual(response.json<{ errors: { loc: string[] }[] }>().errors[0]!.loc, ['body', 'url'])
+      assert.deepEqual(response.json<ValidationErrorBody>().errors[0]!.loc, ['body', 'url'])
     }
     const [row] = await queryRows<{ n: number }>(guarded.db, sql`select count(*)::int as n from webhook_subscriptions`)
     assert.equal(row!.n, 0)
@@ -130,7 +132,7 @@ describe('webhook subscriptions', () => {
       for (const headers of [{}, { 'x-api-key': 'mls_live_not-a-key' }]) {
         const response = await t.app.inject({ method, url, headers, ...(method === 'POST' ? { payload: {} } : {}) })
         assert.equal(response.statusCode, 401, `${method} ${url}`)
-        assert.deepEqual(response.json(), { detail: 'Invalid or missing API key' })
+        assert.deepEqual(response.json<ErrorBody>(), { detail: 'Invalid or missing API key' })
       }
     }
   })
@@ -138,7 +140,7 @@ describe('webhook subscriptions', () => {
   it('keeps each agency to its own subscriptions: another’s id is a 404 that changes nothing', async () => {
     const mine = await subscribe(t.app, agency, { url: receiver.url, events: ['mls.new_listing'] })
     const theirs = await t.app.inject({ method: 'GET', url: '/webhooks', headers: rival.headers })
-    assert.deepEqual(theirs.json(), [])
+    assert.deepEqual(theirs.json<WebhookSubscription[]>(), [])
     const sentBefore = receiver.requests.length
     for (const [method, url] of [
       ['DELETE', `/webhooks/${mine.id}`],
@@ -147,11 +149,11 @@ describe('webhook subscriptions', () => {
     ] as const) {
       const response = await t.app.inject({ method, url, headers: rival.headers })
       assert.equal(response.statusCode, 404, `${method} ${url}`)
-      assert.deepEqual(response.json(), { detail: 'Webhook not found' })
+      assert.deepEqual(response.json<ErrorBody>(), { detail: 'Webhook not found' })
     }
     assert.equal(receiver.requests.length, sentBefore, 'no test event was sent for the rival')
     const still = await t.app.inject({ method: 'GET', url: '/webhooks', headers: agency.headers })
-    assert.ok(still.json<{ id: number }[]>().some((entry) => entry.id === mine.id))
+    assert.ok(still.json<WebhookSubscription[]>().some((entry) => entry.id === mine.id))
     assert.equal((await deliveryLog(t.app, agency, mine.id)).total, 0)
   })
 
@@ -169,7 +171,7 @@ describe('webhook subscriptions', () => {
 
     const first = await t.app.inject({ method: 'POST', url: `/webhooks/${created.id}/test`, headers: agency.headers })
     assert.equal(first.statusCode, 200, first.body)
-    const entry = first.json<LogEntry>()
+    const entry = first.json<DeliveryLogEntry>()
     assert.equal(receiver.requests.length, before + 1)
     const received = receiver.requests.at(-1)!
     const message = verifyDelivery(created.secret, received)
@@ -195,7 +197,7 @@ describe('webhook subscriptions', () => {
     assert.equal(entry.attempt, 1)
     const succeeded = entry.status === 'succeeded'
     // The receiver fails every other test event: check both answers across two calls.
-    const second = (await t.app.inject({ method: 'POST', url: `/webhooks/${created.id}/test`, headers: agency.headers })).json<LogEntry>()
+    const second = (await t.app.inject({ method: 'POST', url: `/webhooks/${created.id}/test`, headers: agency.headers })).json<DeliveryLogEntry>()
     const [ok, failed] = succeeded ? [entry, second] : [second, entry]
     assert.equal(ok.status, 'succeeded')
     assert.equal(ok.response_status_code, 204)
@@ -222,7 +224,7 @@ describe('webhook subscriptions', () => {
     const created = await subscribe(t.app, agency, { url: 'http://127.0.0.1:9/hooks', events: ['mls.new_listing'] })
     const response = await t.app.inject({ method: 'POST', url: `/webhooks/${created.id}/test`, headers: agency.headers })
     assert.equal(response.statusCode, 200)
-    const entry = response.json<LogEntry>()
+    const entry = response.json<DeliveryLogEntry>()
     assert.equal(entry.status, 'failed')
     assert.equal(entry.response_status_code, null)
     assert.match(entry.error!, /^connection: /)
@@ -262,6 +264,6 @@ describe('webhook subscriptions', () => {
     const again = await t.app.inject({ method: 'DELETE', url: `/webhooks/${created.id}`, headers: agency.headers })
     assert.equal(again.statusCode, 404)
     const list = await t.app.inject({ method: 'GET', url: '/webhooks', headers: agency.headers })
-    assert.ok(!list.json<{ id: number }[]>().some((entry) => entry.id === created.id))
+    assert.ok(!list.json<WebhookSubscription[]>().some((entry) => entry.id === created.id))
   })
 })

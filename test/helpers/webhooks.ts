@@ -7,7 +7,8 @@ import type { FastifyInstance } from 'fastify'
 import pino from 'pino'
 import { Webhook } from 'standardwebhooks'
 import type { Config } from '../../src/config.js'
-import type { DatabaseHandle } from '../../src/db/client.js'
+import { sql } from 'drizzle-orm'
+import { queryRows, type Database, type DatabaseHandle } from '../../src/db/client.js'
 import { WebhookDeliveryJob, webhookFanOutJob } from '../../src/modules/webhooks/webhooks.jobs.js'
 import type { SubscribableEvent } from '../../src/modules/events/event-types.js'
 import type { CreatedWebhookSubscription, WebhookCreate } from '../../src/modules/webhooks/webhooks.schemas.js'
@@ -122,8 +123,43 @@ export interface RunningWorker {
   stop(): Promise<void>
 }
 
-/** Waits until `condition` holds, checking every 20 ms, or fails after `timeoutMs`. */
-export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = 'the condition'): Promise<void> {
+/**
+ * One request per message: deliveries are at least once, so a receiver may get a message again
+ * (an attempt timed out after it arrived), always with the same `webhook-id`. Counting
+ * messages rather than requests asserts the contract, whatever a busy machine did to timing.
+ */
+export function distinctMessages(requests: readonly ReceivedRequest[]): ReceivedRequest[] {
+  const seen = new Set<string>()
+  return requests.filter((request) => {
+    const id = String(request.headers['webhook-id'])
+    if (seen.has(id)) return false
+    seen.add(id)
+    return true
+  })
+}
+
+/**
+ * Waits until the outbox has nothing left to send: every event fanned out and no delivery
+ * pending (an attempt in flight keeps its delivery pending until it is recorded). From then on
+ * nothing more reaches any receiver, so what one did not get, it never will.
+ */
+export async function waitForOutboxDrained(db: Database, timeoutMs = 60_000): Promise<void> {
+  await waitFor(
+    async () => {
+      const [row] = await queryRows<{ waiting: number }>(
+        db,
+        sql`select (select count(*) from events where dispatched_at is null)::int
+                 + (select count(*) from webhook_deliveries where status = 'pending')::int as waiting`,
+      )
+      return row!.waiting === 0
+    },
+    timeoutMs,
+    'the outbox to drain',
+  )
+}
+
+/** Waits until `condition` holds, checking every 20 ms, or fails after `timeoutMs`: generous, as CI machines are shared and busy. */
+export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 30_000, what = 'the condition'): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!(await condition())) {
     if (Date.now() > deadline) assert.fail(`Timed out after ${timeoutMs} ms waiting for ${what}`)

@@ -1,7 +1,7 @@
-import swagger, { type SwaggerTransform } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { registerOpenApiDocument } from '../openapi/document.js'
 import { ADMIN_KEY_HEADER, API_KEY_HEADER } from './auth.js'
 
 const description = `
@@ -18,50 +18,36 @@ Property timestamps carry a numeric offset (\`+00:00\`), image timestamps end in
 Rate limits answer 429 with \`Retry-After\` and \`RateLimit-*\` headers.
 `.trim()
 
-interface QuerySchema {
-  properties?: Record<string, { default?: unknown }>
-  required?: string[]
-}
+const info = { title: 'Open MLS API', version: '0.1.0', contact: { name: 'Open MLS' } }
 
-/**
- * A query parameter with a default (`limit`, `offset`…) is optional to a client: the schema
- * lists it as required only so that ajv fills the default in and handlers always see it set.
- */
-const defaultedQueryIsOptional: SwaggerTransform = ({ schema, url }) => {
-  // A route without a schema has none to change (swagger passes it as undefined).
-  const query = (schema as typeof schema | undefined)?.querystring as QuerySchema | undefined
-  if (!query?.required || !query.properties) return { schema, url }
-  const properties = query.properties
-  const required = query.required.filter((name) => properties[name]?.default === undefined)
-  return { schema: { ...schema, querystring: { ...query, required } }, url }
-}
+const server = (app: FastifyInstance) => ({
+  url: app.config.publicBaseUrl,
+  description: 'This deployment (PUBLIC_BASE_URL; http://localhost:3000 when run locally).',
+  'x-internal': false,
+})
 
 /** `/openapi.json` (OpenAPI 3.1, generated from the route schemas) and `/docs` (interactive reference). */
 export default fp(
   async function docsPlugin(app: FastifyInstance) {
-    await app.register(swagger, {
-      transform: defaultedQueryIsOptional,
-      openapi: {
-        openapi: '3.1.0',
-        info: { title: 'Open MLS API', version: '0.1.0', description },
-        servers: [{ url: app.config.publicBaseUrl }],
-        components: {
-          securitySchemes: {
-            ApiKey: { type: 'apiKey', in: 'header', name: API_KEY_HEADER, description: 'The tenant’s API key (`mls_live_…`).' },
-            AdminKey: { type: 'apiKey', in: 'header', name: ADMIN_KEY_HEADER, description: 'The operators’ key, ADMIN_API_KEY.' },
-          },
-        },
-        tags: [
-          { name: 'Registration', description: 'Becoming a tenant and getting an API key.' },
-          { name: 'Properties', description: 'An agency’s own listings: submit, change, withdraw.' },
-          { name: 'Images', description: 'Photos of an agency’s properties: upload, add by URL, order, delete.' },
-          { name: 'Webhooks', description: 'Event subscriptions, signed deliveries (Standard Webhooks), test events, delivery logs.' },
-          { name: 'Catalogue', description: 'The public MLS catalogue: published listings, no key needed, never owner data.' },
-          { name: 'Reference', description: 'Public dictionaries: types, statuses, places, the attribute catalogue.' },
-          { name: 'Admin', description: 'Operator routes, behind X-Admin-Key.' },
-          { name: 'Operations', description: 'Health, readiness, metrics.' },
-        ],
+    await registerOpenApiDocument(app, {
+      decorator: 'swagger',
+      info: { ...info, description },
+      servers: [server(app)],
+      securitySchemes: {
+        ApiKey: { type: 'apiKey', in: 'header', name: API_KEY_HEADER, description: 'The tenant’s API key (`mls_live_…`).' },
+        AdminKey: { type: 'apiKey', in: 'header', name: ADMIN_KEY_HEADER, description: 'The operators’ key, ADMIN_API_KEY.' },
       },
+      tags: [
+        { name: 'Registration', description: 'Becoming a tenant and getting an API key.' },
+        { name: 'Properties', description: 'An agency’s own listings: submit, change, withdraw.' },
+        { name: 'Images', description: 'Photos of an agency’s properties: upload, add by URL, order, delete.' },
+        { name: 'Webhooks', description: 'Event subscriptions, signed deliveries (Standard Webhooks), test events, delivery logs.' },
+        { name: 'Catalogue', description: 'The public MLS catalogue: published listings, no key needed, never owner data.' },
+        { name: 'Reference', description: 'Public dictionaries: types, statuses, places, the attribute catalogue.' },
+        { name: 'Admin', description: 'Operator routes, behind X-Admin-Key.' },
+        { name: 'Operations', description: 'Health, readiness, metrics.' },
+      ],
+      describes: () => true,
     })
     await app.register(swaggerUi, { routePrefix: '/docs' })
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())

@@ -2,6 +2,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { registerOpenApiDocument } from '../openapi/document.js'
+import { webhooksSection } from '../openapi/webhooks.js'
 import { ADMIN_KEY_HEADER, API_KEY_HEADER } from './auth.js'
 
 const description = `
@@ -16,6 +17,9 @@ that response carries your \`api_key\`; send it as the \`X-API-Key\` header.
 Lists take \`limit\` (1–100, default 50) and \`offset\`; values outside are a 422, never clamped.
 Property timestamps carry a numeric offset (\`+00:00\`), image timestamps end in \`Z\`.
 Rate limits answer 429 with \`Retry-After\` and \`RateLimit-*\` headers.
+
+**Events.** Subscriptions (\`POST /webhooks\`) receive the events of the \`webhooks\` section, signed
+as Standard Webhooks describes.
 `.trim()
 
 const info = { title: 'Open MLS API', version: '0.1.0', contact: { name: 'Open MLS' } }
@@ -48,6 +52,7 @@ export default fp(
         { name: 'Operations', description: 'Health, readiness, metrics.' },
       ],
       describes: () => true,
+      webhooks: webhooksSection,
     })
     await app.register(swaggerUi, { routePrefix: '/docs' })
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())

@@ -1,4 +1,6 @@
-import { Type, type Static } from 'typebox'
+import { Type, type Static, type TSchema } from 'typebox'
+import { CatalogueItem } from '../catalogue/catalogue.schemas.js'
+import { ModerationReasonSchema } from '../properties/properties.schemas.js'
 import { Id, Int32, Nullable, PageQuery, Page, StringEnum, Timestamp, Url, asStoredText } from '../../lib/schemas.js'
 
 /** The events a subscription may choose (D8); `webhook.test` is sent by the test route to any. */
@@ -95,3 +97,72 @@ export const DeliveryLogPage = Page(DeliveryLogEntry, 'WebhookLogPage')
 
 export const WebhookIdParams = Type.Object({ id: Id })
 export const DeliveryLogQuery = Type.Object(PageQuery)
+
+/**
+ * What a receiver gets: the body of every delivery is `{type, timestamp, data}`, signed as
+ * Standard Webhooks describes (see the `webhooks` section of the OpenAPI document).
+ */
+const eventEnvelope = <D extends TSchema>(type: (typeof EVENT_TYPES)[number], title: string, description: string, data: D) =>
+  Type.Object(
+    {
+      type: Type.Literal(type),
+      timestamp: Type.String({ format: 'date-time', maxLength: 40, description: 'When the event happened (UTC, ending in Z); the same on every attempt.' }),
+      data,
+    },
+    { title, description },
+  )
+
+const PropertyStatusId = (id: number) => Type.Literal(id)
+
+export const NewListingEvent = eventEnvelope(
+  'mls.new_listing',
+  'NewListingEvent',
+  'A listing was published on the MLS; sent to every agency subscribed to it. `data` is the listing as the catalogue shows it.',
+  CatalogueItem,
+)
+
+export const PropertyPublishedEvent = eventEnvelope(
+  'property.published',
+  'PropertyPublishedEvent',
+  'One of the agency’s listings passed the check (or an operator approved it) and is published.',
+  Type.Object(
+    {
+      property_id: Id,
+      status_id: PropertyStatusId(2),
+      status_name: Type.String({ maxLength: 100 }),
+      published_at: Timestamp,
+      listing: CatalogueItem,
+    },
+    { title: 'PropertyPublishedData' },
+  ),
+)
+
+export const PropertyRejectedEvent = eventEnvelope(
+  'property.rejected',
+  'PropertyRejectedEvent',
+  'One of the agency’s listings failed the check (or an operator rejected it); `reasons` says why.',
+  Type.Object(
+    {
+      property_id: Id,
+      status_id: PropertyStatusId(3),
+      status_name: Type.String({ maxLength: 100 }),
+      reasons: Type.Array(ModerationReasonSchema, { maxItems: 100 }),
+    },
+    { title: 'PropertyRejectedData' },
+  ),
+)
+
+export const TestEvent = eventEnvelope(
+  'webhook.test',
+  'TestEvent',
+  'Sent by `POST /webhooks/{id}/test`, once, whatever the subscription’s events.',
+  Type.Object({ subscription_id: Id, message: Type.String({ maxLength: 500 }) }, { title: 'TestEventData' }),
+)
+
+/** Every event a receiver may get, by type. */
+export const webhookEvents = {
+  'mls.new_listing': NewListingEvent,
+  'property.published': PropertyPublishedEvent,
+  'property.rejected': PropertyRejectedEvent,
+  'webhook.test': TestEvent,
+} satisfies Record<(typeof EVENT_TYPES)[number], TSchema>

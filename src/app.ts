@@ -27,7 +27,7 @@ import webhooksRoutes from './modules/webhooks/webhooks.routes.js'
 import { WebhooksService } from './modules/webhooks/webhooks.service.js'
 import authPlugin from './plugins/auth.js'
 import databasePlugin from './plugins/database.js'
-import docsPlugin from './plugins/docs.js'
+import docsPlugin, { adminDocsPlugin } from './plugins/docs.js'
 import { clientErrorHandler, frameworkErrors, installErrorHandlers } from './plugins/error-handler.js'
 import { installJsonBodyParser } from './plugins/json-body.js'
 import metricsPlugin from './plugins/metrics.js'
@@ -122,6 +122,7 @@ export async function buildApp({ config, database, logger }: AppOptions): Promis
   // Routes for operators: every one needs X-Admin-Key.
   await app.register(async (adminScope) => {
     adminScope.addHook('onRequest', adminScope.authenticateAdmin)
+    await adminScope.register(adminDocsPlugin)
     await adminScope.register(registrationAdminRoutes)
     await adminScope.register(referenceAdminRoutes)
     await adminScope.register(moderationAdminRoutes)

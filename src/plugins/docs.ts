@@ -3,7 +3,14 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { registerOpenApiDocument } from '../openapi/document.js'
 import { webhooksSection } from '../openapi/webhooks.js'
-import { ADMIN_KEY_HEADER, API_KEY_HEADER } from './auth.js'
+import { ADMIN_KEY_HEADER, API_KEY_HEADER, adminKeySecurity } from './auth.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The operators' OpenAPI document, decorated in the admin scope only. */
+    adminSwagger?: () => unknown
+  }
+}
 
 const description = `
 Open multiple listing service (MLS) for real-estate agencies.
@@ -23,23 +30,27 @@ as Standard Webhooks describes.
 `.trim()
 
 const info = { title: 'Open MLS API', version: '0.1.0', contact: { name: 'Open MLS' } }
+const ADMIN_PREFIX = '/admin/'
+const isAdminRoute = (url: string) => url.startsWith(ADMIN_PREFIX)
 
-const server = (app: FastifyInstance) => ({
+const server = (app: FastifyInstance, audience: string, internal: boolean) => ({
   url: app.config.publicBaseUrl,
-  description: 'This deployment (PUBLIC_BASE_URL; http://localhost:3000 when run locally).',
-  'x-internal': false,
+  description: `This deployment (PUBLIC_BASE_URL; http://localhost:3000 when run locally), for ${audience}.`,
+  'x-internal': internal,
 })
 
-/** `/openapi.json` (OpenAPI 3.1, generated from the route schemas) and `/docs` (interactive reference). */
+/**
+ * `/openapi.json` (OpenAPI 3.1, generated from the route schemas) and `/docs` (interactive
+ * reference): the public and tenant API. The admin routes have a document of their own.
+ */
 export default fp(
   async function docsPlugin(app: FastifyInstance) {
     await registerOpenApiDocument(app, {
       decorator: 'swagger',
       info: { ...info, description },
-      servers: [server(app)],
+      servers: [server(app, 'agencies and the public', false)],
       securitySchemes: {
         ApiKey: { type: 'apiKey', in: 'header', name: API_KEY_HEADER, description: 'The tenant’s API key (`mls_live_…`).' },
-        AdminKey: { type: 'apiKey', in: 'header', name: ADMIN_KEY_HEADER, description: 'The operators’ key, ADMIN_API_KEY.' },
       },
       tags: [
         { name: 'Registration', description: 'Becoming a tenant and getting an API key.' },
@@ -48,14 +59,34 @@ export default fp(
         { name: 'Webhooks', description: 'Event subscriptions, signed deliveries (Standard Webhooks), test events, delivery logs.' },
         { name: 'Catalogue', description: 'The public MLS catalogue: published listings, no key needed, never owner data.' },
         { name: 'Reference', description: 'Public dictionaries: types, statuses, places, the attribute catalogue.' },
-        { name: 'Admin', description: 'Operator routes, behind X-Admin-Key.' },
         { name: 'Operations', description: 'Health, readiness, metrics.' },
       ],
-      describes: () => true,
+      describes: (url) => !isAdminRoute(url),
       webhooks: webhooksSection,
     })
     await app.register(swaggerUi, { routePrefix: '/docs' })
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   },
   { name: 'docs', decorators: { fastify: ['config'] } },
+)
+
+/**
+ * `GET /admin/openapi.json`: the operators' routes in a document of their own. Registered
+ * first in the admin scope, so it collects that scope's routes and sits behind its key check.
+ */
+export const adminDocsPlugin = fp(
+  async function adminDocsPlugin(app: FastifyInstance) {
+    await registerOpenApiDocument(app, {
+      decorator: 'adminSwagger',
+      info: { ...info, title: 'Open MLS admin API', description: `Operator routes of Open MLS, behind the \`X-Admin-Key\` header (ADMIN_API_KEY).` },
+      servers: [server(app, 'operators', true)],
+      securitySchemes: {
+        AdminKey: { type: 'apiKey', in: 'header', name: ADMIN_KEY_HEADER, description: 'The operators’ key, ADMIN_API_KEY.' },
+      },
+      tags: [{ name: 'Admin', description: 'Registration requests, places and listings under review.' }],
+      describes: isAdminRoute,
+    })
+    app.get(`${ADMIN_PREFIX}openapi.json`, { schema: { hide: true, security: adminKeySecurity } }, async () => app.adminSwagger!())
+  },
+  { name: 'admin-docs', decorators: { fastify: ['config'] } },
 )

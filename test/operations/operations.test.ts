@@ -56,12 +56,6 @@ describe('operations and HTTP conventions', () => {
       ['/tenants/register', 'post'],
       ['/tenants/register/{request_code}', 'get'],
       ['/tenants/me', 'get'],
-      ['/admin/registrations', 'get'],
-      ['/admin/registrations/{request_code}/approve', 'post'],
-      ['/admin/registrations/{request_code}/reject', 'post'],
-      ['/admin/cities', 'post'],
-      ['/admin/districts', 'post'],
-      ['/admin/residential-complexes', 'post'],
       ['/property-types', 'get'],
       ['/deal-types', 'get'],
       ['/property-statuses', 'get'],
@@ -79,9 +73,6 @@ describe('operations and HTTP conventions', () => {
       ['/properties/{id}/status', 'post'],
       ['/mls/properties', 'get'],
       ['/mls/properties/{id}', 'get'],
-      ['/admin/properties', 'get'],
-      ['/admin/properties/{id}/approve', 'post'],
-      ['/admin/properties/{id}/reject', 'post'],
       ['/property-images', 'get'],
       ['/property-images', 'post'],
       ['/property-images/upload', 'post'],
@@ -111,7 +102,7 @@ describe('operations and HTTP conventions', () => {
     assert.deepEqual(document.components.schemas.PropertyTypeName.enum, ['Квартира', 'Дом', 'Таунхаус', 'Коммерция', 'Земля'])
     // §4.2/§4.3: every query parameter is optional; limit and offset have their defaults.
     type Parameter = { name: string; in: string; required?: boolean; schema: { default?: unknown } }
-    for (const path of ['/properties', '/mls/properties', '/webhooks/{id}/logs', '/admin/properties']) {
+    for (const path of ['/properties', '/mls/properties', '/webhooks/{id}/logs']) {
       const query = (document.paths[path].get.parameters as Parameter[]).filter((parameter) => parameter.in === 'query')
       assert.deepEqual(
         query.filter((parameter) => parameter.required).map((parameter) => parameter.name),

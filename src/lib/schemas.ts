@@ -1,7 +1,7 @@
 import { Type, type Static, type TLiteral, type TObject, type TProperties, type TSchema, type TUnion } from 'typebox'
 
 /**
- * Schema pieces every module shares: the error bodies of D2, pagination, ids, timestamps.
+ * Schema pieces every module shares: the `{detail}` error bodies, pagination, ids, timestamps.
  * A schema with a `title` is a named type of the API: the OpenAPI document lists it once
  * under `components.schemas` by that name and refers to it wherever it is used.
  */
@@ -21,9 +21,9 @@ export const Id = Int32({ minimum: 1 })
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
-/** A string from a closed list, as one named type (`PropertyTypeName`, `WebhookEventType`…). */
+/** A string from a closed list, as one named type (`PropertyTypeName`, `ModerationReasonCode`…). */
 export const StringEnum = <const V extends string[]>(title: string, values: [...V], description?: string) =>
-  Type.Enum(values, { type: 'string', title, ...(description ? { description } : {}) })
+  Type.Enum(values, { title, ...(description ? { description } : {}) })
 
 /**
  * A value the service reads back from a text column: the document shows the closed list it
@@ -155,7 +155,7 @@ export const PageQuery = {
   offset: Int64({ default: 0, description: 'Number of items skipped.' }),
 }
 
-/** `{items, total, limit, offset}`, the list envelope of §4.2/§4.3, named `title`. */
+/** `{items, total, limit, offset}`, the envelope of every paged list, named `title`. */
 export function Page<T extends TSchema>(item: T, title: string) {
   return Type.Object(
     {

@@ -33,7 +33,7 @@ export class NamedSchemas {
 
   /** Like `refer`, but the schema itself stays inline (a query or path schema must be an object). */
   referInside(schema: Schema): Schema {
-    const copy: Schema = integerFormat(schema)
+    const copy: Schema = { ...integerFormat(schema), ...impliedMaxLength(schema) }
     for (const [key, value] of Object.entries(schema)) {
       // `examples`, `default`, `enum` and `const` hold values, not schemas.
       copy[key] = VALUE_KEYS.has(key) ? value : this.refer(value)
@@ -59,6 +59,16 @@ function integerFormat(schema: Schema): Schema {
   const { minimum, maximum } = schema as { minimum?: number; maximum?: number }
   const fits = minimum !== undefined && maximum !== undefined && minimum >= INT32.min && maximum <= INT32.max
   return { format: fits ? 'int32' : 'int64' }
+}
+
+/**
+ * The maxLength a string's pattern already fixes (`^[A-Z]{2}$`: 2), for the document only:
+ * in the validated schema a second bound would only change which failure is reported.
+ */
+function impliedMaxLength(schema: Schema): Schema {
+  if (schema.type !== 'string' || schema.maxLength !== undefined || typeof schema.pattern !== 'string') return {}
+  const fixed = /^\^\[[^\]]+\]\{(\d+)\}\$$/.exec(schema.pattern)
+  return fixed ? { maxLength: Number(fixed[1]) } : {}
 }
 
 const VALUE_KEYS = new Set(['examples', 'example', 'default', 'enum', 'const', 'discriminator'])

@@ -16,7 +16,7 @@ export const StatusId = Int32({
   description: '1 На проверке, 2 Опубликовано, 3 Отклонено, 4 Снято с публикации, 5 Сделка закрыта.',
 })
 
-/** Codes of the internal check's findings (D5), stable for clients to act on. */
+/** Codes of the internal check's findings (moderation/rules.ts), stable for clients to act on. */
 export const moderationReasonCodes = [
   'location_missing',
   'price_missing',
@@ -78,8 +78,11 @@ export const LocationInput = Type.Object(
   { title: 'LocationInput', additionalProperties: false },
 )
 
-// No allowed value is near 1,000 characters; the bound only says so before the attribute check does.
-const attributeValue = Type.Union([Type.String({ maxLength: 1000 }), Type.Number(), Type.Boolean()])
+// No length bound: the attribute check refuses any string that is not a value of the catalogue, with a message saying which.
+const attributeValue = Type.Union([Type.String(), Type.Number(), Type.Boolean()], {
+  title: 'AttributeValue',
+  description: 'A value as text (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`), or the JSON number or boolean itself.',
+})
 const attributesDescription =
   'Attribute name → value, by the catalogue of `GET /attributes`. Values are strings as §2.2 says (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`); JSON numbers and booleans are accepted too.'
 

@@ -69,7 +69,7 @@ export const Attribute = Type.Object(
 )
 
 export const CitiesQuery = Type.Object({
-  country: Type.Optional(Type.String({ pattern: '^[A-Z]{2}$', maxLength: 2, description: 'ISO 3166-1 alpha-2.' })),
+  country: Type.Optional(Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2.' })),
 })
 
 export const ByCityQuery = Type.Object({ city_id: Type.Optional(Id) })
@@ -80,7 +80,7 @@ const CoordinateInput = (min: number, max: number) => Type.Optional(Type.Union([
 export const CityCreateBody = Type.Object(
   {
     name: Name,
-    country: Type.String({ pattern: '^[A-Z]{2}$', maxLength: 2 }),
+    country: Type.String({ pattern: '^[A-Z]{2}$' }),
     region: Type.Optional(Type.Union([Name, Type.Null()])),
     latitude: CoordinateInput(-90, 90),
     longitude: CoordinateInput(-180, 180),

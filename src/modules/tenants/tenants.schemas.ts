@@ -21,7 +21,6 @@ export const RegistrationCreateBody = Type.Object(
     country: Type.Optional(
       Type.String({
         pattern: '^[A-Z]{2}$',
-        maxLength: 2,
         default: 'RU',
         description: 'ISO 3166-1 alpha-2 country of the agency; phones of its owners are read as this country’s.',
       }),
@@ -77,7 +76,7 @@ const RegistrationApproved = Type.Object(
   },
 )
 
-/** §2.5 to the letter: `tenant_id` and `api_key` only when approved, told apart by `status`. */
+/** The registration status: `tenant_id` and `api_key` only when approved, told apart by `status`. */
 export const RegistrationStatus = OneOf([RegistrationPending, RegistrationApproved, RegistrationRejected], 'status', {
   title: 'RegistrationStatus',
   description: 'The request’s state; an approved one carries the tenant’s id and API key.',

@@ -9,7 +9,10 @@ export type SubscribableEvent = (typeof SUBSCRIBABLE_EVENTS)[number]
 /** Every event type a delivery can carry. */
 export const EVENT_TYPES = [...SUBSCRIBABLE_EVENTS, 'webhook.test'] as const
 
-export const WebhookEventType = StringEnum('WebhookEventType', [...SUBSCRIBABLE_EVENTS], 'An event a subscription can receive.')
+export const WebhookEventType = Type.Union(
+  SUBSCRIBABLE_EVENTS.map((name) => Type.Literal(name)),
+  { title: 'WebhookEventType', description: 'An event a subscription can receive.' },
+)
 const DeliveredEventType = StringEnum('DeliveredEventType', [...EVENT_TYPES], 'The type of a delivered event: a subscribable one, or `webhook.test`.')
 
 export const WebhookCreate = Type.Object(
@@ -47,7 +50,7 @@ const subscriptionFields = {
   disabled_at: Nullable(Timestamp),
 }
 
-/** D8's subscription, plus why the service switched it off, when it did. */
+/** A webhook subscription, with why the service switched it off, when it did. */
 export const WebhookSubscription = Type.Object(subscriptionFields, { title: 'Webhook' })
 export type WebhookSubscription = Static<typeof WebhookSubscription>
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { ADMIN_KEY, buildTestApp, type TestApp } from '../helpers/app.js'
-import { createTenant, propertyBody } from '../helpers/factories.js'
+import { createTenant, propertyBody, submitProperty } from '../helpers/factories.js'
+import { runInternalCheck } from '../helpers/moderation.js'
 
 // The documents are read as untyped JSON and asserted on field by field.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -240,5 +241,47 @@ describe('the headers the OpenAPI document declares', () => {
     const missing = await t.app.inject({ url: '/properties/999999', headers: agency.headers })
     assert.equal(missing.statusCode, 404)
     for (const name of declared(document, '/properties/{id}', 'get', '404')) assert.ok(missing.headers[name], `a 404 of GET /properties/{id} sends ${name}`)
+  })
+})
+
+describe('the reason codes the OpenAPI document lists', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp({ MODERATION_MODE: 'manual' })
+  })
+  after(() => t.close())
+
+  it('include every code the internal check and the operators give', async () => {
+    const agency = await createTenant(t.app)
+    const flawed = [
+      // No location, a zero price, floors and areas that do not add up, an e-mail in the text.
+      {
+        price: 0,
+        location: null,
+        description: 'Пишите: ivan@example.com',
+        attributes: { area: '50', living_area: '40', kitchen_area: '20', floor: '10', total_floors: '5' },
+      },
+      // No price, and rooms on land.
+      { property_type: 'Земля', price: null, attributes: { rooms: '2' } },
+    ]
+    const ids = []
+    for (const overrides of flawed) ids.push((await submitProperty(t.app, agency, overrides)).id)
+    await runInternalCheck(t.db, 'manual')
+    const rejected = await t.app.inject({
+      method: 'POST',
+      url: `/admin/properties/${ids[0]}/reject`,
+      headers: { 'x-admin-key': ADMIN_KEY },
+      payload: { reason: 'Нет фото' },
+    })
+    assert.equal(rejected.statusCode, 204, rejected.body)
+
+    const given = new Set<string>()
+    for (const id of ids) {
+      const property = (await t.app.inject({ url: `/properties/${id}`, headers: agency.headers })).json<Json>()
+      for (const reason of property.moderation.reasons as { code: string }[]) given.add(reason.code)
+    }
+    assert.ok(given.size >= 7, [...given].join(', '))
+    const listed: string[] = (await t.app.inject('/openapi.json')).json<Json>().components.schemas.ModerationReasonCode.enum
+    for (const code of given) assert.ok(listed.includes(code), `${code} is listed`)
   })
 })

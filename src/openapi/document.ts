@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger'
 import type { FastifyInstance, FastifySchema } from 'fastify'
 import type { OpenAPIV3_1 } from 'openapi-types'
 import { shareRepeatedHeaders, type DocumentWithHeaders } from './headers.js'
+import { shareRepeatedResponses, type DocumentWithResponses } from './responses.js'
 import { documentedRouteSchema, NamedSchemas, type RouteSchema } from './components.js'
 
 export interface DocumentOptions {
@@ -58,7 +59,11 @@ export async function registerOpenApiDocument(app: FastifyInstance, options: Doc
       tags: options.tags,
       ...(webhooks ? { webhooks: webhooks as OpenAPIV3_1.Document['webhooks'] } : {}),
     },
-    transformObject: (built) => ('openapiObject' in built ? shareRepeatedHeaders(built.openapiObject as DocumentWithHeaders) : built.swaggerObject),
+    // Headers first: a response is shared only if declared the same way everywhere, their references included.
+    transformObject: (built) =>
+      'openapiObject' in built
+        ? shareRepeatedResponses(shareRepeatedHeaders(built.openapiObject as DocumentWithHeaders & DocumentWithResponses))
+        : built.swaggerObject,
     transform: ({ schema, url }) => {
       // A route without a schema has none to change (swagger passes it as undefined).
       const given = schema as FastifySchema | undefined

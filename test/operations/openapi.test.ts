@@ -36,6 +36,9 @@ const resolve = (document: Json, ref: string): unknown =>
     .split('/')
     .reduce<unknown>((node, part) => (node as Json | undefined)?.[part.replaceAll('~1', '/').replaceAll('~0', '~')], document)
 
+/** A response, followed through its `$ref` when it is a shared one. */
+const answer = (document: Json, response: Json | undefined): Json | undefined => (response?.$ref ? (resolve(document, response.$ref) as Json) : response)
+
 describe('the OpenAPI documents', () => {
   let t: TestApp
   let document: Json
@@ -148,7 +151,7 @@ describe('the OpenAPI documents', () => {
   })
 
   it('declare the headers the answers carry, and 500 and 503 everywhere', () => {
-    const headersOf = (response: Json) => Object.keys(response.headers ?? {})
+    const headersOf = (response: Json) => Object.keys(answer(document, response)?.headers ?? {})
     const created = operationsOf(document).filter(({ operation }) => operation.responses['201'])
     assert.ok(created.length >= 5)
     for (const { path, operation } of created) assert.ok(headersOf(operation.responses['201']).includes('Location'), path)
@@ -159,9 +162,9 @@ describe('the OpenAPI documents', () => {
       if (limited) {
         for (const name of ['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']) assert.ok(headersOf(limited).includes(name), where)
       }
-      assert.ok(operation.responses['500']?.content, `${where} declares 500`)
+      assert.ok(answer(document, operation.responses['500'])?.content['application/json'], `${where} declares 500`)
       // The liveness probe and the metrics answer without the database, so never with its 503.
-      if (path !== '/healthz' && path !== '/metrics') assert.ok(operation.responses['503']?.content, `${where} declares 503`)
+      if (path !== '/healthz' && path !== '/metrics') assert.ok(answer(document, operation.responses['503'])?.content, `${where} declares 503`)
     }
     assert.ok(document.components.headers['Retry-After'])
   })
@@ -219,7 +222,7 @@ describe('the headers the OpenAPI document declares', () => {
   after(() => t.close())
 
   const declared = (document: Json, path: string, method: string, status: string) =>
-    Object.keys(document.paths[path][method].responses[status].headers ?? {}).map((name) => name.toLowerCase())
+    Object.keys(answer(document, document.paths[path][method].responses[status])?.headers ?? {}).map((name) => name.toLowerCase())
 
   it('are the headers the service sends', async () => {
     const document = (await t.app.inject('/openapi.json')).json<Json>()

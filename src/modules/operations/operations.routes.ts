@@ -59,9 +59,11 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getMetrics',
         summary: 'Prometheus metrics (text format)',
         description: 'Request counts and durations by route template and status, and the process’s own metrics, in the Prometheus text format.',
-        produces: ['text/plain'],
         response: {
-          200: { type: 'string', maxLength: 10_000_000, description: 'Prometheus text exposition format.' },
+          200: {
+            description: 'The Prometheus text exposition format.',
+            content: { 'text/plain': { schema: { type: 'string', maxLength: 10_000_000 } } },
+          },
           500: errorResponses()[500],
         },
       },

@@ -18,7 +18,9 @@ try {
   // The document comes from the exporter in its own process, exactly as it writes it for any other tool.
   execFileSync(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/export-openapi.ts'), workDir], { cwd: root, stdio: 'inherit' })
   const document = JSON.parse(readFileSync(path.join(workDir, 'openapi.json'), 'utf8')) as OpenAPI3
-  const ast = await openapiTS(document, { transform: binaryAsBlob })
+  // A field with a default may be left out of a request (the service fills it in), so defaults
+  // do not make fields required.
+  const ast = await openapiTS(document, { transform: binaryAsBlob, defaultNonNullable: false })
   const header = COMMENT_HEADER.replace(' */', ' * Regenerate it with `npm run generate:client` at the root of the repository.\n */')
   writeFileSync(target, header + astToString(ast))
   console.log(`wrote ${path.relative(root, target)}`)

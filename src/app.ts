@@ -16,7 +16,7 @@ import registrationRoutes from './modules/tenants/registration.routes.js'
 import propertiesRoutes from './modules/properties/properties.routes.js'
 import webhooksRoutes from './modules/webhooks/webhooks.routes.js'
 import authPlugin from './plugins/auth.js'
-import docsPlugin from './plugins/docs.js'
+import docsPlugin, { adminDocsPlugin } from './plugins/docs.js'
 import { clientErrorHandler, frameworkErrors, installErrorHandlers } from './plugins/error-handler.js'
 import { installJsonBodyParser } from './plugins/json-body.js'
 import metricsPlugin from './plugins/metrics.js'
@@ -100,6 +100,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
   // Routes for operators: every one needs X-Admin-Key.
   await app.register(async (adminScope) => {
     adminScope.addHook('onRequest', adminScope.authenticateAdmin)
+    await adminScope.register(adminDocsPlugin)
     await adminScope.register(registrationAdminRoutes)
     await adminScope.register(referenceAdminRoutes)
     await adminScope.register(moderationAdminRoutes)

@@ -1,31 +1,90 @@
-import { Type, type TSchema } from 'typebox'
+import { Type, type Static, type TLiteral, type TObject, type TProperties, type TSchema, type TUnion } from 'typebox'
 
 /**
- * Schema pieces every module shares: the error bodies of D2, pagination, ids. Route schemas
- * declare every status they can answer, so `/openapi.json` documents errors too.
+ * Schema pieces every module shares: the `{detail}` error bodies, pagination, ids, timestamps.
+ * A schema with a `title` is a named type of the API: the OpenAPI document lists it once
+ * under `components.schemas` by that name and refers to it wherever it is used.
  */
+
+/**
+ * A whole number that fits PostgreSQL's `integer` (the ids' and most counters' column type).
+ * The document gives integers their `int32`/`int64` format from these bounds.
+ */
+export const Int32 = (options: { minimum?: number; maximum?: number; description?: string; default?: number } = {}) =>
+  Type.Integer({ minimum: -2_147_483_648, maximum: 2_147_483_647, ...options })
+
+/** A count or offset: any whole number a JSON number holds exactly (PostgreSQL's bigint goes further). */
+export const Int64 = (options: { minimum?: number; maximum?: number; description?: string; default?: number } = {}) =>
+  Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, ...options })
+
+export const Id = Int32({ minimum: 1 })
+
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+
+/** A string from a closed list, as one named type (`PropertyTypeName`, `ModerationReasonCode`…). */
+export const StringEnum = <const V extends string[]>(title: string, values: [...V], description?: string) =>
+  Type.Enum(values, { title, ...(description ? { description } : {}) })
+
+/**
+ * A value the service reads back from a text column: the document shows the closed list it
+ * writes there, while code that maps rows keeps seeing a `string`.
+ */
+export const asStoredText = <T extends TSchema>(schema: T) => Type.Unsafe<string>(schema)
+
+/** A URL the service hands out or was given (photos, webhook receivers). */
+export const Url = (description: string) => Type.String({ format: 'uri', maxLength: 2048, description })
+
 export const ErrorBody = Type.Object(
-  { detail: Type.String({ description: 'What went wrong, as a sentence a person understands.' }) },
-  { additionalProperties: true, examples: [{ detail: 'Invalid or missing API key' }] },
+  { detail: Type.String({ maxLength: 2000, description: 'What went wrong, as a sentence a person understands.' }) },
+  { title: 'Error', additionalProperties: true, examples: [{ detail: 'Invalid or missing API key' }] },
 )
 
-export const FieldErrorSchema = Type.Object({
-  loc: Type.Array(Type.Union([Type.String(), Type.Integer()]), {
-    description: 'Where the problem is: the request part ("body", "query", "path", "header"), then the field path.',
-  }),
-  msg: Type.String(),
-})
+export const FieldErrorSchema = Type.Object(
+  {
+    loc: Type.Array(Type.Union([Type.String({ maxLength: 1000 }), Int32({ minimum: 0 })]), {
+      maxItems: 100,
+      description: 'Where the problem is: the request part ("body", "query", "path", "header"), then the field path.',
+    }),
+    msg: Type.String({ maxLength: 2000 }),
+  },
+  { title: 'FieldError' },
+)
 
 export const ValidationErrorBody = Type.Object(
   {
-    detail: Type.String(),
-    errors: Type.Array(FieldErrorSchema),
+    detail: Type.String({ maxLength: 2000 }),
+    errors: Type.Array(FieldErrorSchema, { description: 'Every problem found, one per field.' }),
   },
   {
+    title: 'ValidationError',
     description: 'The request is well-formed but not valid; `errors` lists every problem.',
     examples: [{ detail: 'Invalid body.email: must match format "email".', errors: [{ loc: ['body', 'email'], msg: 'must match format "email"' }] }],
   },
 )
+
+/**
+ * Response headers, as the OpenAPI document declares them: `headers` of a response maps each
+ * name to its schema and description (@fastify/swagger reads it; serialization ignores it).
+ */
+export type ResponseHeaders = Record<string, Record<string, unknown> & { description: string }>
+
+export const header = (description: string, schema: Record<string, unknown>) => ({ ...schema, description })
+const seconds = { type: 'integer', format: 'int32', minimum: 0, maximum: 86_400 }
+const count = { type: 'integer', format: 'int32', minimum: 0, maximum: 1_000_000 }
+
+/** Sent with every answer of a rate-limited route once the request is counted (IETF RateLimit header fields draft). */
+export const rateLimitHeaders: ResponseHeaders = {
+  'RateLimit-Limit': header('Requests allowed in the current window.', count),
+  'RateLimit-Remaining': header('Requests left in the current window.', count),
+  'RateLimit-Reset': header('Seconds until the window resets.', seconds),
+}
+
+const retryAfter = (description: string) => ({ 'Retry-After': header(description, seconds) })
+
+/** `Location` of a created resource, a path relative to the server. */
+export const locationHeader = (description: string): ResponseHeaders => ({
+  Location: header(description, { type: 'string', format: 'uri-reference', maxLength: 300 }),
+})
 
 const errorDescriptions = {
   400: 'Malformed request (for example a body that is not JSON).',
@@ -36,42 +95,96 @@ const errorDescriptions = {
   415: 'Unsupported media type.',
   422: 'Validation failed.',
   429: 'Rate limited; see Retry-After.',
-  503: 'Temporarily unavailable; retry shortly.',
+  500: 'Something went wrong on our side; the error has been logged.',
+  503: 'Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds.',
 } as const
 
 type ErrorStatus = keyof typeof errorDescriptions
 
-/** The response schemas for the given error statuses, for a route's `schema.response`. */
-export function errorResponses<const S extends ErrorStatus>(...statuses: S[]): Record<S, TSchema> {
-  const responses = {} as Record<S, TSchema>
-  for (const status of statuses) {
-    responses[status] =
-      status === 422 ? ValidationErrorBody : Type.Object(ErrorBody.properties, { description: errorDescriptions[status], additionalProperties: true })
+const errorHeaders: Partial<Record<ErrorStatus, ResponseHeaders>> = {
+  429: { ...retryAfter('Seconds to wait before retrying.'), ...rateLimitHeaders },
+  503: retryAfter('Seconds to wait before retrying.'),
+}
+
+/**
+ * The response schemas for the given error statuses, for a route's `schema.response`. Every
+ * operation can also answer 500 (a bug, its message hidden) and 503 (the database is
+ * unreachable), so those two are always included. `x-response-description` describes the
+ * answer, the `title` names its body.
+ */
+export function errorResponses<const S extends ErrorStatus>(...statuses: S[]): Record<S | 500 | 503, TSchema> {
+  const responses = {} as Record<S | 500 | 503, TSchema>
+  for (const status of [...statuses, 500 as const, 503 as const]) {
+    const body = status === 422 ? ValidationErrorBody : ErrorBody
+    responses[status] = { ...body, 'x-response-description': errorDescriptions[status], ...withHeaders(errorHeaders[status]) }
   }
   return responses
 }
 
-export const Id = Type.Integer({ minimum: 1, maximum: 2_147_483_647 })
+const withHeaders = (headers: ResponseHeaders | undefined) => (headers ? { headers } : {})
+
+/**
+ * A response body with the headers sent beside it, for the OpenAPI document (`headers` is
+ * read by @fastify/swagger and ignored by serialization).
+ */
+export function withResponseHeaders<T extends TSchema>(schema: T, headers: ResponseHeaders, description?: string): T {
+  const given = (schema as { headers?: ResponseHeaders }).headers
+  return { ...schema, headers: { ...given, ...headers }, ...(description ? { 'x-response-description': description } : {}) }
+}
+
+/** A response of a rate-limited route: sent after the request was counted, so with RateLimit-* too. */
+export const rateLimited = <T extends TSchema>(schema: T, headers: ResponseHeaders = {}, description?: string): T =>
+  withResponseHeaders(schema, { ...headers, ...rateLimitHeaders }, description)
+
+/**
+ * `errorResponses` of a rate-limited route: its 4xx answers carry RateLimit-* too, except a
+ * 401, which is answered before the request is counted.
+ */
+export function rateLimitedErrorResponses<const S extends ErrorStatus>(...statuses: S[]): Record<S | 500 | 503, TSchema> {
+  const responses = errorResponses(...statuses)
+  for (const status of statuses) {
+    if (status >= 400 && status < 500 && status !== 401 && status !== 429) {
+      responses[status] = withResponseHeaders(responses[status], rateLimitHeaders)
+    }
+  }
+  return responses
+}
 
 export const PageQuery = {
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Page size, 1 to 100.' }),
-  // Any count of items, up to the largest a JSON number holds exactly (PostgreSQL's bigint goes further).
-  offset: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'Number of items skipped.' }),
+  limit: Int32({ minimum: 1, maximum: 100, default: 50, description: 'Page size, 1 to 100.' }),
+  offset: Int64({ default: 0, description: 'Number of items skipped.' }),
 }
 
-/** `{items, total, limit, offset}`, the list envelope of §4.2/§4.3. */
-export function Page<T extends TSchema>(item: T) {
-  return Type.Object({
-    items: Type.Array(item),
-    total: Type.Integer({ description: 'Number of items matching the filters, over all pages.' }),
-    limit: Type.Integer(),
-    offset: Type.Integer(),
-  })
+/** `{items, total, limit, offset}`, the envelope of every paged list, named `title`. */
+export function Page<T extends TSchema>(item: T, title: string) {
+  return Type.Object(
+    {
+      items: Type.Array(item, { maxItems: 100 }),
+      total: Int64({ description: 'Number of items matching the filters, over all pages.' }),
+      limit: Int32({ minimum: 1, maximum: 100 }),
+      offset: Int64(),
+    },
+    { title },
+  )
 }
-
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
 /** A reference shown by id and name, `{id, name}` (§2.3, §2.4). */
-export const Named = Type.Object({ id: Type.Integer(), name: Type.String() })
+export const Named = Type.Object({ id: Id, name: Type.String({ maxLength: 200 }) }, { title: 'ReferenceItem' })
 
-export const Timestamp = Type.String({ format: 'date-time', examples: ['2026-11-22T09:15:02.123+00:00'] })
+export const Timestamp = Type.String({ format: 'date-time', maxLength: 40, examples: ['2026-11-22T09:15:02.123+00:00'] })
+
+/**
+ * One of several object shapes told apart by a string property (`status`, `type`), as an
+ * OpenAPI `oneOf` with a discriminator, so generated clients narrow on it. Each branch must
+ * be named (`title`) and hold that property as a literal. Typed as the union of the branches.
+ */
+export function OneOf<const T extends TObject<TProperties>[]>(branches: [...T], propertyName: string, options: { title: string; description?: string }) {
+  const mapping: Record<string, string> = {}
+  for (const branch of branches) {
+    const value = (branch.properties[propertyName] as TLiteral | undefined)?.const
+    const title: unknown = (branch as { title?: unknown }).title
+    if (typeof value !== 'string' || typeof title !== 'string') throw new Error(`OneOf: every branch needs a title and a literal ${propertyName}`)
+    mapping[value] = `#/components/schemas/${title}`
+  }
+  return Type.Unsafe<Static<TUnion<T>>>({ ...options, oneOf: branches, discriminator: { propertyName, mapping } })
+}

@@ -1,8 +1,17 @@
-import swagger, { type SwaggerTransform } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { ADMIN_KEY_HEADER, API_KEY_HEADER } from './auth.js'
+import { SERVICE_NAME, SERVICE_VERSION } from '../lib/service-info.js'
+import { registerOpenApiDocument } from '../openapi/document.js'
+import { webhooksSection } from '../openapi/webhooks.js'
+import { ADMIN_KEY_HEADER, API_KEY_HEADER, adminKeySecurity } from './auth.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The operators' OpenAPI document, decorated in the admin scope only. */
+    adminSwagger?: () => unknown
+  }
+}
 
 const description = `
 Open multiple listing service (MLS) for real-estate agencies.
@@ -16,55 +25,69 @@ that response carries your \`api_key\`; send it as the \`X-API-Key\` header.
 Lists take \`limit\` (1–100, default 50) and \`offset\`; values outside are a 422, never clamped.
 Property timestamps carry a numeric offset (\`+00:00\`), image timestamps end in \`Z\`.
 Rate limits answer 429 with \`Retry-After\` and \`RateLimit-*\` headers.
+
+**Events.** Subscriptions (\`POST /webhooks\`) receive the events of the \`webhooks\` section, signed
+as Standard Webhooks describes.
 `.trim()
 
-interface QuerySchema {
-  properties?: Record<string, { default?: unknown }>
-  required?: string[]
-}
+const info = { title: 'Open MLS API', version: SERVICE_VERSION, contact: { name: SERVICE_NAME } }
+const ADMIN_PREFIX = '/admin/'
+const isAdminRoute = (url: string) => url.startsWith(ADMIN_PREFIX)
+
+const server = (app: FastifyInstance, audience: string, internal: boolean) => ({
+  url: app.config.publicBaseUrl,
+  description: `This deployment (PUBLIC_BASE_URL; http://localhost:3000 when run locally), for ${audience}.`,
+  'x-internal': internal,
+})
 
 /**
- * A query parameter with a default (`limit`, `offset`…) is optional to a client: the schema
- * lists it as required only so that ajv fills the default in and handlers always see it set.
+ * `/openapi.json` (OpenAPI 3.1, generated from the route schemas) and `/docs` (interactive
+ * reference): the public and tenant API. The admin routes have a document of their own.
  */
-const defaultedQueryIsOptional: SwaggerTransform = ({ schema, url }) => {
-  // A route without a schema has none to change (swagger passes it as undefined).
-  const query = (schema as typeof schema | undefined)?.querystring as QuerySchema | undefined
-  if (!query?.required || !query.properties) return { schema, url }
-  const properties = query.properties
-  const required = query.required.filter((name) => properties[name]?.default === undefined)
-  return { schema: { ...schema, querystring: { ...query, required } }, url }
-}
-
-/** `/openapi.json` (OpenAPI 3.1, generated from the route schemas) and `/docs` (interactive reference). */
 export default fp(
   async function docsPlugin(app: FastifyInstance) {
-    await app.register(swagger, {
-      transform: defaultedQueryIsOptional,
-      openapi: {
-        openapi: '3.1.0',
-        info: { title: 'Open MLS API', version: '0.1.0', description },
-        servers: [{ url: app.config.publicBaseUrl }],
-        components: {
-          securitySchemes: {
-            ApiKey: { type: 'apiKey', in: 'header', name: API_KEY_HEADER, description: 'The tenant’s API key (`mls_live_…`).' },
-            AdminKey: { type: 'apiKey', in: 'header', name: ADMIN_KEY_HEADER, description: 'The operators’ key, ADMIN_API_KEY.' },
-          },
-        },
-        tags: [
-          { name: 'Registration', description: 'Becoming a tenant and getting an API key.' },
-          { name: 'Properties', description: 'An agency’s own listings: submit, change, withdraw.' },
-          { name: 'Images', description: 'Photos of an agency’s properties: upload, add by URL, order, delete.' },
-          { name: 'Webhooks', description: 'Event subscriptions, signed deliveries (Standard Webhooks), test events, delivery logs.' },
-          { name: 'Catalogue', description: 'The public MLS catalogue: published listings, no key needed, never owner data.' },
-          { name: 'Reference', description: 'Public dictionaries: types, statuses, places, the attribute catalogue.' },
-          { name: 'Admin', description: 'Operator routes, behind X-Admin-Key.' },
-          { name: 'Operations', description: 'Health, readiness, metrics.' },
-        ],
+    await registerOpenApiDocument(app, {
+      decorator: 'swagger',
+      info: { ...info, description },
+      servers: [server(app, 'agencies and the public', false)],
+      securitySchemes: {
+        ApiKey: { type: 'apiKey', in: 'header', name: API_KEY_HEADER, description: 'The tenant’s API key (`mls_live_…`).' },
       },
+      tags: [
+        { name: 'Registration', description: 'Becoming a tenant and getting an API key.' },
+        { name: 'Properties', description: 'An agency’s own listings: submit, change, withdraw.' },
+        { name: 'Images', description: 'Photos of an agency’s properties: upload, add by URL, order, delete.' },
+        { name: 'Webhooks', description: 'Event subscriptions, signed deliveries (Standard Webhooks), test events, delivery logs.' },
+        { name: 'Catalogue', description: 'The public MLS catalogue: published listings, no key needed, never owner data.' },
+        { name: 'Reference', description: 'Public dictionaries: types, statuses, places, the attribute catalogue.' },
+        { name: 'Operations', description: 'Health, readiness, metrics.' },
+      ],
+      describes: (url) => !isAdminRoute(url),
+      webhooks: webhooksSection,
     })
     await app.register(swaggerUi, { routePrefix: '/docs' })
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   },
   { name: 'docs', decorators: { fastify: ['config'] } },
+)
+
+/**
+ * `GET /admin/openapi.json`: the operators' routes in a document of their own. Registered
+ * first in the admin scope, so it collects that scope's routes and sits behind its key check.
+ */
+export const adminDocsPlugin = fp(
+  async function adminDocsPlugin(app: FastifyInstance) {
+    await registerOpenApiDocument(app, {
+      decorator: 'adminSwagger',
+      info: { ...info, title: 'Open MLS admin API', description: `Operator routes of Open MLS, behind the \`X-Admin-Key\` header (ADMIN_API_KEY).` },
+      servers: [server(app, 'operators', true)],
+      securitySchemes: {
+        AdminKey: { type: 'apiKey', in: 'header', name: ADMIN_KEY_HEADER, description: 'The operators’ key, ADMIN_API_KEY.' },
+      },
+      tags: [{ name: 'Admin', description: 'Registration requests, places and listings under review.' }],
+      describes: isAdminRoute,
+    })
+    app.get(`${ADMIN_PREFIX}openapi.json`, { schema: { hide: true, security: adminKeySecurity } }, async () => app.adminSwagger!())
+  },
+  { name: 'admin-docs', decorators: { fastify: ['config'] } },
 )

@@ -92,6 +92,7 @@ describe('npm run admin -- registrations', () => {
       // The key the CLI printed is the one the public status lookup will reveal.
       const service = new TenantsService(handle.db, new SecretBox(SECRET_KEY))
       const lookup = await service.statusForApplicant(first.request_code, 'CLI@agency.example')
+      assert.ok(lookup.status === 'approved')
       assert.equal(lookup.api_key, status.api_key)
     })
   })

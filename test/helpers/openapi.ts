@@ -1,12 +1,12 @@
 /**
- * The parts of the OpenAPI document that tests read, as @fastify/swagger writes them: no
- * `$ref` where a test looks, so no reference objects to tell apart.
+ * The parts of the OpenAPI document that tests read, as @fastify/swagger writes them. A schema
+ * may be a `$ref` to components.schemas; tests that follow references say so.
  */
 export interface OpenApiDocument {
   openapi: string
   info: { title: string; version: string; description?: string }
   paths: Record<string, Record<string, OpenApiOperation>>
-  components: { securitySchemes: Record<string, { type: string; name?: string; in?: string }>; schemas?: Record<string, JsonSchema> }
+  components: { securitySchemes: Record<string, { type: string; name?: string; in?: string }>; schemas: Record<string, JsonSchema> }
 }
 
 export interface OpenApiOperation {
@@ -52,4 +52,5 @@ export interface JsonSchema {
   oneOf?: JsonSchema[]
   $ref?: string
   description?: string
+  examples?: unknown[]
 }

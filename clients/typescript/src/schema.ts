@@ -12,37 +12,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** What this service is, and where its documentation is */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            name: string;
-                            version: string;
-                            description: string;
-                            links: {
-                                /** @description The interactive API reference. */
-                                docs: string;
-                                /** @description The OpenAPI 3.1 document. */
-                                openapi: string;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * What this service is, and where its documentation is
+         * @description The service’s name and version, with links to the interactive reference and the OpenAPI document.
+         */
+        get: operations["getServiceIndex"];
         put?: never;
         post?: never;
         delete?: never;
@@ -58,29 +32,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The process is up */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            status: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The process is up
+         * @description Answers without touching the database: for liveness probes.
+         */
+        get: operations["checkHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -96,41 +52,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The database is reachable and fully migrated */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            status: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            status: string;
-                            detail: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The database is reachable and fully migrated
+         * @description For readiness probes: 200 once the database answers and every migration is applied, 503 otherwise.
+         */
+        get: operations["checkReadiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -146,25 +72,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics (text format) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Prometheus metrics (text format)
+         * @description Request counts and durations by route template and status, and the process’s own metrics, in the Prometheus text format.
+         */
+        get: operations["getMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -180,30 +92,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Property types (fixed ids 1–5) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            name: string;
-                        }[];
-                    };
-                };
-            };
-        };
+        /**
+         * Property types (fixed ids 1–5)
+         * @description The ids are part of the contract: the catalogue filters by `property_type_id`.
+         */
+        get: operations["listPropertyTypes"];
         put?: never;
         post?: never;
         delete?: never;
@@ -219,30 +112,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Deal types (fixed ids 1–3) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            name: string;
-                        }[];
-                    };
-                };
-            };
-        };
+        /**
+         * Deal types (fixed ids 1–3)
+         * @description The ids are part of the contract: the catalogue filters by `deal_type_id`.
+         */
+        get: operations["listDealTypes"];
         put?: never;
         post?: never;
         delete?: never;
@@ -258,31 +132,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Property statuses with their codes */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            code: string;
-                            name: string;
-                        }[];
-                    };
-                };
-            };
-        };
+        /**
+         * Property statuses with their codes
+         * @description The five statuses a listing moves through, with stable codes (`pending_review`, `published`…) and their names.
+         */
+        get: operations["listPropertyStatuses"];
         put?: never;
         post?: never;
         delete?: never;
@@ -298,68 +152,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Cities */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description ISO 3166-1 alpha-2. */
-                    country?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            name: string;
-                            /** @description ISO 3166-1 alpha-2. */
-                            country: string;
-                            region: string | null;
-                            latitude: number | null;
-                            longitude: number | null;
-                        }[];
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Cities
+         * @description Every city, or those of one `country`; operators may add more.
+         */
+        get: operations["listCities"];
         put?: never;
         post?: never;
         delete?: never;
@@ -375,63 +172,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Districts, optionally of one city */
-        get: {
-            parameters: {
-                query?: {
-                    city_id?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            city_id: number;
-                            name: string;
-                        }[];
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Districts, optionally of one city
+         * @description Every district, or those of one `city_id`; operators may add more.
+         */
+        get: operations["listDistricts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -447,64 +192,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Residential complexes, optionally of one city */
-        get: {
-            parameters: {
-                query?: {
-                    city_id?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            city_id: number;
-                            district_id: number | null;
-                            name: string;
-                        }[];
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Residential complexes, optionally of one city
+         * @description Every residential complex, or those of one `city_id`; operators may add more.
+         */
+        get: operations["listResidentialComplexes"];
         put?: never;
         post?: never;
         delete?: never;
@@ -520,81 +212,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One city */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            name: string;
-                            /** @description ISO 3166-1 alpha-2. */
-                            country: string;
-                            region: string | null;
-                            latitude: number | null;
-                            longitude: number | null;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * One city
+         * @description An unknown id answers 404 `City not found`.
+         */
+        get: operations["getCity"];
         put?: never;
         post?: never;
         delete?: never;
@@ -610,77 +232,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One district */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            city_id: number;
-                            name: string;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * One district
+         * @description An unknown id answers 404 `District not found`.
+         */
+        get: operations["getDistrict"];
         put?: never;
         post?: never;
         delete?: never;
@@ -696,78 +252,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One residential complex */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            city_id: number;
-                            district_id: number | null;
-                            name: string;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * One residential complex
+         * @description An unknown id answers 404 `Residential complex not found`.
+         */
+        get: operations["getResidentialComplex"];
         put?: never;
         post?: never;
         delete?: never;
@@ -787,35 +276,7 @@ export interface paths {
          * The attribute catalogue: what `attributes` of a property may hold
          * @description Values are always sent as strings: `number` a decimal, `integer` a whole number, `bool` `true`/`false`, `enum` one of `allowed_values` exactly.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            name: string;
-                            /** @enum {unknown} */
-                            type: "number" | "integer" | "bool" | "enum";
-                            /** @description For `enum`: the exact allowed strings. */
-                            allowed_values: string[] | null;
-                            meaning: string;
-                            /** @description The property types the attribute applies to; on others the internal check rejects it. */
-                            property_types: string[];
-                        }[];
-                    };
-                };
-            };
-        };
+        get: operations["listAttributes"];
         put?: never;
         post?: never;
         delete?: never;
@@ -837,137 +298,7 @@ export interface paths {
          * Apply to become a tenant
          * @description Creates a pending registration request. Keep `request_code`: with the e-mail it reads the status, and once an operator approves the request, the API key.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "company_name": "Агентство «Новый дом»",
-                     *       "email": "info@novydom.example",
-                     *       "country": "RU",
-                     *       "contact_name": "Мария Иванова",
-                     *       "phone": "8 (912) 345-67-89"
-                     *     }
-                     */
-                    "application/json": {
-                        /** @description The agency’s name. */
-                        company_name: string;
-                        /**
-                         * Format: email
-                         * @description Contact e-mail; needed to read the request’s status.
-                         */
-                        email: string;
-                        /**
-                         * @description ISO 3166-1 alpha-2 country of the agency; phones of its owners are read as this country’s.
-                         * @default RU
-                         */
-                        country?: string;
-                        contact_name?: string;
-                        /** @description Any usual format; normalised for `country`. */
-                        phone?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Keep it: with the e-mail it reads the request’s status and, once approved, the API key. */
-                            request_code: string;
-                            /** @enum {string} */
-                            status: "pending";
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:15:02.123+00:00
-                             */
-                            created_at: string;
-                        };
-                    };
-                };
-                /** @description Malformed request (for example a body that is not JSON). */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Unsupported media type. */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["registerTenant"];
         delete?: never;
         options?: never;
         head?: never;
@@ -985,100 +316,7 @@ export interface paths {
          * Read a registration request’s status (and the API key once approved)
          * @description An unknown code and a wrong e-mail give the same 404 `Registration request not found`, so codes cannot be probed. `tenant_id` and `api_key` are present only when the request is `approved`.
          */
-        get: {
-            parameters: {
-                query: {
-                    /** @description The e-mail given at registration (any letter case). */
-                    email: string;
-                };
-                header?: never;
-                path: {
-                    request_code: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            request_code: string;
-                            /**
-                             * @description State of the request.
-                             * @enum {unknown}
-                             */
-                            status: "pending" | "approved" | "rejected";
-                            /** @description Present only when approved. */
-                            tenant_id?: number;
-                            /** @description Present only when approved. Starts with `mls_live_`; send it as `X-API-Key`. */
-                            api_key?: string;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getRegistrationStatus"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1098,150 +336,7 @@ export interface paths {
          * Search the published listings
          * @description Newest first unless `sort` says otherwise. Any `offset` is served; past the last match the page is empty. A deep page skips index entries, never listings, so its cost grows with the offset: about 1.5 ms at 10,000 and 100 ms at 850,000 on a million listings. Narrowing the search with filters is faster.
          */
-        get: {
-            parameters: {
-                query?: {
-                    city_id?: number;
-                    property_type_id?: number;
-                    deal_type_id?: number;
-                    tenant_id?: number;
-                    /** @description Minimum price, inclusive. */
-                    min_price?: number;
-                    /** @description Maximum price, inclusive. */
-                    max_price?: number;
-                    district_id?: number;
-                    residential_complex_id?: number;
-                    /** @description Exact number of rooms. */
-                    rooms?: number;
-                    /** @description Minimum total area, m², inclusive. */
-                    min_area?: number;
-                    /** @description Maximum total area, m², inclusive. */
-                    max_area?: number;
-                    /** @description Newest first by default. */
-                    sort?: "created_desc" | "price_asc" | "price_desc";
-                    /** @description Page size, 1 to 100. */
-                    limit?: number;
-                    /** @description Number of items skipped. */
-                    offset?: number;
-                };
-                header?: {
-                    /** @description An ETag this client holds (a list, weak tags and `*` work too): a 304 while it is current. */
-                    "if-none-match"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description The tag of this answer, for If-None-Match. */
-                        etag?: string;
-                        /** @description `public, max-age=30` */
-                        "cache-control"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            items: {
-                                id: number;
-                                property_type: {
-                                    id: number;
-                                    name: string;
-                                };
-                                deal_type: {
-                                    id: number;
-                                    name: string;
-                                };
-                                city: {
-                                    id: number;
-                                    name: string;
-                                };
-                                district: {
-                                    id: number;
-                                    name: string;
-                                } | null;
-                                residential_complex: {
-                                    id: number;
-                                    name: string;
-                                } | null;
-                                price: number | null;
-                                area: number | null;
-                                rooms: number | null;
-                                floor: number | null;
-                                total_floors: number | null;
-                                thumbnail_url: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:15:02.123+00:00
-                                 */
-                                created_at: string;
-                            }[];
-                            /** @description Number of items matching the filters, over all pages. */
-                            total: number;
-                            limit: number;
-                            offset: number;
-                        };
-                    };
-                };
-                /** @description Not modified: If-None-Match lists the current ETag. No body. */
-                304: {
-                    headers: {
-                        /** @description The tag of this answer, for If-None-Match. */
-                        etag?: string;
-                        /** @description `public, max-age=30` */
-                        "cache-control"?: string;
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["searchCatalogue"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1257,148 +352,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One published listing */
-        get: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description An ETag this client holds (a list, weak tags and `*` work too): a 304 while it is current. */
-                    "if-none-match"?: string;
-                };
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description The tag of this answer, for If-None-Match. */
-                        etag?: string;
-                        /** @description `public, max-age=30` */
-                        "cache-control"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            property_type: {
-                                id: number;
-                                name: string;
-                            };
-                            deal_type: {
-                                id: number;
-                                name: string;
-                            };
-                            city: {
-                                id: number;
-                                name: string;
-                            };
-                            district: {
-                                id: number;
-                                name: string;
-                            } | null;
-                            residential_complex: {
-                                id: number;
-                                name: string;
-                            } | null;
-                            price: number | null;
-                            area: number | null;
-                            rooms: number | null;
-                            floor: number | null;
-                            total_floors: number | null;
-                            thumbnail_url: string | null;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:15:02.123+00:00
-                             */
-                            created_at: string;
-                            description: string | null;
-                            attributes: {
-                                [key: string]: string | number | boolean;
-                            };
-                            images: string[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:15:02.123+00:00
-                             */
-                            published_at: string;
-                        };
-                    };
-                };
-                /** @description Not modified: If-None-Match lists the current ETag. No body. */
-                304: {
-                    headers: {
-                        /** @description The tag of this answer, for If-None-Match. */
-                        etag?: string;
-                        /** @description `public, max-age=30` */
-                        "cache-control"?: string;
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * One published listing
+         * @description The catalogue item with the description, typed attributes, photo URLs and publication time; never the owner or the agency’s contacts. A listing that is not published answers 404 `Property not found`.
+         */
+        get: operations["getCatalogueProperty"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1414,65 +372,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant behind the API key */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            tenant_id: number;
-                            company_name: string;
-                            email: string;
-                            country: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:15:02.123+00:00
-                             */
-                            created_at: string;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The tenant behind the API key
+         * @description The agency the `X-API-Key` belongs to: a cheap way to check a key.
+         */
+        get: operations["getCurrentTenant"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1488,427 +392,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The agency’s properties, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    status_id?: number;
-                    property_type?: "Квартира" | "Дом" | "Таунхаус" | "Коммерция" | "Земля";
-                    deal_type?: "Продажа" | "Долгосрочная аренда" | "Посуточная аренда";
-                    city_id?: number;
-                    /** @description Page size, 1 to 100. */
-                    limit?: number;
-                    /** @description Number of items skipped. */
-                    offset?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            items: {
-                                id: number;
-                                property_type: string;
-                                deal_type: string;
-                                price: number | null;
-                                status_id: number;
-                                status_name: string;
-                                city: {
-                                    id: number;
-                                    name: string;
-                                } | null;
-                                district: {
-                                    id: number;
-                                    name: string;
-                                } | null;
-                                area: number | null;
-                                rooms: number | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:15:02.123+00:00
-                                 */
-                                created_at: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:15:02.123+00:00
-                                 */
-                                updated_at: string;
-                            }[];
-                            /** @description Number of items matching the filters, over all pages. */
-                            total: number;
-                            limit: number;
-                            offset: number;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The agency’s properties, newest first
+         * @description Every listing of the calling agency, in any status, newest first; the filters narrow it. Without filters, all of them, a page at a time.
+         */
+        get: operations["listProperties"];
         put?: never;
         /**
          * Submit a property to the MLS
          * @description Creates the property in status 1 (На проверке). The owner is created, or updated when the agency already has an owner with that phone. The internal check runs in the background within seconds; on approval the listing is published and `mls.new_listing` is sent. With `Idempotency-Key`, a retry with the same body within 24 h replays the first response (`Idempotent-Replayed: true`).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description Same key and body within 24 h replays the first response. */
-                    "idempotency-key"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "property_type": "Квартира",
-                     *       "deal_type": "Продажа",
-                     *       "price": 8500000,
-                     *       "description": "Светлая двухкомнатная квартира с видом на парк.",
-                     *       "owner": {
-                     *         "name": "Иван Петров",
-                     *         "phone": "8 (912) 345-67-89",
-                     *         "notes": "Звонить после 18:00"
-                     *       },
-                     *       "location": {
-                     *         "city_id": 1,
-                     *         "district_id": 1,
-                     *         "address": "Москва, ул. Тверская, д. 7, кв. 12",
-                     *         "street": "Тверская",
-                     *         "house_number": "7",
-                     *         "apartment_number": "12",
-                     *         "latitude": 55.7577,
-                     *         "longitude": 37.6133
-                     *       },
-                     *       "attributes": {
-                     *         "area": "54.5",
-                     *         "rooms": "2",
-                     *         "floor": "5",
-                     *         "total_floors": "9",
-                     *         "building_type": "Кирпичный",
-                     *         "balcony": "Лоджия",
-                     *         "elevator": "true"
-                     *       }
-                     *     }
-                     */
-                    "application/json": {
-                        /**
-                         * @description Exact, case-sensitive.
-                         * @enum {unknown}
-                         */
-                        property_type: "Квартира" | "Дом" | "Таунхаус" | "Коммерция" | "Земля";
-                        /**
-                         * @description Exact, case-sensitive.
-                         * @enum {unknown}
-                         */
-                        deal_type: "Продажа" | "Долгосрочная аренда" | "Посуточная аренда";
-                        price?: (number | string) | null;
-                        description?: string | null;
-                        owner?: {
-                            /** @description Full name of the owner. */
-                            name: string;
-                            /** @description Any usual format; normalised for the agency’s country (`8 (912) 345-67-89` → `+7 912 345-67-89`). Identifies the owner within the agency. */
-                            phone: string;
-                            notes?: string | null;
-                        } | null;
-                        location?: {
-                            city_id: number;
-                            district_id?: number | null;
-                            residential_complex_id?: number | null;
-                            address?: string | null;
-                            street?: string | null;
-                            house_number?: string | null;
-                            apartment_number?: string | null;
-                            latitude?: (number | string) | null;
-                            longitude?: (number | string) | null;
-                        } | null;
-                        /** @description Attribute name → value, by the catalogue of `GET /attributes`. Values are strings as §2.2 says (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`); JSON numbers and booleans are accepted too. */
-                        attributes?: {
-                            [key: string]: string | number | boolean;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            status_id: number;
-                            status_name: string;
-                            property_type: string;
-                            deal_type: string;
-                            price: number | null;
-                            description: string | null;
-                            owner: {
-                                id: number;
-                                name: string;
-                                phone: string;
-                                notes: string | null;
-                            } | null;
-                            location: {
-                                city_id: number;
-                                district_id: number | null;
-                                residential_complex_id: number | null;
-                                address: string | null;
-                                street: string | null;
-                                house_number: string | null;
-                                apartment_number: string | null;
-                                latitude: number | null;
-                                longitude: number | null;
-                                city: {
-                                    id: number;
-                                    name: string;
-                                };
-                                district: {
-                                    id: number;
-                                    name: string;
-                                } | null;
-                                residential_complex: {
-                                    id: number;
-                                    name: string;
-                                } | null;
-                            } | null;
-                            attributes: {
-                                [key: string]: string | number | boolean;
-                            };
-                            moderation: {
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:15:02.123+00:00
-                                 */
-                                checked_at: string;
-                                reasons: {
-                                    /** @example price_missing */
-                                    code: string;
-                                    field: string | null;
-                                    message: string;
-                                }[];
-                            } | null;
-                            images: {
-                                /** @description Image id. */
-                                id: number;
-                                /** @description The property it belongs to. */
-                                property_id: number;
-                                /** @description URL of the stored (re-encoded) photo. */
-                                url: string;
-                                /** @description Display position; 0 by default. */
-                                sort_order: number;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ending in Z.
-                                 */
-                                created_at: string;
-                                /** @description URL of the small rendition (about 400 px wide). */
-                                thumbnail_url?: string;
-                                /** @description Width of the stored photo, px. */
-                                width?: number;
-                                /** @description Height of the stored photo, px. */
-                                height?: number;
-                                /** @description The address a photo added by URL was downloaded from. */
-                                source_url?: string;
-                            }[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:15:02.123+00:00
-                             */
-                            created_at: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:15:02.123+00:00
-                             */
-                            updated_at: string;
-                            published_at: string | null;
-                        };
-                    };
-                };
-                /** @description Malformed request (for example a body that is not JSON). */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflicts with the current state. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Too large. */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Unsupported media type. */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createProperty"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1922,561 +416,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One of the agency’s properties, with owner, location, attributes and the check’s findings */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            status_id: number;
-                            status_name: string;
-                            property_type: string;
-                            deal_type: string;
-                            price: number | null;
-                            description: string | null;
-                            owner: {
-                                id: number;
-                                name: string;
-                                phone: string;
-                                notes: string | null;
-                            } | null;
-                            location: {
-                                city_id: number;
-                                district_id: number | null;
-                                residential_complex_id: number | null;
-                                address: string | null;
-                                street: string | null;
-                                house_number: string | null;
-                                apartment_number: string | null;
-                                latitude: number | null;
-                                longitude: number | null;
-                                city: {
-                                    id: number;
-                                    name: string;
-                                };
-                                district: {
-                                    id: number;
-                                    name: string;
-                                } | null;
-                                residential_complex: {
-                                    id: number;
-                                    name: string;
-                                } | null;
-                            } | null;
-                            attributes: {
-                                [key: string]: string | number | boolean;
-                            };
-                            moderation: {
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:15:02.123+00:00
-                                 */
-                                checked_at: string;
-                                reasons: {
-                                    /** @example price_missing */
-                                    code: string;
-                                    field: string | null;
-                                    message: string;
-                                }[];
-                            } | null;
-                            images: {
-                                /** @description Image id. */
-                                id: number;
-                                /** @description The property it belongs to. */
-                                property_id: number;
-                                /** @description URL of the stored (re-encoded) photo. */
-                                url: string;
-                                /** @description Display position; 0 by default. */
-                                sort_order: number;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ending in Z.
-                                 */
-                                created_at: string;
-                                /** @description URL of the small rendition (about 400 px wide). */
-                                thumbnail_url?: string;
-                                /** @description Width of the stored photo, px. */
-                                width?: number;
-                                /** @description Height of the stored photo, px. */
-                                height?: number;
-                                /** @description The address a photo added by URL was downloaded from. */
-                                source_url?: string;
-                            }[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:15:02.123+00:00
-                             */
-                            created_at: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:15:02.123+00:00
-                             */
-                            updated_at: string;
-                            published_at: string | null;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * One of the agency’s properties, with owner, location, attributes and the check’s findings
+         * @description Another agency’s property answers 404, exactly like one that does not exist.
+         */
+        get: operations["getProperty"];
         put?: never;
         post?: never;
-        /** Delete a property with its photos */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Deleted. */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Delete a property with its photos
+         * @description Removes the listing, its photos and their files; a published listing leaves the catalogue at once.
+         */
+        delete: operations["deleteProperty"];
         options?: never;
         head?: never;
         /**
          * Change a property; it goes back through the internal check
          * @description `owner` and `location` are replaced whole (null clears them), `attributes` are merged (null removes one). A change sends the listing back to status 1 for the check; a PATCH that changes nothing leaves it, and its status, as it is.
          */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            /** @description Only the fields sent change. `owner` and `location` are replaced whole (null removes them); `attributes` are merged, a null value removing that attribute. */
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "price": 8200000,
-                     *       "attributes": {
-                     *         "condition": "Евроремонт",
-                     *         "furniture": null
-                     *       }
-                     *     }
-                     */
-                    "application/json": {
-                        /**
-                         * @description Exact, case-sensitive.
-                         * @enum {unknown}
-                         */
-                        property_type?: "Квартира" | "Дом" | "Таунхаус" | "Коммерция" | "Земля";
-                        /**
-                         * @description Exact, case-sensitive.
-                         * @enum {unknown}
-                         */
-                        deal_type?: "Продажа" | "Долгосрочная аренда" | "Посуточная аренда";
-                        price?: (number | string) | null;
-                        description?: string | null;
-                        owner?: {
-                            /** @description Full name of the owner. */
-                            name: string;
-                            /** @description Any usual format; normalised for the agency’s country (`8 (912) 345-67-89` → `+7 912 345-67-89`). Identifies the owner within the agency. */
-                            phone: string;
-                            notes?: string | null;
-                        } | null;
-                        location?: {
-                            city_id: number;
-                            district_id?: number | null;
-                            residential_complex_id?: number | null;
-                            address?: string | null;
-                            street?: string | null;
-                            house_number?: string | null;
-                            apartment_number?: string | null;
-                            latitude?: (number | string) | null;
-                            longitude?: (number | string) | null;
-                        } | null;
-                        /** @description Attribute name → value, by the catalogue of `GET /attributes`. Values are strings as §2.2 says (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`); JSON numbers and booleans are accepted too. Merged into the current attributes; null removes one. */
-                        attributes?: {
-                            [key: string]: (string | number | boolean) | null;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            status_id: number;
-                            status_name: string;
-                            property_type: string;
-                            deal_type: string;
-                            price: number | null;
-                            description: string | null;
-                            owner: {
-                                id: number;
-                                name: string;
-                                phone: string;
-                                notes: string | null;
-                            } | null;
-                            location: {
-                                city_id: number;
-                                district_id: number | null;
-                                residential_complex_id: number | null;
-                                address: string | null;
-                                street: string | null;
-                                house_number: string | null;
-                                apartment_number: string | null;
-                                latitude: number | null;
-                                longitude: number | null;
-                                city: {
-                                    id: number;
-                                    name: string;
-                                };
-                                district: {
-                                    id: number;
-                                    name: string;
-                                } | null;
-                                residential_complex: {
-                                    id: number;
-                                    name: string;
-                                } | null;
-                            } | null;
-                            attributes: {
-                                [key: string]: string | number | boolean;
-                            };
-                            moderation: {
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:15:02.123+00:00
-                                 */
-                                checked_at: string;
-                                reasons: {
-                                    /** @example price_missing */
-                                    code: string;
-                                    field: string | null;
-                                    message: string;
-                                }[];
-                            } | null;
-                            images: {
-                                /** @description Image id. */
-                                id: number;
-                                /** @description The property it belongs to. */
-                                property_id: number;
-                                /** @description URL of the stored (re-encoded) photo. */
-                                url: string;
-                                /** @description Display position; 0 by default. */
-                                sort_order: number;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ending in Z.
-                                 */
-                                created_at: string;
-                                /** @description URL of the small rendition (about 400 px wide). */
-                                thumbnail_url?: string;
-                                /** @description Width of the stored photo, px. */
-                                width?: number;
-                                /** @description Height of the stored photo, px. */
-                                height?: number;
-                                /** @description The address a photo added by URL was downloaded from. */
-                                source_url?: string;
-                            }[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:15:02.123+00:00
-                             */
-                            created_at: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:15:02.123+00:00
-                             */
-                            updated_at: string;
-                            published_at: string | null;
-                        };
-                    };
-                };
-                /** @description Malformed request (for example a body that is not JSON). */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflicts with the current state. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Unsupported media type. */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateProperty"];
         trace?: never;
     };
     "/properties/{id}/status": {
@@ -2492,241 +450,7 @@ export interface paths {
          * Withdraw (2→4), close (2→5) or resubmit (3→1, 4→1) a property
          * @description Any other move is a 409 whose `allowed_moves` lists the moves possible from the current status.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "status_id": 4
-                     *     }
-                     */
-                    "application/json": {
-                        /** @description 4 withdraw, 5 close, 1 resubmit. */
-                        status_id: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            status_id: number;
-                            status_name: string;
-                            property_type: string;
-                            deal_type: string;
-                            price: number | null;
-                            description: string | null;
-                            owner: {
-                                id: number;
-                                name: string;
-                                phone: string;
-                                notes: string | null;
-                            } | null;
-                            location: {
-                                city_id: number;
-                                district_id: number | null;
-                                residential_complex_id: number | null;
-                                address: string | null;
-                                street: string | null;
-                                house_number: string | null;
-                                apartment_number: string | null;
-                                latitude: number | null;
-                                longitude: number | null;
-                                city: {
-                                    id: number;
-                                    name: string;
-                                };
-                                district: {
-                                    id: number;
-                                    name: string;
-                                } | null;
-                                residential_complex: {
-                                    id: number;
-                                    name: string;
-                                } | null;
-                            } | null;
-                            attributes: {
-                                [key: string]: string | number | boolean;
-                            };
-                            moderation: {
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:15:02.123+00:00
-                                 */
-                                checked_at: string;
-                                reasons: {
-                                    /** @example price_missing */
-                                    code: string;
-                                    field: string | null;
-                                    message: string;
-                                }[];
-                            } | null;
-                            images: {
-                                /** @description Image id. */
-                                id: number;
-                                /** @description The property it belongs to. */
-                                property_id: number;
-                                /** @description URL of the stored (re-encoded) photo. */
-                                url: string;
-                                /** @description Display position; 0 by default. */
-                                sort_order: number;
-                                /**
-                                 * Format: date-time
-                                 * @description UTC, ending in Z.
-                                 */
-                                created_at: string;
-                                /** @description URL of the small rendition (about 400 px wide). */
-                                thumbnail_url?: string;
-                                /** @description Width of the stored photo, px. */
-                                width?: number;
-                                /** @description Height of the stored photo, px. */
-                                height?: number;
-                                /** @description The address a photo added by URL was downloaded from. */
-                                source_url?: string;
-                            }[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:15:02.123+00:00
-                             */
-                            created_at: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:15:02.123+00:00
-                             */
-                            updated_at: string;
-                            published_at: string | null;
-                        };
-                    };
-                };
-                /** @description Malformed request (for example a body that is not JSON). */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflicts with the current state. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Unsupported media type. */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["changePropertyStatus"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2744,306 +468,13 @@ export interface paths {
          * The agency’s photos, by property and display order
          * @description A plain array (no wrapper), ordered by property, `sort_order`, id.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Only this property’s photos. */
-                    property_id?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Image id. */
-                            id: number;
-                            /** @description The property it belongs to. */
-                            property_id: number;
-                            /** @description URL of the stored (re-encoded) photo. */
-                            url: string;
-                            /** @description Display position; 0 by default. */
-                            sort_order: number;
-                            /**
-                             * Format: date-time
-                             * @description UTC, ending in Z.
-                             */
-                            created_at: string;
-                            /** @description URL of the small rendition (about 400 px wide). */
-                            thumbnail_url?: string;
-                            /** @description Width of the stored photo, px. */
-                            width?: number;
-                            /** @description Height of the stored photo, px. */
-                            height?: number;
-                            /** @description The address a photo added by URL was downloaded from. */
-                            source_url?: string;
-                        }[];
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listImages"];
         put?: never;
         /**
          * Add a photo by URL
          * @description The service downloads the photo (10 s, size-capped, at most 3 redirects; only public addresses) and treats it as an upload. `source_url` keeps the address. A failed download, or an answer that is not a JPEG, PNG or WebP photo, is a 422 saying why.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        property_id: number;
-                        /** @description A public http(s) address of a JPEG, PNG or WebP photo. */
-                        url: string;
-                        /** @description Display position; lower first, then by id. */
-                        sort_order?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "id": 7,
-                         *       "property_id": 42,
-                         *       "url": "http://localhost:3000/media/photos/3Jx0cQ9w7Ykq2mN5vB8aLg.jpg",
-                         *       "sort_order": 0,
-                         *       "created_at": "2026-11-22T09:15:02.123Z",
-                         *       "thumbnail_url": "http://localhost:3000/media/photos/3Jx0cQ9w7Ykq2mN5vB8aLg-400.jpg",
-                         *       "width": 2560,
-                         *       "height": 1920
-                         *     }
-                         */
-                        "application/json": {
-                            /** @description Image id. */
-                            id: number;
-                            /** @description The property it belongs to. */
-                            property_id: number;
-                            /** @description URL of the stored (re-encoded) photo. */
-                            url: string;
-                            /** @description Display position; 0 by default. */
-                            sort_order: number;
-                            /**
-                             * Format: date-time
-                             * @description UTC, ending in Z.
-                             */
-                            created_at: string;
-                            /** @description URL of the small rendition (about 400 px wide). */
-                            thumbnail_url?: string;
-                            /** @description Width of the stored photo, px. */
-                            width?: number;
-                            /** @description Height of the stored photo, px. */
-                            height?: number;
-                            /** @description The address a photo added by URL was downloaded from. */
-                            source_url?: string;
-                        };
-                    };
-                };
-                /** @description Malformed request (for example a body that is not JSON). */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Too large. */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Unsupported media type. */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Temporarily unavailable; retry shortly. */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["addImageFromUrl"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3063,187 +494,7 @@ export interface paths {
          * Upload a photo of one of the agency’s properties
          * @description multipart/form-data with `file` (JPEG, PNG or WebP, decided from the bytes; at most 15728640 bytes and 50000000 pixels), `property_id` and `sort_order` (default 0). The photo is re-encoded without metadata (no EXIF or GPS) and oriented; a 400 px thumbnail is made. At most 50 photos per property.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "multipart/form-data": {
-                        /**
-                         * Format: binary
-                         * @description The photo: JPEG, PNG or WebP, decided from its bytes.
-                         */
-                        file: Blob;
-                        property_id: number;
-                        /** @default 0 */
-                        sort_order?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "id": 7,
-                         *       "property_id": 42,
-                         *       "url": "http://localhost:3000/media/photos/3Jx0cQ9w7Ykq2mN5vB8aLg.jpg",
-                         *       "sort_order": 0,
-                         *       "created_at": "2026-11-22T09:15:02.123Z",
-                         *       "thumbnail_url": "http://localhost:3000/media/photos/3Jx0cQ9w7Ykq2mN5vB8aLg-400.jpg",
-                         *       "width": 2560,
-                         *       "height": 1920
-                         *     }
-                         */
-                        "application/json": {
-                            /** @description Image id. */
-                            id: number;
-                            /** @description The property it belongs to. */
-                            property_id: number;
-                            /** @description URL of the stored (re-encoded) photo. */
-                            url: string;
-                            /** @description Display position; 0 by default. */
-                            sort_order: number;
-                            /**
-                             * Format: date-time
-                             * @description UTC, ending in Z.
-                             */
-                            created_at: string;
-                            /** @description URL of the small rendition (about 400 px wide). */
-                            thumbnail_url?: string;
-                            /** @description Width of the stored photo, px. */
-                            width?: number;
-                            /** @description Height of the stored photo, px. */
-                            height?: number;
-                            /** @description The address a photo added by URL was downloaded from. */
-                            source_url?: string;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Too large. */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Unsupported media type. */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Temporarily unavailable; retry shortly. */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["uploadImage"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3257,393 +508,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One photo */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    image_id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "id": 7,
-                         *       "property_id": 42,
-                         *       "url": "http://localhost:3000/media/photos/3Jx0cQ9w7Ykq2mN5vB8aLg.jpg",
-                         *       "sort_order": 0,
-                         *       "created_at": "2026-11-22T09:15:02.123Z",
-                         *       "thumbnail_url": "http://localhost:3000/media/photos/3Jx0cQ9w7Ykq2mN5vB8aLg-400.jpg",
-                         *       "width": 2560,
-                         *       "height": 1920
-                         *     }
-                         */
-                        "application/json": {
-                            /** @description Image id. */
-                            id: number;
-                            /** @description The property it belongs to. */
-                            property_id: number;
-                            /** @description URL of the stored (re-encoded) photo. */
-                            url: string;
-                            /** @description Display position; 0 by default. */
-                            sort_order: number;
-                            /**
-                             * Format: date-time
-                             * @description UTC, ending in Z.
-                             */
-                            created_at: string;
-                            /** @description URL of the small rendition (about 400 px wide). */
-                            thumbnail_url?: string;
-                            /** @description Width of the stored photo, px. */
-                            width?: number;
-                            /** @description Height of the stored photo, px. */
-                            height?: number;
-                            /** @description The address a photo added by URL was downloaded from. */
-                            source_url?: string;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
-        /** Change a photo’s display position */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    image_id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Display position; lower first, then by id. */
-                        sort_order: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "id": 7,
-                         *       "property_id": 42,
-                         *       "url": "http://localhost:3000/media/photos/3Jx0cQ9w7Ykq2mN5vB8aLg.jpg",
-                         *       "sort_order": 0,
-                         *       "created_at": "2026-11-22T09:15:02.123Z",
-                         *       "thumbnail_url": "http://localhost:3000/media/photos/3Jx0cQ9w7Ykq2mN5vB8aLg-400.jpg",
-                         *       "width": 2560,
-                         *       "height": 1920
-                         *     }
-                         */
-                        "application/json": {
-                            /** @description Image id. */
-                            id: number;
-                            /** @description The property it belongs to. */
-                            property_id: number;
-                            /** @description URL of the stored (re-encoded) photo. */
-                            url: string;
-                            /** @description Display position; 0 by default. */
-                            sort_order: number;
-                            /**
-                             * Format: date-time
-                             * @description UTC, ending in Z.
-                             */
-                            created_at: string;
-                            /** @description URL of the small rendition (about 400 px wide). */
-                            thumbnail_url?: string;
-                            /** @description Width of the stored photo, px. */
-                            width?: number;
-                            /** @description Height of the stored photo, px. */
-                            height?: number;
-                            /** @description The address a photo added by URL was downloaded from. */
-                            source_url?: string;
-                        };
-                    };
-                };
-                /** @description Malformed request (for example a body that is not JSON). */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Unsupported media type. */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * One photo
+         * @description A photo of another agency’s property answers 404, exactly like one that does not exist.
+         */
+        get: operations["getImage"];
+        /**
+         * Change a photo’s display position
+         * @description Photos are shown by `sort_order`, then by id; the catalogue’s thumbnail is the first of them.
+         */
+        put: operations["updateImage"];
         post?: never;
-        /** Delete a photo and its files */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    image_id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Deleted. */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Delete a photo and its files
+         * @description The photo and its small rendition are removed from storage.
+         */
+        delete: operations["deleteImage"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3658,216 +538,15 @@ export interface paths {
         };
         /**
          * The agency’s subscriptions
-         * @description A plain array, oldest first, without secrets.
+         * @description A plain array, oldest first, without secrets; an agency has at most 20.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            url: string;
-                            events: string[];
-                            description: string | null;
-                            /** @description False once the service disabled it (see `disabled_reason`). */
-                            is_active: boolean;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:15:02.123+00:00
-                             */
-                            created_at: string;
-                            disabled_reason: string | null;
-                            disabled_at: string | null;
-                        }[];
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listWebhooks"];
         put?: never;
         /**
          * Subscribe a URL to events
          * @description Answers with the subscription and its signing `secret`, shown this once. The URL must be `https` (plain `http` only where ALLOW_PRIVATE_NETWORK is on), without credentials, and its host must resolve to public addresses only; the rule is checked again at every delivery. Deliveries follow Standard Webhooks: a POST with the body `{type, timestamp, data}` and the headers `webhook-id` (`msg_<event id>`, the same on every attempt), `webhook-timestamp` and `webhook-signature` (`v1,<base64 HMAC-SHA256>` with the subscription's secret). Only a 2xx answer counts; redirects are not followed. Failed attempts are retried after the delays of WEBHOOK_RETRY_SCHEDULE (±10 %), never sooner than a `Retry-After` asks. A 410 answer, or 5 days without a single success, switches the subscription off (`is_active: false`, `disabled_reason`). Events: `mls.new_listing`, `property.published`, `property.rejected`; `mls.new_listing` reaches every agency's subscriptions, the others only the listing's own agency.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "url": "https://crm.example.com/hooks/mls",
-                     *       "events": [
-                     *         "mls.new_listing"
-                     *       ],
-                     *       "description": "CRM import"
-                     *     }
-                     */
-                    "application/json": {
-                        /** @description Where deliveries are POSTed: `https` (plain `http` only with ALLOW_PRIVATE_NETWORK), no credentials, a public host. */
-                        url: string;
-                        /** @description The event types to receive; at least one. Repeats are ignored. */
-                        events: ("mls.new_listing" | "property.published" | "property.rejected")[];
-                        description?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            url: string;
-                            events: string[];
-                            description: string | null;
-                            /** @description False once the service disabled it (see `disabled_reason`). */
-                            is_active: boolean;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:15:02.123+00:00
-                             */
-                            created_at: string;
-                            disabled_reason: string | null;
-                            disabled_at: string | null;
-                            /** @description The Standard Webhooks signing secret, `whsec_` + base64. Shown only in this response: store it now. */
-                            secret: string;
-                        };
-                    };
-                };
-                /** @description Malformed request (for example a body that is not JSON). */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Unsupported media type. */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3888,98 +567,7 @@ export interface paths {
          * Delete a subscription
          * @description Its pending deliveries are cancelled, and its delivery log goes with it.
          */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Deleted. */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3998,120 +586,7 @@ export interface paths {
          * Send a test event now
          * @description One immediate attempt of a `webhook.test` event, signed like any delivery, without retries; whatever the subscription’s events and state. Answers 200 with the log entry of the attempt, also when the receiver failed (see `status` and `error`).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            /** @description The event; also the `webhook-id` header of every attempt, as `msg_<event_id>`. */
-                            event_id: number;
-                            event_type: string;
-                            trigger: "event" | "test";
-                            /** @description 1 for the first attempt of a delivery, 2 for the first retry, … */
-                            attempt: number;
-                            /** @description `succeeded`: a 2xx answer. `pending`: this attempt failed and another is due at `next_attempt_at`. `failed`: this attempt failed and the delivery was given up. */
-                            status: "succeeded" | "failed" | "pending";
-                            response_status_code: number | null;
-                            response_body: string | null;
-                            error: string | null;
-                            duration_ms: number;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:15:02.123+00:00
-                             */
-                            created_at: string;
-                            next_attempt_at: string | null;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["sendTestWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4125,1215 +600,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Delivery history: one entry per attempt, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Page size, 1 to 100. */
-                    limit?: number;
-                    /** @description Number of items skipped. */
-                    offset?: number;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            items: {
-                                id: number;
-                                /** @description The event; also the `webhook-id` header of every attempt, as `msg_<event_id>`. */
-                                event_id: number;
-                                event_type: string;
-                                trigger: "event" | "test";
-                                /** @description 1 for the first attempt of a delivery, 2 for the first retry, … */
-                                attempt: number;
-                                /** @description `succeeded`: a 2xx answer. `pending`: this attempt failed and another is due at `next_attempt_at`. `failed`: this attempt failed and the delivery was given up. */
-                                status: "succeeded" | "failed" | "pending";
-                                response_status_code: number | null;
-                                response_body: string | null;
-                                error: string | null;
-                                duration_ms: number;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:15:02.123+00:00
-                                 */
-                                created_at: string;
-                                next_attempt_at: string | null;
-                            }[];
-                            total: number;
-                            limit: number;
-                            offset: number;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Rate limited; see Retry-After. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Delivery history: one entry per attempt, newest first
+         * @description Every attempt of every delivery to this subscription, test events included, with the receiver’s answer (first 4 KiB) or why it failed.
+         */
+        get: operations["listWebhookLogs"];
         put?: never;
         post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/admin/registrations": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List registration requests, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description State of the request. */
-                    status?: "pending" | "approved" | "rejected";
-                    /** @description Page size, 1 to 100. */
-                    limit?: number;
-                    /** @description Number of items skipped. */
-                    offset?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            items: {
-                                request_code: string;
-                                /**
-                                 * @description State of the request.
-                                 * @enum {unknown}
-                                 */
-                                status: "pending" | "approved" | "rejected";
-                                company_name: string;
-                                email: string;
-                                country: string;
-                                contact_name: string | null;
-                                phone: string | null;
-                                tenant_id: number | null;
-                                reject_reason: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:15:02.123+00:00
-                                 */
-                                created_at: string;
-                                decided_at: string | null;
-                            }[];
-                            /** @description Number of items matching the filters, over all pages. */
-                            total: number;
-                            limit: number;
-                            offset: number;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/admin/registrations/{request_code}/approve": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Approve a pending request: creates the tenant and its API key */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    request_code: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            request_code: string;
-                            /**
-                             * @description State of the request.
-                             * @enum {unknown}
-                             */
-                            status: "pending" | "approved" | "rejected";
-                            /** @description Present only when approved. */
-                            tenant_id?: number;
-                            /** @description Present only when approved. Starts with `mls_live_`; send it as `X-API-Key`. */
-                            api_key?: string;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflicts with the current state. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/admin/registrations/{request_code}/reject": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Reject a pending request */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    request_code: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Why; kept for the operators. */
-                        reason?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            request_code: string;
-                            /**
-                             * @description State of the request.
-                             * @enum {unknown}
-                             */
-                            status: "pending" | "approved" | "rejected";
-                            /** @description Present only when approved. */
-                            tenant_id?: number;
-                            /** @description Present only when approved. Starts with `mls_live_`; send it as `X-API-Key`. */
-                            api_key?: string;
-                        };
-                    };
-                };
-                /** @description Malformed request (for example a body that is not JSON). */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflicts with the current state. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/admin/cities": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Add a city */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "name": "Тюмень",
-                     *       "country": "RU",
-                     *       "region": "Тюменская область",
-                     *       "latitude": 57.153,
-                     *       "longitude": 65.5343
-                     *     }
-                     */
-                    "application/json": {
-                        name: string;
-                        country: string;
-                        region?: string | null;
-                        latitude?: number | null;
-                        longitude?: number | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            name: string;
-                            /** @description ISO 3166-1 alpha-2. */
-                            country: string;
-                            region: string | null;
-                            latitude: number | null;
-                            longitude: number | null;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflicts with the current state. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/admin/districts": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Add a district to a city */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "city_id": 1,
-                     *       "name": "Троицкий административный округ"
-                     *     }
-                     */
-                    "application/json": {
-                        city_id: number;
-                        name: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            city_id: number;
-                            name: string;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflicts with the current state. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/admin/residential-complexes": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Add a residential complex to a city */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "city_id": 1,
-                     *       "district_id": 6,
-                     *       "name": "Символ"
-                     *     }
-                     */
-                    "application/json": {
-                        city_id: number;
-                        district_id?: number | null;
-                        name: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: number;
-                            city_id: number;
-                            district_id: number | null;
-                            name: string;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflicts with the current state. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/admin/properties": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Listings of every agency in one status (default 1, waiting for review), with the check’s findings */
-        get: {
-            parameters: {
-                query?: {
-                    status_id?: number;
-                    /** @description Page size, 1 to 100. */
-                    limit?: number;
-                    /** @description Number of items skipped. */
-                    offset?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            items: {
-                                id: number;
-                                tenant_id: number;
-                                status_id: number;
-                                property_type_id: number;
-                                deal_type_id: number;
-                                price: number | null;
-                                city_id: number | null;
-                                description: string | null;
-                                attributes: {
-                                    [key: string]: string | number | boolean;
-                                };
-                                moderation: {
-                                    /**
-                                     * Format: date-time
-                                     * @example 2026-11-22T09:15:02.123+00:00
-                                     */
-                                    checked_at: string;
-                                    reasons: {
-                                        /** @example price_missing */
-                                        code: string;
-                                        field: string | null;
-                                        message: string;
-                                    }[];
-                                } | null;
-                                /** @description True until the automatic check has run. */
-                                waiting_for_check: boolean;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:15:02.123+00:00
-                                 */
-                                updated_at: string;
-                            }[];
-                            /** @description Number of items matching the filters, over all pages. */
-                            total: number;
-                            limit: number;
-                            offset: number;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/admin/properties/{id}/approve": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Publish a listing waiting for review; sends mls.new_listing */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Published. */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflicts with the current state. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/admin/properties/{id}/reject": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Reject a listing waiting for review, with a reason the agency sees */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        reason?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Rejected. */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Malformed request (for example a body that is not JSON). */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid key. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or not the caller’s. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflicts with the current state. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description What went wrong, as a sentence a person understands. */
-                            detail: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The request is well-formed but not valid; `errors` lists every problem. */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "detail": "Invalid body.email: must match format \"email\".",
-                         *       "errors": [
-                         *         {
-                         *           "loc": [
-                         *             "body",
-                         *             "email"
-                         *           ],
-                         *           "msg": "must match format \"email\""
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            detail: string;
-                            errors: {
-                                /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
-                                loc: (string | number)[];
-                                msg: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
         delete?: never;
         options?: never;
         head?: never;
@@ -5341,14 +614,2489 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "mls.new_listing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A listing was published on the MLS
+         * @description A listing was published on the MLS; sent to every agency subscribed to it. `data` is the listing as the catalogue shows it. Sent as a signed POST to the URL of every matching subscription (Standard Webhooks).
+         */
+        post: operations["receiveNewListing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "property.published": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One of your listings was published
+         * @description One of the agency’s listings passed the check (or an operator approved it) and is published. Sent as a signed POST to the URL of every matching subscription (Standard Webhooks).
+         */
+        post: operations["receivePropertyPublished"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "property.rejected": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One of your listings was rejected
+         * @description One of the agency’s listings failed the check (or an operator rejected it); `reasons` says why. Sent as a signed POST to the URL of every matching subscription (Standard Webhooks).
+         */
+        post: operations["receivePropertyRejected"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A test event sent on request
+         * @description Sent by `POST /webhooks/{id}/test`, once, whatever the subscription’s events. Sent as a signed POST to the URL of every matching subscription (Standard Webhooks).
+         */
+        post: operations["receiveTestEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
-    schemas: never;
-    responses: never;
+    schemas: {
+        /** ReferenceItem */
+        ReferenceItem: {
+            /** Format: int32 */
+            id: number;
+            name: string;
+        };
+        /** CatalogueItem */
+        CatalogueItem: {
+            /** Format: int32 */
+            id: number;
+            property_type: components["schemas"]["ReferenceItem"];
+            deal_type: components["schemas"]["ReferenceItem"];
+            city: components["schemas"]["ReferenceItem"];
+            district: components["schemas"]["ReferenceItem"] | null;
+            residential_complex: components["schemas"]["ReferenceItem"] | null;
+            price: number | null;
+            area: number | null;
+            rooms: number | null;
+            floor: number | null;
+            total_floors: number | null;
+            thumbnail_url: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            created_at: string;
+        };
+        /**
+         * NewListingEvent
+         * @description A listing was published on the MLS; sent to every agency subscribed to it. `data` is the listing as the catalogue shows it.
+         */
+        NewListingEvent: {
+            /** @enum {string} */
+            type: "mls.new_listing";
+            /**
+             * Format: date-time
+             * @description When the event happened (UTC, ending in Z); the same on every attempt.
+             */
+            timestamp: string;
+            data: components["schemas"]["CatalogueItem"];
+        };
+        /** PropertyPublishedData */
+        PropertyPublishedData: {
+            /** Format: int32 */
+            property_id: number;
+            /** @enum {number} */
+            status_id: 2;
+            status_name: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            published_at: string;
+            listing: components["schemas"]["CatalogueItem"];
+        };
+        /**
+         * PropertyPublishedEvent
+         * @description One of the agency’s listings passed the check (or an operator approved it) and is published.
+         */
+        PropertyPublishedEvent: {
+            /** @enum {string} */
+            type: "property.published";
+            /**
+             * Format: date-time
+             * @description When the event happened (UTC, ending in Z); the same on every attempt.
+             */
+            timestamp: string;
+            data: components["schemas"]["PropertyPublishedData"];
+        };
+        /**
+         * ModerationReasonCode
+         * @description What the internal check found; stable, for clients to act on.
+         * @enum {unknown}
+         */
+        ModerationReasonCode: "location_missing" | "price_missing" | "price_not_positive" | "floor_above_total_floors" | "areas_exceed_total" | "attribute_not_applicable" | "contacts_in_description" | "duplicate_listing" | "rejected_by_moderator";
+        /** ModerationReason */
+        ModerationReason: {
+            code: components["schemas"]["ModerationReasonCode"];
+            field: string | null;
+            message: string;
+        };
+        /** PropertyRejectedData */
+        PropertyRejectedData: {
+            /** Format: int32 */
+            property_id: number;
+            /** @enum {number} */
+            status_id: 3;
+            status_name: string;
+            reasons: components["schemas"]["ModerationReason"][];
+        };
+        /**
+         * PropertyRejectedEvent
+         * @description One of the agency’s listings failed the check (or an operator rejected it); `reasons` says why.
+         */
+        PropertyRejectedEvent: {
+            /** @enum {string} */
+            type: "property.rejected";
+            /**
+             * Format: date-time
+             * @description When the event happened (UTC, ending in Z); the same on every attempt.
+             */
+            timestamp: string;
+            data: components["schemas"]["PropertyRejectedData"];
+        };
+        /** TestEventData */
+        TestEventData: {
+            /** Format: int32 */
+            subscription_id: number;
+            message: string;
+        };
+        /**
+         * TestEvent
+         * @description Sent by `POST /webhooks/{id}/test`, once, whatever the subscription’s events.
+         */
+        TestEvent: {
+            /** @enum {string} */
+            type: "webhook.test";
+            /**
+             * Format: date-time
+             * @description When the event happened (UTC, ending in Z); the same on every attempt.
+             */
+            timestamp: string;
+            data: components["schemas"]["TestEventData"];
+        };
+        /** ServiceIndex */
+        ServiceIndex: {
+            name: string;
+            version: string;
+            description: string;
+            links: {
+                /**
+                 * Format: uri
+                 * @description The interactive API reference.
+                 */
+                docs: string;
+                /**
+                 * Format: uri
+                 * @description The OpenAPI 3.1 document.
+                 */
+                openapi: string;
+            };
+        };
+        /**
+         * Error
+         * @example {
+         *       "detail": "Invalid or missing API key"
+         *     }
+         */
+        Error: {
+            /** @description What went wrong, as a sentence a person understands. */
+            detail: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** HealthStatus */
+        HealthStatus: {
+            /** @enum {string} */
+            status: "ok" | "ready";
+        };
+        /**
+         * NotReady
+         * @description The database is unreachable, or migrations are still to be applied.
+         */
+        NotReady: {
+            /** @enum {string} */
+            status: "not_ready";
+            detail: string;
+        };
+        /**
+         * PropertyStatusCode
+         * @enum {unknown}
+         */
+        PropertyStatusCode: "pending_review" | "published" | "rejected" | "withdrawn" | "closed";
+        /** PropertyStatus */
+        PropertyStatus: {
+            /**
+             * Format: int32
+             * @description 1 На проверке, 2 Опубликовано, 3 Отклонено, 4 Снято с публикации, 5 Сделка закрыта.
+             */
+            id: number;
+            code: components["schemas"]["PropertyStatusCode"];
+            name: string;
+        };
+        /** City */
+        City: {
+            /** Format: int32 */
+            id: number;
+            name: string;
+            /** @description ISO 3166-1 alpha-2. */
+            country: string;
+            region: string | null;
+            latitude: number | null;
+            longitude: number | null;
+        };
+        /** FieldError */
+        FieldError: {
+            /** @description Where the problem is: the request part ("body", "query", "path", "header"), then the field path. */
+            loc: (string | number)[];
+            msg: string;
+        };
+        /**
+         * ValidationError
+         * @description The request is well-formed but not valid; `errors` lists every problem.
+         * @example {
+         *       "detail": "Invalid body.email: must match format \"email\".",
+         *       "errors": [
+         *         {
+         *           "loc": [
+         *             "body",
+         *             "email"
+         *           ],
+         *           "msg": "must match format \"email\""
+         *         }
+         *       ]
+         *     }
+         */
+        ValidationError: {
+            detail: string;
+            /** @description Every problem found, one per field. */
+            errors: components["schemas"]["FieldError"][];
+        };
+        /** District */
+        District: {
+            /** Format: int32 */
+            id: number;
+            /** Format: int32 */
+            city_id: number;
+            name: string;
+        };
+        /** ResidentialComplex */
+        ResidentialComplex: {
+            /** Format: int32 */
+            id: number;
+            /** Format: int32 */
+            city_id: number;
+            district_id: number | null;
+            name: string;
+        };
+        /**
+         * PropertyTypeName
+         * @description A property type, exact and case-sensitive.
+         * @enum {unknown}
+         */
+        PropertyTypeName: "Квартира" | "Дом" | "Таунхаус" | "Коммерция" | "Земля";
+        /** Attribute */
+        Attribute: {
+            name: string;
+            /** @enum {string} */
+            type: "number" | "integer" | "bool" | "enum";
+            allowed_values: string[] | null;
+            meaning: string;
+            /** @description The property types the attribute applies to; on others the internal check rejects it. */
+            property_types: components["schemas"]["PropertyTypeName"][];
+        };
+        /**
+         * RegistrationRequest
+         * @example {
+         *       "company_name": "Агентство «Новый дом»",
+         *       "email": "info@novydom.example",
+         *       "country": "RU",
+         *       "contact_name": "Мария Иванова",
+         *       "phone": "8 (912) 345-67-89"
+         *     }
+         */
+        RegistrationRequest: {
+            /** @description The agency’s name. */
+            company_name: string;
+            /**
+             * Format: email
+             * @description Contact e-mail; needed to read the request’s status.
+             */
+            email: string;
+            /**
+             * @description ISO 3166-1 alpha-2 country of the agency; phones of its owners are read as this country’s.
+             * @default RU
+             */
+            country?: string;
+            contact_name?: string;
+            /** @description Any usual format; normalised for `country`. */
+            phone?: string;
+        };
+        /** RegistrationCreated */
+        RegistrationCreated: {
+            /** @description Keep it: with the e-mail it reads the request’s status and, once approved, the API key. */
+            request_code: string;
+            /** @enum {string} */
+            status: "pending";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            created_at: string;
+        };
+        /** RegistrationPending */
+        RegistrationPending: {
+            /** @description The code of the registration request. */
+            request_code: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            status: "pending";
+        };
+        /**
+         * RegistrationApproved
+         * @example {
+         *       "request_code": "reg_3qJ0s1Yp8Zk2mW9xT4vB6nQe",
+         *       "status": "approved",
+         *       "tenant_id": 1,
+         *       "api_key": "mls_live_Qm9yaXNfcmVhbHR5X2tleV9leGFtcGxlXzAxMjM0NTY3"
+         *     }
+         */
+        RegistrationApproved: {
+            /** @description The code of the registration request. */
+            request_code: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            status: "approved";
+            /** Format: int32 */
+            tenant_id: number;
+            /** @description The tenant’s API key; send it as `X-API-Key`. */
+            api_key: string;
+        };
+        /** RegistrationRejected */
+        RegistrationRejected: {
+            /** @description The code of the registration request. */
+            request_code: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            status: "rejected";
+        };
+        /**
+         * RegistrationStatus
+         * @description The request’s state; an approved one carries the tenant’s id and API key.
+         */
+        RegistrationStatus: components["schemas"]["RegistrationPending"] | components["schemas"]["RegistrationApproved"] | components["schemas"]["RegistrationRejected"];
+        /** CataloguePage */
+        CataloguePage: {
+            items: components["schemas"]["CatalogueItem"][];
+            /**
+             * Format: int64
+             * @description Number of items matching the filters, over all pages.
+             */
+            total: number;
+            /** Format: int32 */
+            limit: number;
+            /** Format: int64 */
+            offset: number;
+        };
+        /** CatalogueProperty */
+        CatalogueProperty: {
+            /** Format: int32 */
+            id: number;
+            property_type: components["schemas"]["ReferenceItem"];
+            deal_type: components["schemas"]["ReferenceItem"];
+            city: components["schemas"]["ReferenceItem"];
+            district: components["schemas"]["ReferenceItem"] | null;
+            residential_complex: components["schemas"]["ReferenceItem"] | null;
+            price: number | null;
+            area: number | null;
+            rooms: number | null;
+            floor: number | null;
+            total_floors: number | null;
+            thumbnail_url: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            created_at: string;
+            description: string | null;
+            /** @description Attribute name → typed value, by the catalogue of `GET /attributes`. */
+            attributes: {
+                [key: string]: string | number | boolean;
+            };
+            images: string[];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            published_at: string;
+        };
+        /** Tenant */
+        Tenant: {
+            /** Format: int32 */
+            tenant_id: number;
+            company_name: string;
+            /** Format: email */
+            email: string;
+            /** @description ISO 3166-1 alpha-2. */
+            country: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            created_at: string;
+        };
+        /**
+         * DealTypeName
+         * @description A deal type, exact and case-sensitive.
+         * @enum {unknown}
+         */
+        DealTypeName: "Продажа" | "Долгосрочная аренда" | "Посуточная аренда";
+        /** OwnerInput */
+        OwnerInput: {
+            /** @description Full name of the owner. */
+            name: string;
+            /** @description Any usual format; normalised for the agency’s country (`8 (912) 345-67-89` → `+7 912 345-67-89`). Identifies the owner within the agency. */
+            phone: string;
+            notes?: string | null;
+        };
+        /** LocationInput */
+        LocationInput: {
+            /** Format: int32 */
+            city_id: number;
+            district_id?: number | null;
+            residential_complex_id?: number | null;
+            address?: string | null;
+            street?: string | null;
+            house_number?: string | null;
+            apartment_number?: string | null;
+            latitude?: (number | string) | null;
+            longitude?: (number | string) | null;
+        };
+        /**
+         * AttributeValue
+         * @description A value as text (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`), or the JSON number or boolean itself.
+         */
+        AttributeValue: string | number | boolean;
+        /**
+         * PropertySubmission
+         * @example {
+         *       "property_type": "Квартира",
+         *       "deal_type": "Продажа",
+         *       "price": 8500000,
+         *       "description": "Светлая двухкомнатная квартира с видом на парк.",
+         *       "owner": {
+         *         "name": "Иван Петров",
+         *         "phone": "8 (912) 345-67-89",
+         *         "notes": "Звонить после 18:00"
+         *       },
+         *       "location": {
+         *         "city_id": 1,
+         *         "district_id": 1,
+         *         "address": "Москва, ул. Тверская, д. 7, кв. 12",
+         *         "street": "Тверская",
+         *         "house_number": "7",
+         *         "apartment_number": "12",
+         *         "latitude": 55.7577,
+         *         "longitude": 37.6133
+         *       },
+         *       "attributes": {
+         *         "area": "54.5",
+         *         "rooms": "2",
+         *         "floor": "5",
+         *         "total_floors": "9",
+         *         "building_type": "Кирпичный",
+         *         "balcony": "Лоджия",
+         *         "elevator": "true"
+         *       }
+         *     }
+         */
+        PropertySubmission: {
+            property_type: components["schemas"]["PropertyTypeName"];
+            deal_type: components["schemas"]["DealTypeName"];
+            price?: (number | string) | null;
+            description?: string | null;
+            owner?: components["schemas"]["OwnerInput"] | null;
+            location?: components["schemas"]["LocationInput"] | null;
+            /** @description Attribute name → value, by the catalogue of `GET /attributes`. Values are strings as §2.2 says (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`); JSON numbers and booleans are accepted too. */
+            attributes?: {
+                [key: string]: components["schemas"]["AttributeValue"];
+            };
+        };
+        /**
+         * PropertyStatusName
+         * @description The name of a property status.
+         * @enum {unknown}
+         */
+        PropertyStatusName: "На проверке" | "Опубликовано" | "Отклонено" | "Снято с публикации" | "Сделка закрыта";
+        /** Owner */
+        Owner: {
+            /** Format: int32 */
+            id: number;
+            name: string;
+            /** @description International form, `+7 912 345-67-89`. */
+            phone: string;
+            notes: string | null;
+        };
+        /** Location */
+        Location: {
+            /** Format: int32 */
+            city_id: number;
+            district_id: number | null;
+            residential_complex_id: number | null;
+            address: string | null;
+            street: string | null;
+            house_number: string | null;
+            apartment_number: string | null;
+            latitude: number | null;
+            longitude: number | null;
+            city: components["schemas"]["ReferenceItem"];
+            district: components["schemas"]["ReferenceItem"] | null;
+            residential_complex: components["schemas"]["ReferenceItem"] | null;
+        };
+        /**
+         * ModerationResult
+         * @description The last internal check; null until one has run.
+         */
+        ModerationResult: {
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            checked_at: string;
+            reasons: components["schemas"]["ModerationReason"][];
+        };
+        /**
+         * Image
+         * @example {
+         *       "id": 7,
+         *       "property_id": 42,
+         *       "url": "http://localhost:3000/media/photos/3Jx0cQ9w7Ykq2mN5vB8aLg.jpg",
+         *       "sort_order": 0,
+         *       "created_at": "2026-11-22T09:15:02.123Z",
+         *       "thumbnail_url": "http://localhost:3000/media/photos/3Jx0cQ9w7Ykq2mN5vB8aLg-400.jpg",
+         *       "width": 2560,
+         *       "height": 1920
+         *     }
+         */
+        Image: {
+            /**
+             * Format: int32
+             * @description Image id.
+             */
+            id: number;
+            /**
+             * Format: int32
+             * @description The property it belongs to.
+             */
+            property_id: number;
+            /**
+             * Format: uri
+             * @description URL of the stored (re-encoded) photo.
+             */
+            url: string;
+            /**
+             * Format: int32
+             * @description Display position; 0 by default.
+             */
+            sort_order: number;
+            /**
+             * Format: date-time
+             * @description UTC, ending in Z.
+             */
+            created_at: string;
+            /**
+             * Format: uri
+             * @description URL of the small rendition (about 400 px wide).
+             */
+            thumbnail_url?: string;
+            /**
+             * Format: int32
+             * @description Width of the stored photo, px.
+             */
+            width?: number;
+            /**
+             * Format: int32
+             * @description Height of the stored photo, px.
+             */
+            height?: number;
+            /**
+             * Format: uri
+             * @description The address a photo added by URL was downloaded from.
+             */
+            source_url?: string;
+        };
+        /** Property */
+        Property: {
+            /** Format: int32 */
+            id: number;
+            /**
+             * Format: int32
+             * @description 1 На проверке, 2 Опубликовано, 3 Отклонено, 4 Снято с публикации, 5 Сделка закрыта.
+             */
+            status_id: number;
+            status_name: components["schemas"]["PropertyStatusName"];
+            property_type: components["schemas"]["PropertyTypeName"];
+            deal_type: components["schemas"]["DealTypeName"];
+            price: number | null;
+            description: string | null;
+            owner: components["schemas"]["Owner"] | null;
+            location: components["schemas"]["Location"] | null;
+            /** @description Attribute name → typed value. */
+            attributes: {
+                [key: string]: string | number | boolean;
+            };
+            moderation: components["schemas"]["ModerationResult"] | null;
+            /** @description In display order; at most IMAGE_MAX_PER_PROPERTY (50 by default). */
+            images: components["schemas"]["Image"][];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            updated_at: string;
+            published_at: string | null;
+        };
+        /** PropertyListItem */
+        PropertyListItem: {
+            /** Format: int32 */
+            id: number;
+            property_type: components["schemas"]["PropertyTypeName"];
+            deal_type: components["schemas"]["DealTypeName"];
+            price: number | null;
+            /**
+             * Format: int32
+             * @description 1 На проверке, 2 Опубликовано, 3 Отклонено, 4 Снято с публикации, 5 Сделка закрыта.
+             */
+            status_id: number;
+            status_name: components["schemas"]["PropertyStatusName"];
+            city: components["schemas"]["ReferenceItem"] | null;
+            district: components["schemas"]["ReferenceItem"] | null;
+            area: number | null;
+            rooms: number | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            updated_at: string;
+        };
+        /** PropertyPage */
+        PropertyPage: {
+            items: components["schemas"]["PropertyListItem"][];
+            /**
+             * Format: int64
+             * @description Number of items matching the filters, over all pages.
+             */
+            total: number;
+            /** Format: int32 */
+            limit: number;
+            /** Format: int64 */
+            offset: number;
+        };
+        /**
+         * PropertyPatch
+         * @description Only the fields sent change. `owner` and `location` are replaced whole (null removes them); `attributes` are merged, a null value removing that attribute.
+         * @example {
+         *       "price": 8200000,
+         *       "attributes": {
+         *         "condition": "Евроремонт",
+         *         "furniture": null
+         *       }
+         *     }
+         */
+        PropertyPatch: {
+            property_type?: components["schemas"]["PropertyTypeName"];
+            deal_type?: components["schemas"]["DealTypeName"];
+            price?: (number | string) | null;
+            description?: string | null;
+            owner?: components["schemas"]["OwnerInput"] | null;
+            location?: components["schemas"]["LocationInput"] | null;
+            /** @description Attribute name → value, by the catalogue of `GET /attributes`. Values are strings as §2.2 says (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`); JSON numbers and booleans are accepted too. Merged into the current attributes; null removes one. */
+            attributes?: {
+                [key: string]: components["schemas"]["AttributeValue"] | null;
+            };
+        };
+        /**
+         * StatusChange
+         * @example {
+         *       "status_id": 4
+         *     }
+         */
+        StatusChange: {
+            /**
+             * Format: int32
+             * @description 4 withdraw, 5 close, 1 resubmit.
+             */
+            status_id: number;
+        };
+        /**
+         * StatusConflict
+         * @example {
+         *       "detail": "A listing in status 1 cannot move to status 4; allowed moves from here: none.",
+         *       "allowed_moves": []
+         *     }
+         */
+        StatusConflict: {
+            detail: string;
+            /** @description The statuses the listing may move to from its current one; empty when none. */
+            allowed_moves: number[];
+        };
+        /** ImageUpload */
+        ImageUpload: {
+            /**
+             * Format: binary
+             * @description The photo: JPEG, PNG or WebP, decided from its bytes; at most IMAGE_MAX_BYTES (15 MiB by default).
+             */
+            file: Blob;
+            /** Format: int32 */
+            property_id: number;
+            /**
+             * Format: int32
+             * @description Display position; lower first, then by id.
+             * @default 0
+             */
+            sort_order?: number;
+        };
+        /** ImageFromUrl */
+        ImageFromUrl: {
+            /** Format: int32 */
+            property_id: number;
+            /** @description A public http(s) address of a JPEG, PNG or WebP photo. */
+            url: string;
+            /**
+             * Format: int32
+             * @description Display position; lower first, then by id.
+             */
+            sort_order?: number;
+        };
+        /** ImageUpdate */
+        ImageUpdate: {
+            /**
+             * Format: int32
+             * @description Display position; lower first, then by id.
+             */
+            sort_order: number;
+        };
+        /**
+         * WebhookEventType
+         * @description An event a subscription can receive.
+         */
+        WebhookEventType: "mls.new_listing" | "property.published" | "property.rejected";
+        /**
+         * WebhookCreate
+         * @example {
+         *       "url": "https://crm.example.com/hooks/mls",
+         *       "events": [
+         *         "mls.new_listing"
+         *       ],
+         *       "description": "CRM import"
+         *     }
+         */
+        WebhookCreate: {
+            /** @description Where deliveries are POSTed: `https` (plain `http` only with ALLOW_PRIVATE_NETWORK), no credentials, a public host. */
+            url: string;
+            /** @description The event types to receive; at least one. Repeats are ignored. */
+            events: components["schemas"]["WebhookEventType"][];
+            description?: string | null;
+        };
+        /** WebhookCreated */
+        WebhookCreated: {
+            /** Format: int32 */
+            id: number;
+            /**
+             * Format: uri
+             * @description Where deliveries are POSTed.
+             */
+            url: string;
+            events: components["schemas"]["WebhookEventType"][];
+            description: string | null;
+            /** @description False once the service disabled it (see `disabled_reason`). */
+            is_active: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            created_at: string;
+            disabled_reason: string | null;
+            disabled_at: string | null;
+            /** @description The Standard Webhooks signing secret, `whsec_` + base64. Shown only in this response: store it now. */
+            secret: string;
+        };
+        /** Webhook */
+        Webhook: {
+            /** Format: int32 */
+            id: number;
+            /**
+             * Format: uri
+             * @description Where deliveries are POSTed.
+             */
+            url: string;
+            events: components["schemas"]["WebhookEventType"][];
+            description: string | null;
+            /** @description False once the service disabled it (see `disabled_reason`). */
+            is_active: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            created_at: string;
+            disabled_reason: string | null;
+            disabled_at: string | null;
+        };
+        /**
+         * DeliveredEventType
+         * @description The type of a delivered event: a subscribable one, or `webhook.test`.
+         * @enum {unknown}
+         */
+        DeliveredEventType: "mls.new_listing" | "property.published" | "property.rejected" | "webhook.test";
+        /** WebhookLogEntry */
+        WebhookLogEntry: {
+            /** Format: int32 */
+            id: number;
+            /**
+             * Format: int32
+             * @description The event; also the `webhook-id` header of every attempt, as `msg_<event_id>`.
+             */
+            event_id: number;
+            event_type: components["schemas"]["DeliveredEventType"];
+            /**
+             * @description `event`: a delivery of an event; `test`: sent by the test route.
+             * @enum {string}
+             */
+            trigger: "event" | "test";
+            /**
+             * Format: int32
+             * @description 1 for the first attempt of a delivery, 2 for the first retry, …
+             */
+            attempt: number;
+            /**
+             * @description `succeeded`: a 2xx answer. `pending`: this attempt failed and another is due at `next_attempt_at`. `failed`: this attempt failed and the delivery was given up.
+             * @enum {string}
+             */
+            status: "succeeded" | "failed" | "pending";
+            response_status_code: number | null;
+            response_body: string | null;
+            error: string | null;
+            /** Format: int32 */
+            duration_ms: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            created_at: string;
+            next_attempt_at: string | null;
+        };
+        /** WebhookLogPage */
+        WebhookLogPage: {
+            items: components["schemas"]["WebhookLogEntry"][];
+            /**
+             * Format: int64
+             * @description Number of items matching the filters, over all pages.
+             */
+            total: number;
+            /** Format: int32 */
+            limit: number;
+            /** Format: int64 */
+            offset: number;
+        };
+    };
+    responses: {
+        /** @description Malformed request (for example a body that is not JSON). */
+        BadRequest: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Missing or invalid key. */
+        Unauthorized: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Not found, or not the caller’s. */
+        NotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Conflicts with the current state. */
+        Conflict: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Too large. */
+        PayloadTooLarge: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Unsupported media type. */
+        UnsupportedMediaType: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Validation failed. */
+        ValidationFailed: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ValidationError"];
+            };
+        };
+        /** @description Rate limited; see Retry-After. */
+        TooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Something went wrong on our side; the error has been logged. */
+        InternalError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+        Unavailable: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Seconds to wait before retrying. */
+        "Retry-After": number;
+        /** @description Requests allowed in the current window. */
+        "RateLimit-Limit": number;
+        /** @description Requests left in the current window. */
+        "RateLimit-Remaining": number;
+        /** @description Seconds until the window resets. */
+        "RateLimit-Reset": number;
+        /** @description The tag of this answer, for If-None-Match. */
+        ETag: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    getServiceIndex: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceIndex"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+        };
+    };
+    checkHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HealthStatus"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+        };
+    };
+    checkReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HealthStatus"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            /** @description The database is unreachable, or migrations are still to be applied. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotReady"];
+                };
+            };
+        };
+    };
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The Prometheus text exposition format. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listPropertyTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    /** @description Caches may keep the answer this long. */
+                    "Cache-Control"?: "public, max-age=300";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReferenceItem"][];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listDealTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    /** @description Caches may keep the answer this long. */
+                    "Cache-Control"?: "public, max-age=300";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReferenceItem"][];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listPropertyStatuses: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    /** @description Caches may keep the answer this long. */
+                    "Cache-Control"?: "public, max-age=300";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PropertyStatus"][];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listCities: {
+        parameters: {
+            query?: {
+                /** @description ISO 3166-1 alpha-2. */
+                country?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    /** @description Caches may keep the answer this long. */
+                    "Cache-Control"?: "public, max-age=300";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["City"][];
+                };
+            };
+            /** @description Validation failed. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listDistricts: {
+        parameters: {
+            query?: {
+                city_id?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    /** @description Caches may keep the answer this long. */
+                    "Cache-Control"?: "public, max-age=300";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["District"][];
+                };
+            };
+            /** @description Validation failed. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listResidentialComplexes: {
+        parameters: {
+            query?: {
+                city_id?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    /** @description Caches may keep the answer this long. */
+                    "Cache-Control"?: "public, max-age=300";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResidentialComplex"][];
+                };
+            };
+            /** @description Validation failed. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    /** @description Caches may keep the answer this long. */
+                    "Cache-Control"?: "public, max-age=300";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["City"];
+                };
+            };
+            /** @description Not found, or not the caller’s. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getDistrict: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    /** @description Caches may keep the answer this long. */
+                    "Cache-Control"?: "public, max-age=300";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["District"];
+                };
+            };
+            /** @description Not found, or not the caller’s. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getResidentialComplex: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    /** @description Caches may keep the answer this long. */
+                    "Cache-Control"?: "public, max-age=300";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResidentialComplex"];
+                };
+            };
+            /** @description Not found, or not the caller’s. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAttributes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    /** @description Caches may keep the answer this long. */
+                    "Cache-Control"?: "public, max-age=300";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Attribute"][];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    registerTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RegistrationRequest"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    /** @description Where to read the request’s status, `/tenants/register/{request_code}` (add `?email=`). */
+                    Location?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RegistrationCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getRegistrationStatus: {
+        parameters: {
+            query: {
+                /** @description The e-mail given at registration (any letter case). */
+                email: string;
+            };
+            header?: never;
+            path: {
+                request_code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request’s state; an approved one carries the tenant’s id and API key. */
+            200: {
+                headers: {
+                    /** @description The answer may carry an API key: never cached. */
+                    "Cache-Control"?: "no-store";
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RegistrationStatus"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    searchCatalogue: {
+        parameters: {
+            query?: {
+                city_id?: number;
+                property_type_id?: number;
+                deal_type_id?: number;
+                tenant_id?: number;
+                /** @description Minimum price, inclusive. */
+                min_price?: number;
+                /** @description Maximum price, inclusive. */
+                max_price?: number;
+                district_id?: number;
+                residential_complex_id?: number;
+                /** @description Exact number of rooms. */
+                rooms?: number;
+                /** @description Minimum total area, m², inclusive. */
+                min_area?: number;
+                /** @description Maximum total area, m², inclusive. */
+                max_area?: number;
+                /** @description Newest first by default. */
+                sort?: "created_desc" | "price_asc" | "price_desc";
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Number of items skipped. */
+                offset?: number;
+            };
+            header?: {
+                /** @description An ETag this client holds (a list, weak tags and `*` work too): a 304 while it is current. */
+                "if-none-match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    /** @description Caches may keep the answer this long. */
+                    "Cache-Control"?: "public, max-age=30";
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CataloguePage"];
+                };
+            };
+            /** @description Not modified: If-None-Match lists the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    /** @description Caches may keep the answer this long. */
+                    "Cache-Control"?: "public, max-age=30";
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCatalogueProperty: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An ETag this client holds (a list, weak tags and `*` work too): a 304 while it is current. */
+                "if-none-match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    /** @description Caches may keep the answer this long. */
+                    "Cache-Control"?: "public, max-age=30";
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogueProperty"];
+                };
+            };
+            /** @description Not modified: If-None-Match lists the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    /** @description Caches may keep the answer this long. */
+                    "Cache-Control"?: "public, max-age=30";
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCurrentTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listProperties: {
+        parameters: {
+            query?: {
+                /** @description Only listings in this status. */
+                status_id?: number;
+                property_type?: components["schemas"]["PropertyTypeName"];
+                deal_type?: components["schemas"]["DealTypeName"];
+                city_id?: number;
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Number of items skipped. */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PropertyPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createProperty: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body within 24 h replays the first response. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PropertySubmission"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    /** @description The new property, `/properties/{id}`. */
+                    Location?: string;
+                    /** @description `true` when this answer replays the first response to the same `Idempotency-Key` and body. */
+                    "Idempotent-Replayed"?: "true";
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Property"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getProperty: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Property"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteProperty: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateProperty: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PropertyPatch"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Property"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    changePropertyStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StatusChange"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Property"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description The move is not allowed from the current status; `allowed_moves` lists those that are. */
+            409: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StatusConflict"];
+                };
+            };
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listImages: {
+        parameters: {
+            query?: {
+                /** @description Only this property’s photos. */
+                property_id?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Image"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    addImageFromUrl: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ImageFromUrl"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    /** @description The new photo, `/property-images/{image_id}`. */
+                    Location?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Image"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    uploadImage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["ImageUpload"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    /** @description The new photo, `/property-images/{image_id}`. */
+                    Location?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Image"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getImage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                image_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Image"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateImage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                image_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ImageUpdate"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Image"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteImage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                image_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCreate"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    /** @description The new subscription, `/webhooks/{id}`. */
+                    Location?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    sendTestWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookLogEntry"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listWebhookLogs: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Number of items skipped. */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookLogPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    receiveNewListing: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in Unix seconds; refuse a delivery far from your clock (Standard Webhooks allows 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription’s secret (the base64 after `whsec_`). Any Standard Webhooks library verifies it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewListingEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the service switches the subscription off and stops delivering to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered. Any 2xx answer counts; its body is kept (first 4 KiB) in the delivery log. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, redirects included, fails the attempt: it is retried after the delays of WEBHOOK_RETRY_SCHEDULE, never sooner than a `Retry-After` header asks. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receivePropertyPublished: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in Unix seconds; refuse a delivery far from your clock (Standard Webhooks allows 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription’s secret (the base64 after `whsec_`). Any Standard Webhooks library verifies it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PropertyPublishedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the service switches the subscription off and stops delivering to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered. Any 2xx answer counts; its body is kept (first 4 KiB) in the delivery log. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, redirects included, fails the attempt: it is retried after the delays of WEBHOOK_RETRY_SCHEDULE, never sooner than a `Retry-After` header asks. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receivePropertyRejected: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in Unix seconds; refuse a delivery far from your clock (Standard Webhooks allows 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription’s secret (the base64 after `whsec_`). Any Standard Webhooks library verifies it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PropertyRejectedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the service switches the subscription off and stops delivering to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered. Any 2xx answer counts; its body is kept (first 4 KiB) in the delivery log. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, redirects included, fails the attempt: it is retried after the delays of WEBHOOK_RETRY_SCHEDULE, never sooner than a `Retry-After` header asks. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveTestEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in Unix seconds; refuse a delivery far from your clock (Standard Webhooks allows 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription’s secret (the base64 after `whsec_`). Any Standard Webhooks library verifies it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TestEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the service switches the subscription off and stops delivering to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered. Any 2xx answer counts; its body is kept (first 4 KiB) in the delivery log. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, redirects included, fails the attempt: it is retried after the delays of WEBHOOK_RETRY_SCHEDULE, never sooner than a `Retry-After` header asks. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+}

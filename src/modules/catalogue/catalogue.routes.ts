@@ -3,7 +3,7 @@ import fresh from 'fresh'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { FastifyReply } from 'fastify'
-import { errorResponses } from '../../lib/schemas.js'
+import { rateLimited, rateLimitedErrorResponses, rateLimitHeaders, type ResponseHeaders, header } from '../../lib/schemas.js'
 import type { CatalogueAnswer } from './catalogue.service.js'
 import { CatalogueDetail, CatalogueIdParams, CataloguePage, CatalogueQuery } from './catalogue.schemas.js'
 
@@ -17,13 +17,19 @@ const catalogue = { tags: ['Catalogue'] }
  * make (fastify-swagger reads `headers` of a response; serialization ignores them).
  */
 const ConditionalRequest = Type.Object({
-  'if-none-match': Type.Optional(Type.String({ description: 'An ETag this client holds (a list, weak tags and `*` work too): a 304 while it is current.' })),
+  'if-none-match': Type.Optional(
+    Type.String({ maxLength: 2000, description: 'An ETag this client holds (a list, weak tags and `*` work too): a 304 while it is current.' }),
+  ),
 })
-const cachingHeaders = {
-  etag: { type: 'string', description: 'The tag of this answer, for If-None-Match.' },
-  'cache-control': { type: 'string', description: `\`${CACHE_CONTROL}\`` },
+const cachingHeaders: ResponseHeaders = {
+  ETag: header('The tag of this answer, for If-None-Match.', { type: 'string', pattern: '^"[A-Za-z0-9+/=]+"$', maxLength: 100 }),
+  'Cache-Control': header('Caches may keep the answer this long.', { type: 'string', enum: [CACHE_CONTROL] }),
 }
-const NotModified = { type: 'null', description: 'Not modified: If-None-Match lists the current ETag. No body.', headers: cachingHeaders }
+const NotModified = {
+  type: 'null',
+  description: 'Not modified: If-None-Match lists the current ETag. No body.',
+  headers: { ...cachingHeaders, ...rateLimitHeaders },
+}
 
 /** An answer as it was serialised, with its ETag (which @fastify/etag then honours for 304). */
 function send(reply: FastifyReply, answer: CatalogueAnswer): Buffer {
@@ -55,6 +61,7 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...catalogue,
+        operationId: 'searchCatalogue',
         summary: 'Search the published listings',
         description:
           'Newest first unless `sort` says otherwise. Any `offset` is served; past the last match the page is empty. ' +
@@ -62,7 +69,7 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'about 1.5 ms at 10,000 and 100 ms at 850,000 on a million listings. Narrowing the search with filters is faster.',
         querystring: CatalogueQuery,
         headers: ConditionalRequest,
-        response: { 200: { ...CataloguePage, headers: cachingHeaders }, 304: NotModified, ...errorResponses(422, 429) },
+        response: { 200: rateLimited(CataloguePage, cachingHeaders), 304: NotModified, ...rateLimitedErrorResponses(422, 429) },
       },
     },
     async (request, reply) => send(reply, await app.services.catalogue.search(request.query, (page) => reply.serialize(page) as string)),
@@ -73,10 +80,13 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...catalogue,
+        operationId: 'getCatalogueProperty',
         summary: 'One published listing',
+        description:
+          'The catalogue item with the description, typed attributes, photo URLs and publication time; never the owner or the agency’s contacts. A listing that is not published answers 404 `Property not found`.',
         params: CatalogueIdParams,
         headers: ConditionalRequest,
-        response: { 200: { ...CatalogueDetail, headers: cachingHeaders }, 304: NotModified, ...errorResponses(404, 422, 429) },
+        response: { 200: rateLimited(CatalogueDetail, cachingHeaders), 304: NotModified, ...rateLimitedErrorResponses(404, 422, 429) },
       },
     },
     async (request, reply) => send(reply, await app.services.catalogue.detail(request.params.id, (detail) => reply.serialize(detail) as string)),

@@ -1,53 +1,64 @@
 import { Type, type Static } from 'typebox'
-import { Id, Named, Nullable, Page, PageQuery, Timestamp } from '../../lib/schemas.js'
+import { Id, Int32, Named, Nullable, Page, PageQuery, Timestamp, Url } from '../../lib/schemas.js'
+
+const Amount = (description: string) => Type.Number({ minimum: 0, description })
 
 /** §2.4 to the letter: never an owner, a phone, an e-mail or a tenant's contact. */
-export const CatalogueItem = Type.Object({
-  id: Type.Integer(),
-  property_type: Named,
-  deal_type: Named,
-  city: Named,
-  district: Nullable(Named),
-  residential_complex: Nullable(Named),
-  price: Nullable(Type.Number()),
-  area: Nullable(Type.Number()),
-  rooms: Nullable(Type.Integer()),
-  floor: Nullable(Type.Integer()),
-  total_floors: Nullable(Type.Integer()),
-  thumbnail_url: Nullable(Type.String({ description: 'Small rendition of the first photo, or null.' })),
-  created_at: Timestamp,
-})
+export const CatalogueItem = Type.Object(
+  {
+    id: Id,
+    property_type: Named,
+    deal_type: Named,
+    city: Named,
+    district: Nullable(Named),
+    residential_complex: Nullable(Named),
+    price: Nullable(Amount('Price.')),
+    area: Nullable(Amount('Total area, m².')),
+    rooms: Nullable(Int32({ minimum: 0 })),
+    floor: Nullable(Int32()),
+    total_floors: Nullable(Int32()),
+    thumbnail_url: Nullable(Url('Small rendition of the first photo, or null.')),
+    created_at: Timestamp,
+  },
+  { title: 'CatalogueItem' },
+)
 export type CatalogueItem = Static<typeof CatalogueItem>
 
 /** D6: §2.4 plus the listing's description, attributes, photo URLs and publication time. */
-export const CatalogueDetail = Type.Object({
-  ...CatalogueItem.properties,
-  description: Nullable(Type.String()),
-  attributes: Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean()])),
-  images: Type.Array(Type.String({ description: 'Photo URL, in display order.' })),
-  published_at: Timestamp,
-})
+export const CatalogueDetail = Type.Object(
+  {
+    ...CatalogueItem.properties,
+    description: Nullable(Type.String({ maxLength: 10_000 })),
+    attributes: Type.Record(Type.String(), Type.Union([Type.String({ maxLength: 1000 }), Type.Number(), Type.Boolean()]), {
+      maxProperties: 100,
+      description: 'Attribute name → typed value, by the catalogue of `GET /attributes`.',
+    }),
+    images: Type.Array(Url('Photo URL, in display order.'), { maxItems: 10_000 }),
+    published_at: Timestamp,
+  },
+  { title: 'CatalogueProperty' },
+)
 export type CatalogueDetail = Static<typeof CatalogueDetail>
 
-export const CataloguePage = Page(CatalogueItem)
+export const CataloguePage = Page(CatalogueItem, 'CataloguePage')
 
-const Amount = (description: string) => Type.Optional(Type.Number({ minimum: 0, description }))
+const AmountFilter = (description: string) => Type.Optional(Type.Number({ minimum: 0, description }))
 
 export const catalogueSorts = ['created_desc', 'price_asc', 'price_desc'] as const
 
 export const CatalogueQuery = Type.Object({
   city_id: Type.Optional(Id),
-  property_type_id: Type.Optional(Type.Integer({ minimum: 1, maximum: 32767 })),
-  deal_type_id: Type.Optional(Type.Integer({ minimum: 1, maximum: 32767 })),
+  property_type_id: Type.Optional(Int32({ minimum: 1, maximum: 32767 })),
+  deal_type_id: Type.Optional(Int32({ minimum: 1, maximum: 32767 })),
   tenant_id: Type.Optional(Id),
-  min_price: Amount('Minimum price, inclusive.'),
-  max_price: Amount('Maximum price, inclusive.'),
+  min_price: AmountFilter('Minimum price, inclusive.'),
+  max_price: AmountFilter('Maximum price, inclusive.'),
   district_id: Type.Optional(Id),
   residential_complex_id: Type.Optional(Id),
-  rooms: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000, description: 'Exact number of rooms.' })),
-  min_area: Amount('Minimum total area, m², inclusive.'),
-  max_area: Amount('Maximum total area, m², inclusive.'),
-  sort: Type.Optional(Type.Enum([...catalogueSorts], { default: 'created_desc', description: 'Newest first by default.' })),
+  rooms: Type.Optional(Int32({ minimum: 0, maximum: 1000, description: 'Exact number of rooms.' })),
+  min_area: AmountFilter('Minimum total area, m², inclusive.'),
+  max_area: AmountFilter('Maximum total area, m², inclusive.'),
+  sort: Type.Optional(Type.Enum([...catalogueSorts], { type: 'string', default: 'created_desc', description: 'Newest first by default.' })),
   ...PageQuery,
 })
 export type CatalogueQuery = Static<typeof CatalogueQuery>

@@ -1,6 +1,7 @@
 import multipart from '@fastify/multipart'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errorResponses } from '../../lib/schemas.js'
+import { Type } from 'typebox'
+import { locationHeader, rateLimited, rateLimitedErrorResponses, rateLimitHeaders } from '../../lib/schemas.js'
 import { apiKeySecurity } from '../../plugins/auth.js'
 import { ImageByUrl, ImageIdParams, ImageListQuery, ImageUpdate, ImageUploadForm, PropertyImage } from './images.schemas.js'
 import { readUploadForm } from './photo-upload.js'
@@ -18,10 +19,11 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'listImages',
         summary: 'The agency’s photos, by property and display order',
         description: 'A plain array (no wrapper), ordered by property, `sort_order`, id.',
         querystring: ImageListQuery,
-        response: { 200: { type: 'array', items: PropertyImage }, ...errorResponses(401, 422, 429) },
+        response: { 200: rateLimited(Type.Array(PropertyImage)), ...rateLimitedErrorResponses(401, 422, 429) },
       },
     },
     async (request) => app.services.images.list(request.tenant.id, request.query.property_id),
@@ -32,11 +34,15 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'uploadImage',
         summary: 'Upload a photo of one of the agency’s properties',
         description: `multipart/form-data with \`file\` (JPEG, PNG or WebP, decided from the bytes; at most ${maxBytes} bytes and ${app.config.images.maxPixels} pixels), \`property_id\` and \`sort_order\` (default 0). The photo is re-encoded without metadata (no EXIF or GPS) and oriented; a ${400} px thumbnail is made. At most ${app.config.images.perProperty} photos per property.`,
         consumes: ['multipart/form-data'],
         body: ImageUploadForm,
-        response: { 201: PropertyImage, ...errorResponses(401, 404, 413, 415, 422, 429, 503) },
+        response: {
+          201: rateLimited(PropertyImage, locationHeader('The new photo, `/property-images/{image_id}`.')),
+          ...rateLimitedErrorResponses(401, 404, 413, 415, 422, 429),
+        },
       },
       // The body is a stream read by the handler; the schema above documents it.
       validatorCompiler: () => () => true,
@@ -52,11 +58,15 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'addImageFromUrl',
         summary: 'Add a photo by URL',
         description:
           'The service downloads the photo (10 s, size-capped, at most 3 redirects; only public addresses) and treats it as an upload. `source_url` keeps the address. A failed download, or an answer that is not a JPEG, PNG or WebP photo, is a 422 saying why.',
         body: ImageByUrl,
-        response: { 201: PropertyImage, ...errorResponses(400, 401, 404, 413, 415, 422, 429, 503) },
+        response: {
+          201: rateLimited(PropertyImage, locationHeader('The new photo, `/property-images/{image_id}`.')),
+          ...rateLimitedErrorResponses(400, 401, 404, 413, 415, 422, 429),
+        },
       },
     },
     async (request, reply) => {
@@ -71,9 +81,11 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'getImage',
         summary: 'One photo',
+        description: 'A photo of another agency’s property answers 404, exactly like one that does not exist.',
         params: ImageIdParams,
-        response: { 200: PropertyImage, ...errorResponses(401, 404, 422, 429) },
+        response: { 200: rateLimited(PropertyImage), ...rateLimitedErrorResponses(401, 404, 422, 429) },
       },
     },
     async (request) => app.services.images.get(request.tenant.id, request.params.image_id),
@@ -84,10 +96,12 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'updateImage',
         summary: 'Change a photo’s display position',
+        description: 'Photos are shown by `sort_order`, then by id; the catalogue’s thumbnail is the first of them.',
         params: ImageIdParams,
         body: ImageUpdate,
-        response: { 200: PropertyImage, ...errorResponses(400, 401, 404, 415, 422, 429) },
+        response: { 200: rateLimited(PropertyImage), ...rateLimitedErrorResponses(400, 401, 404, 415, 422, 429) },
       },
     },
     async (request) => app.services.images.updateSortOrder(request.tenant.id, request.params.image_id, request.body.sort_order),
@@ -98,9 +112,11 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'deleteImage',
         summary: 'Delete a photo and its files',
+        description: 'The photo and its small rendition are removed from storage.',
         params: ImageIdParams,
-        response: { 204: { type: 'null', description: 'Deleted.' }, ...errorResponses(401, 404, 422, 429) },
+        response: { 204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders }, ...rateLimitedErrorResponses(401, 404, 422, 429) },
       },
     },
     async (request, reply) => {

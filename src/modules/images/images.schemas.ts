@@ -1,24 +1,25 @@
 import { Type, type Static } from 'typebox'
-import { Id } from '../../lib/schemas.js'
+import { Id, Int32, Url } from '../../lib/schemas.js'
 
 /** A sort_order is a 32-bit integer (the column's range). */
 export const SORT_ORDER_RANGE = { min: -2_147_483_648, max: 2_147_483_647 }
-const SortOrder = Type.Integer({ minimum: SORT_ORDER_RANGE.min, maximum: SORT_ORDER_RANGE.max, description: 'Display position; lower first, then by id.' })
+const SortOrder = Int32({ minimum: SORT_ORDER_RANGE.min, maximum: SORT_ORDER_RANGE.max, description: 'Display position; lower first, then by id.' })
 
 /** §2.1 exactly, plus the optional fields of D7. */
 export const PropertyImage = Type.Object(
   {
-    id: Type.Integer({ description: 'Image id.' }),
-    property_id: Type.Integer({ description: 'The property it belongs to.' }),
-    url: Type.String({ description: 'URL of the stored (re-encoded) photo.' }),
-    sort_order: Type.Integer({ description: 'Display position; 0 by default.' }),
-    created_at: Type.String({ format: 'date-time', description: 'UTC, ending in Z.' }),
-    thumbnail_url: Type.Optional(Type.String({ description: `URL of the small rendition (about 400 px wide).` })),
-    width: Type.Optional(Type.Integer({ description: 'Width of the stored photo, px.' })),
-    height: Type.Optional(Type.Integer({ description: 'Height of the stored photo, px.' })),
-    source_url: Type.Optional(Type.String({ description: 'The address a photo added by URL was downloaded from.' })),
+    id: { ...Id, description: 'Image id.' },
+    property_id: { ...Id, description: 'The property it belongs to.' },
+    url: Url('URL of the stored (re-encoded) photo.'),
+    sort_order: Int32({ description: 'Display position; 0 by default.' }),
+    created_at: Type.String({ format: 'date-time', maxLength: 40, description: 'UTC, ending in Z.' }),
+    thumbnail_url: Type.Optional(Url('URL of the small rendition (about 400 px wide).')),
+    width: Type.Optional(Int32({ minimum: 1, description: 'Width of the stored photo, px.' })),
+    height: Type.Optional(Int32({ minimum: 1, description: 'Height of the stored photo, px.' })),
+    source_url: Type.Optional(Url('The address a photo added by URL was downloaded from.')),
   },
   {
+    title: 'Image',
     examples: [
       {
         id: 7,
@@ -47,15 +48,26 @@ export const ImageByUrl = Type.Object(
     url: Type.String({ minLength: 1, maxLength: 2048, description: 'A public http(s) address of a JPEG, PNG or WebP photo.' }),
     sort_order: Type.Optional(SortOrder),
   },
-  { additionalProperties: false },
+  { title: 'ImageFromUrl', additionalProperties: false },
 )
 export type ImageByUrl = Static<typeof ImageByUrl>
 
-export const ImageUpdate = Type.Object({ sort_order: SortOrder }, { additionalProperties: false })
+export const ImageUpdate = Type.Object({ sort_order: SortOrder }, { title: 'ImageUpdate', additionalProperties: false })
 
-/** Documentation of the multipart body (parsed by the route itself, as a stream). */
-export const ImageUploadForm = Type.Object({
-  file: Type.String({ format: 'binary', description: 'The photo: JPEG, PNG or WebP, decided from its bytes.' }),
-  property_id: Type.Integer({ minimum: 1 }),
-  sort_order: Type.Optional(Type.Integer({ default: 0 })),
-})
+/**
+ * Documentation of the multipart body (parsed by the route itself, as a stream). The file is
+ * binary content (`contentMediaType`), with `format: binary` too, which generators read as a Blob.
+ */
+export const ImageUploadForm = Type.Object(
+  {
+    file: Type.String({
+      format: 'binary',
+      contentMediaType: 'application/octet-stream',
+      maxLength: 1024 * 1024 * 1024,
+      description: 'The photo: JPEG, PNG or WebP, decided from its bytes; at most IMAGE_MAX_BYTES (15 MiB by default).',
+    }),
+    property_id: Id,
+    sort_order: Type.Optional({ ...SortOrder, default: 0 }),
+  },
+  { title: 'ImageUpload' },
+)

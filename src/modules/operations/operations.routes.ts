@@ -1,19 +1,24 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { errorResponses, Url } from '../../lib/schemas.js'
 import { SERVICE_NAME, SERVICE_VERSION } from '../../lib/service-info.js'
 
-const Status = Type.Object({ status: Type.String() })
+const Status = Type.Object({ status: Type.Enum(['ok', 'ready'], { type: 'string' }) }, { title: 'HealthStatus' })
+const NotReady = Type.Object(
+  { status: Type.Literal('not_ready'), detail: Type.String({ maxLength: 2000 }) },
+  { title: 'NotReady', description: 'The database is unreachable, or migrations are still to be applied.' },
+)
 const ops = { tags: ['Operations'] }
 
-const ServiceIndex = Type.Object({
-  name: Type.String(),
-  version: Type.String(),
-  description: Type.String(),
-  links: Type.Object({
-    docs: Type.String({ description: 'The interactive API reference.' }),
-    openapi: Type.String({ description: 'The OpenAPI 3.1 document.' }),
-  }),
-})
+const ServiceIndex = Type.Object(
+  {
+    name: Type.String({ maxLength: 100 }),
+    version: Type.String({ maxLength: 50 }),
+    description: Type.String({ maxLength: 500 }),
+    links: Type.Object({ docs: Url('The interactive API reference.'), openapi: Url('The OpenAPI 3.1 document.') }),
+  },
+  { title: 'ServiceIndex' },
+)
 
 /** The service's front door, liveness, readiness and metrics for orchestrators and Prometheus. */
 const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -23,17 +28,43 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     description: 'An open multiple listing service for real-estate agencies.',
     links: { docs: `${app.config.publicBaseUrl}/docs`, openapi: `${app.config.publicBaseUrl}/openapi.json` },
   }
-  app.get('/', { schema: { ...ops, summary: 'What this service is, and where its documentation is', response: { 200: ServiceIndex } } }, async () => index)
+  app.get(
+    '/',
+    {
+      schema: {
+        ...ops,
+        operationId: 'getServiceIndex',
+        summary: 'What this service is, and where its documentation is',
+        description: 'The service’s name and version, with links to the interactive reference and the OpenAPI document.',
+        response: { 200: ServiceIndex, 500: errorResponses()[500] },
+      },
+    },
+    async () => index,
+  )
 
-  app.get('/healthz', { schema: { ...ops, summary: 'The process is up', response: { 200: Status } } }, async () => ({ status: 'ok' }))
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        ...ops,
+        operationId: 'checkHealth',
+        summary: 'The process is up',
+        description: 'Answers without touching the database: for liveness probes.',
+        response: { 200: Status, 500: errorResponses()[500] },
+      },
+    },
+    async () => ({ status: 'ok' }),
+  )
 
   app.get(
     '/readyz',
     {
       schema: {
         ...ops,
+        operationId: 'checkReadiness',
         summary: 'The database is reachable and fully migrated',
-        response: { 200: Status, 503: Type.Object({ status: Type.String(), detail: Type.String() }) },
+        description: 'For readiness probes: 200 once the database answers and every migration is applied, 503 otherwise.',
+        response: { 200: Status, 500: errorResponses()[500], 503: NotReady },
       },
     },
     async (request, reply) => {
@@ -48,10 +79,28 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   )
 
-  app.get('/metrics', { schema: { ...ops, summary: 'Prometheus metrics (text format)' } }, async (_request, reply) => {
-    reply.type(app.metrics.contentType)
-    return app.metrics.metrics()
-  })
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        ...ops,
+        operationId: 'getMetrics',
+        summary: 'Prometheus metrics (text format)',
+        description: 'Request counts and durations by route template and status, and the process’s own metrics, in the Prometheus text format.',
+        response: {
+          200: {
+            description: 'The Prometheus text exposition format.',
+            content: { 'text/plain': { schema: { type: 'string', maxLength: 10_000_000 } } },
+          },
+          500: errorResponses()[500],
+        },
+      },
+    },
+    async (_request, reply) => {
+      reply.type(app.metrics.contentType)
+      return app.metrics.metrics()
+    },
+  )
 }
 
 export default operationsRoutes

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errorResponses } from '../../lib/schemas.js'
+import { header, locationHeader, rateLimited, rateLimitedErrorResponses, rateLimitHeaders } from '../../lib/schemas.js'
 import { apiKeySecurity } from '../../plugins/auth.js'
 import {
   IdempotencyHeaders,
@@ -10,6 +10,7 @@ import {
   PropertyPatch,
   PropertySubmission,
   StatusChangeBody,
+  StatusConflict,
 } from './properties.schemas.js'
 
 const tenantRoute = { tags: ['Properties'], security: apiKeySecurity }
@@ -21,12 +22,22 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'createProperty',
         summary: 'Submit a property to the MLS',
         description:
           'Creates the property in status 1 (На проверке). The owner is created, or updated when the agency already has an owner with that phone. The internal check runs in the background within seconds; on approval the listing is published and `mls.new_listing` is sent. With `Idempotency-Key`, a retry with the same body within 24 h replays the first response (`Idempotent-Replayed: true`).',
         headers: IdempotencyHeaders,
         body: PropertySubmission,
-        response: { 201: Property, ...errorResponses(400, 401, 409, 413, 415, 422, 429) },
+        response: {
+          201: rateLimited(Property, {
+            ...locationHeader('The new property, `/properties/{id}`.'),
+            'Idempotent-Replayed': header('`true` when this answer replays the first response to the same `Idempotency-Key` and body.', {
+              type: 'string',
+              enum: ['true'],
+            }),
+          }),
+          ...rateLimitedErrorResponses(400, 401, 409, 413, 415, 422, 429),
+        },
       },
     },
     async (request, reply) => {
@@ -42,9 +53,11 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'listProperties',
         summary: 'The agency’s properties, newest first',
+        description: 'Every listing of the calling agency, in any status, newest first; the filters narrow it. Without filters, all of them, a page at a time.',
         querystring: PropertyListQuery,
-        response: { 200: PropertyPage, ...errorResponses(401, 422, 429) },
+        response: { 200: rateLimited(PropertyPage), ...rateLimitedErrorResponses(401, 422, 429) },
       },
     },
     async (request) => app.services.properties.list(request.tenant.id, request.query),
@@ -55,9 +68,11 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'getProperty',
         summary: 'One of the agency’s properties, with owner, location, attributes and the check’s findings',
+        description: 'Another agency’s property answers 404, exactly like one that does not exist.',
         params: PropertyIdParams,
-        response: { 200: Property, ...errorResponses(401, 404, 422, 429) },
+        response: { 200: rateLimited(Property), ...rateLimitedErrorResponses(401, 404, 422, 429) },
       },
     },
     async (request) => app.services.properties.get(request.tenant.id, request.params.id),
@@ -68,13 +83,14 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'updateProperty',
         summary: 'Change a property; it goes back through the internal check',
         description:
           '`owner` and `location` are replaced whole (null clears them), `attributes` are merged (null removes one). ' +
           'A change sends the listing back to status 1 for the check; a PATCH that changes nothing leaves it, and its status, as it is.',
         params: PropertyIdParams,
         body: PropertyPatch,
-        response: { 200: Property, ...errorResponses(400, 401, 404, 409, 415, 422, 429) },
+        response: { 200: rateLimited(Property), ...rateLimitedErrorResponses(400, 401, 404, 409, 415, 422, 429) },
       },
     },
     async (request) => app.services.properties.update(request.tenant, request.params.id, request.body),
@@ -85,9 +101,11 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'deleteProperty',
         summary: 'Delete a property with its photos',
+        description: 'Removes the listing, its photos and their files; a published listing leaves the catalogue at once.',
         params: PropertyIdParams,
-        response: { 204: { type: 'null', description: 'Deleted.' }, ...errorResponses(401, 404, 422, 429) },
+        response: { 204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders }, ...rateLimitedErrorResponses(401, 404, 422, 429) },
       },
     },
     async (request, reply) => {
@@ -101,11 +119,16 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'changePropertyStatus',
         summary: 'Withdraw (2→4), close (2→5) or resubmit (3→1, 4→1) a property',
         description: 'Any other move is a 409 whose `allowed_moves` lists the moves possible from the current status.',
         params: PropertyIdParams,
         body: StatusChangeBody,
-        response: { 200: Property, ...errorResponses(400, 401, 404, 409, 415, 422, 429) },
+        response: {
+          200: rateLimited(Property),
+          ...rateLimitedErrorResponses(400, 401, 404, 409, 415, 422, 429),
+          409: rateLimited(StatusConflict, {}, 'The move is not allowed from the current status; `allowed_moves` lists those that are.'),
+        },
       },
     },
     async (request) => app.services.properties.changeStatus(request.tenant.id, request.params.id, request.body.status_id),

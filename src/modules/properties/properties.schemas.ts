@@ -1,10 +1,33 @@
 import { PropertyImage } from '../images/images.schemas.js'
 import { Type, type Static } from 'typebox'
 import { seedDealTypes, seedPropertyStatuses, seedPropertyTypes } from '../../db/seed/dictionaries.js'
-import { Id, Named, Nullable, Page, PageQuery, Timestamp } from '../../lib/schemas.js'
+import { asStoredText, Id, Int32, Named, Nullable, Page, PageQuery, StringEnum, Timestamp } from '../../lib/schemas.js'
 
 export const propertyTypeNames = seedPropertyTypes.map((type) => type.name)
 export const dealTypeNames = seedDealTypes.map((type) => type.name)
+export const statusNames = seedPropertyStatuses.map((status) => status.name)
+
+export const PropertyTypeName = StringEnum('PropertyTypeName', propertyTypeNames, 'A property type, exact and case-sensitive.')
+export const DealTypeName = StringEnum('DealTypeName', dealTypeNames, 'A deal type, exact and case-sensitive.')
+const StatusName = StringEnum('PropertyStatusName', statusNames, 'The name of a property status.')
+export const StatusId = Int32({
+  minimum: 1,
+  maximum: seedPropertyStatuses.length,
+  description: '1 На проверке, 2 Опубликовано, 3 Отклонено, 4 Снято с публикации, 5 Сделка закрыта.',
+})
+
+/** Codes of the internal check's findings (moderation/rules.ts), stable for clients to act on. */
+export const moderationReasonCodes = [
+  'location_missing',
+  'price_missing',
+  'price_not_positive',
+  'floor_above_total_floors',
+  'areas_exceed_total',
+  'attribute_not_applicable',
+  'contacts_in_description',
+  'duplicate_listing',
+  'rejected_by_moderator',
+]
 
 /**
  * A decimal as a JSON number or a numeric string (D2), within bounds; with `decimals`, no more
@@ -14,7 +37,11 @@ const Decimal = (options: { minimum: number; maximum: number; example: string; d
   Type.Union(
     [
       Type.Number({ minimum: options.minimum, maximum: options.maximum, ...(options.decimals === undefined ? {} : { 'x-max-decimals': options.decimals }) }),
-      Type.String({ pattern: `^${options.minimum < 0 ? '-?' : ''}\\d{1,13}(\\.\\d${options.decimals === undefined ? '+' : `{1,${options.decimals}}`})?$` }),
+      // At most 13 digits before the point; 50 characters is more than any value the column keeps.
+      Type.String({
+        maxLength: 50,
+        pattern: `^${options.minimum < 0 ? '-?' : ''}\\d{1,13}(\\.\\d${options.decimals === undefined ? '+' : `{1,${options.decimals}}`})?$`,
+      }),
     ],
     {
       'x-message': `must be a number from ${options.minimum} to ${options.maximum}${options.decimals === undefined ? '' : ` with at most ${options.decimals} decimal places`}, as a JSON number or a string like "${options.example}"`,
@@ -33,7 +60,7 @@ export const OwnerInput = Type.Object(
     }),
     notes: Type.Optional(Nullable(Text(5000))),
   },
-  { additionalProperties: false },
+  { title: 'OwnerInput', additionalProperties: false },
 )
 
 export const LocationInput = Type.Object(
@@ -48,16 +75,20 @@ export const LocationInput = Type.Object(
     latitude: Type.Optional(Nullable(Decimal({ minimum: -90, maximum: 90, example: '55.7558' }))),
     longitude: Type.Optional(Nullable(Decimal({ minimum: -180, maximum: 180, example: '37.6176' }))),
   },
-  { additionalProperties: false },
+  { title: 'LocationInput', additionalProperties: false },
 )
 
-const attributeValue = Type.Union([Type.String(), Type.Number(), Type.Boolean()])
+// No length bound: the attribute check refuses any string that is not a value of the catalogue, with a message saying which.
+const attributeValue = Type.Union([Type.String(), Type.Number(), Type.Boolean()], {
+  title: 'AttributeValue',
+  description: 'A value as text (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`), or the JSON number or boolean itself.',
+})
 const attributesDescription =
   'Attribute name → value, by the catalogue of `GET /attributes`. Values are strings as §2.2 says (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`); JSON numbers and booleans are accepted too.'
 
 const submissionFields = {
-  property_type: Type.Enum(propertyTypeNames, { description: 'Exact, case-sensitive.' }),
-  deal_type: Type.Enum(dealTypeNames, { description: 'Exact, case-sensitive.' }),
+  property_type: PropertyTypeName,
+  deal_type: DealTypeName,
   price: Type.Optional(Nullable(Decimal({ minimum: 0, maximum: 9_999_999_999_999.99, example: '8500000.00', decimals: 2 }))),
   description: Type.Optional(Nullable(Text(10_000, 'Shown in the public catalogue: no phone numbers, e-mail addresses or messenger contacts.'))),
   owner: Type.Optional(Nullable(OwnerInput)),
@@ -84,7 +115,7 @@ const submissionExample = {
   attributes: { area: '54.5', rooms: '2', floor: '5', total_floors: '9', building_type: 'Кирпичный', balcony: 'Лоджия', elevator: 'true' },
 }
 
-export const PropertySubmission = Type.Object(submissionFields, { additionalProperties: false, examples: [submissionExample] })
+export const PropertySubmission = Type.Object(submissionFields, { title: 'PropertySubmission', additionalProperties: false, examples: [submissionExample] })
 export type PropertySubmission = Static<typeof PropertySubmission>
 
 export const PropertyPatch = Type.Partial(
@@ -96,6 +127,7 @@ export const PropertyPatch = Type.Partial(
     }),
   }),
   {
+    title: 'PropertyPatch',
     additionalProperties: false,
     minProperties: 1,
     description:
@@ -109,82 +141,119 @@ export const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Same key and body within 24 h replays the first response.' })),
 })
 
-export const ModerationReasonSchema = Type.Object({
-  code: Type.String({ examples: ['price_missing'] }),
-  field: Nullable(Type.String()),
-  message: Type.String(),
-})
+export const ModerationReasonSchema = Type.Object(
+  {
+    code: asStoredText(StringEnum('ModerationReasonCode', moderationReasonCodes, 'What the internal check found; stable, for clients to act on.')),
+    field: Nullable(Type.String({ maxLength: 200, description: 'The field concerned, as a path (`attributes.floor`), or null.' })),
+    message: Type.String({ maxLength: 2000 }),
+  },
+  { title: 'ModerationReason' },
+)
+
+const Name = Type.String({ maxLength: 200 })
+const attributeValueOut = Type.Union([Text(200), Type.Number(), Type.Boolean()])
+/** Attributes as stored: typed values (numbers as numbers, bools as booleans). */
+const StoredAttributes = Type.Record(Type.String(), attributeValueOut, { maxProperties: 100, description: 'Attribute name → typed value.' })
+
+const Location = Type.Object(
+  {
+    city_id: Id,
+    district_id: Nullable(Id),
+    residential_complex_id: Nullable(Id),
+    address: Nullable(Text(500)),
+    street: Nullable(Text(200)),
+    house_number: Nullable(Text(50)),
+    apartment_number: Nullable(Text(50)),
+    latitude: Nullable(Type.Number({ minimum: -90, maximum: 90 })),
+    longitude: Nullable(Type.Number({ minimum: -180, maximum: 180 })),
+    city: Named,
+    district: Nullable(Named),
+    residential_complex: Nullable(Named),
+  },
+  { title: 'Location' },
+)
+
+export const ModerationResultSchema = Type.Object(
+  { checked_at: Timestamp, reasons: Type.Array(ModerationReasonSchema, { maxItems: 100 }) },
+  { title: 'ModerationResult', description: 'The last internal check; null until one has run.' },
+)
 
 /** The full property of D5, as its tenant sees it. */
-export const Property = Type.Object({
-  id: Type.Integer(),
-  status_id: Type.Integer(),
-  status_name: Type.String(),
-  property_type: Type.String(),
-  deal_type: Type.String(),
-  price: Nullable(Type.Number()),
-  description: Nullable(Type.String()),
-  owner: Nullable(Type.Object({ id: Type.Integer(), name: Type.String(), phone: Type.String(), notes: Nullable(Type.String()) })),
-  location: Nullable(
-    Type.Object({
-      city_id: Type.Integer(),
-      district_id: Nullable(Type.Integer()),
-      residential_complex_id: Nullable(Type.Integer()),
-      address: Nullable(Type.String()),
-      street: Nullable(Type.String()),
-      house_number: Nullable(Type.String()),
-      apartment_number: Nullable(Type.String()),
-      latitude: Nullable(Type.Number()),
-      longitude: Nullable(Type.Number()),
-      city: Named,
-      district: Nullable(Named),
-      residential_complex: Nullable(Named),
-    }),
-  ),
-  attributes: Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean()])),
-  moderation: Nullable(
-    Type.Object({ checked_at: Timestamp, reasons: Type.Array(ModerationReasonSchema) }, { description: 'The last internal check; null until one has run.' }),
-  ),
-  images: Type.Array(PropertyImage),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-  published_at: Nullable(Timestamp),
-})
+export const Property = Type.Object(
+  {
+    id: Id,
+    status_id: StatusId,
+    status_name: asStoredText(StatusName),
+    property_type: asStoredText(PropertyTypeName),
+    deal_type: asStoredText(DealTypeName),
+    price: Nullable(Type.Number({ minimum: 0 })),
+    description: Nullable(Text(10_000)),
+    owner: Nullable(
+      Type.Object(
+        { id: Id, name: Name, phone: Type.String({ maxLength: 40, description: 'International form, `+7 912 345-67-89`.' }), notes: Nullable(Text(5000)) },
+        { title: 'Owner' },
+      ),
+    ),
+    location: Nullable(Location),
+    attributes: StoredAttributes,
+    moderation: Nullable(ModerationResultSchema),
+    images: Type.Array(PropertyImage, { maxItems: 10_000, description: 'In display order; at most IMAGE_MAX_PER_PROPERTY (50 by default).' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    published_at: Nullable(Timestamp),
+  },
+  { title: 'Property' },
+)
 export type Property = Static<typeof Property>
 
 /** §2.3 to the letter. */
-export const PropertyListItem = Type.Object({
-  id: Type.Integer(),
-  property_type: Type.String(),
-  deal_type: Type.String(),
-  price: Nullable(Type.Number()),
-  status_id: Type.Integer(),
-  status_name: Type.String(),
-  city: Nullable(Named),
-  district: Nullable(Named),
-  area: Nullable(Type.Number()),
-  rooms: Nullable(Type.Integer()),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-})
+export const PropertyListItem = Type.Object(
+  {
+    id: Id,
+    property_type: asStoredText(PropertyTypeName),
+    deal_type: asStoredText(DealTypeName),
+    price: Nullable(Type.Number({ minimum: 0 })),
+    status_id: StatusId,
+    status_name: asStoredText(StatusName),
+    city: Nullable(Named),
+    district: Nullable(Named),
+    area: Nullable(Type.Number({ minimum: 0 })),
+    rooms: Nullable(Int32({ minimum: 0 })),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'PropertyListItem' },
+)
 export type PropertyListItem = Static<typeof PropertyListItem>
 
 export const PropertyListQuery = Type.Object({
-  status_id: Type.Optional(Type.Integer({ minimum: 1, maximum: 32767 })),
-  property_type: Type.Optional(Type.Enum(propertyTypeNames)),
-  deal_type: Type.Optional(Type.Enum(dealTypeNames)),
+  status_id: Type.Optional(Int32({ minimum: 1, maximum: 32767, description: 'Only listings in this status.' })),
+  property_type: Type.Optional(PropertyTypeName),
+  deal_type: Type.Optional(DealTypeName),
   city_id: Type.Optional(Id),
   ...PageQuery,
 })
 export type PropertyListQuery = Static<typeof PropertyListQuery>
 
-export const PropertyPage = Page(PropertyListItem)
+export const PropertyPage = Page(PropertyListItem, 'PropertyPage')
 
 export const PropertyIdParams = Type.Object({ id: Id })
 
 export const statusIds = seedPropertyStatuses.map((status) => status.id)
 
 export const StatusChangeBody = Type.Object(
-  { status_id: Type.Integer({ minimum: 1, maximum: 5, description: '4 withdraw, 5 close, 1 resubmit.' }) },
-  { additionalProperties: false, examples: [{ status_id: 4 }] },
+  { status_id: Int32({ minimum: 1, maximum: 5, description: '4 withdraw, 5 close, 1 resubmit.' }) },
+  { title: 'StatusChange', additionalProperties: false, examples: [{ status_id: 4 }] },
+)
+
+/** The 409 of an illegal move: the moves possible from the current status. */
+export const StatusConflict = Type.Object(
+  {
+    detail: Type.String({ maxLength: 2000 }),
+    allowed_moves: Type.Array(StatusId, { maxItems: 5, description: 'The statuses the listing may move to from its current one; empty when none.' }),
+  },
+  {
+    title: 'StatusConflict',
+    examples: [{ detail: 'A listing in status 1 cannot move to status 4; allowed moves from here: none.', allowed_moves: [] }],
+  },
 )

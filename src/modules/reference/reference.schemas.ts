@@ -1,37 +1,72 @@
 import { Type } from 'typebox'
-import { Id } from '../../lib/schemas.js'
+import { seedPropertyStatuses } from '../../db/seed/dictionaries.js'
+import { asStoredText, Id, Named, Nullable, StringEnum } from '../../lib/schemas.js'
+import { PropertyTypeName, propertyTypeNames, StatusId } from '../properties/properties.schemas.js'
+import { attributeCatalogue } from './attribute-catalogue.js'
 
-export const NamedItem = Type.Object({ id: Type.Integer(), name: Type.String() })
+const PlaceName = Type.String({ maxLength: 200 })
 
-export const PropertyStatus = Type.Object({ id: Type.Integer(), code: Type.String(), name: Type.String() })
+/** Property types and deal types: `{id, name}`, the same reference item the listings show. */
+export const NamedItem = Named
 
-export const City = Type.Object({
-  id: Type.Integer(),
-  name: Type.String(),
-  country: Type.String({ description: 'ISO 3166-1 alpha-2.' }),
-  region: Type.Union([Type.String(), Type.Null()]),
-  latitude: Type.Union([Type.Number(), Type.Null()]),
-  longitude: Type.Union([Type.Number(), Type.Null()]),
-})
+export const PropertyStatus = Type.Object(
+  {
+    id: StatusId,
+    code: asStoredText(
+      StringEnum(
+        'PropertyStatusCode',
+        seedPropertyStatuses.map((status) => status.code),
+      ),
+    ),
+    name: Type.String({ maxLength: 100 }),
+  },
+  { title: 'PropertyStatus' },
+)
 
-export const District = Type.Object({ id: Type.Integer(), city_id: Type.Integer(), name: Type.String() })
+const Coordinate = (min: number, max: number) => Nullable(Type.Number({ minimum: min, maximum: max }))
+const Country = Type.String({ pattern: '^[A-Z]{2}$', maxLength: 2, description: 'ISO 3166-1 alpha-2.' })
 
-export const ResidentialComplex = Type.Object({
-  id: Type.Integer(),
-  city_id: Type.Integer(),
-  district_id: Type.Union([Type.Integer(), Type.Null()]),
-  name: Type.String(),
-})
+export const City = Type.Object(
+  {
+    id: Id,
+    name: PlaceName,
+    country: Country,
+    region: Nullable(PlaceName),
+    latitude: Coordinate(-90, 90),
+    longitude: Coordinate(-180, 180),
+  },
+  { title: 'City' },
+)
 
-export const Attribute = Type.Object({
-  name: Type.String(),
-  type: Type.Enum(['number', 'integer', 'bool', 'enum']),
-  allowed_values: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'For `enum`: the exact allowed strings.' }),
-  meaning: Type.String(),
-  property_types: Type.Array(Type.String(), {
-    description: 'The property types the attribute applies to; on others the internal check rejects it.',
-  }),
-})
+export const District = Type.Object({ id: Id, city_id: Id, name: PlaceName }, { title: 'District' })
+
+export const ResidentialComplex = Type.Object(
+  {
+    id: Id,
+    city_id: Id,
+    district_id: Nullable(Id),
+    name: PlaceName,
+  },
+  { title: 'ResidentialComplex' },
+)
+
+const mostAllowedValues = Math.max(...attributeCatalogue.map((attribute) => attribute.allowedValues?.length ?? 0))
+
+export const Attribute = Type.Object(
+  {
+    name: Type.String({ maxLength: 50, pattern: '^[a-z_]+$' }),
+    type: Type.Enum(['number', 'integer', 'bool', 'enum'], { type: 'string' }),
+    allowed_values: Nullable(
+      Type.Array(Type.String({ maxLength: 100 }), { maxItems: mostAllowedValues, description: 'For `enum`: the exact allowed strings.' }),
+    ),
+    meaning: Type.String({ maxLength: 200 }),
+    property_types: Type.Array(PropertyTypeName, {
+      maxItems: propertyTypeNames.length,
+      description: 'The property types the attribute applies to; on others the internal check rejects it.',
+    }),
+  },
+  { title: 'Attribute' },
+)
 
 export const CitiesQuery = Type.Object({
   country: Type.Optional(Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2.' })),
@@ -40,25 +75,29 @@ export const CitiesQuery = Type.Object({
 export const ByCityQuery = Type.Object({ city_id: Type.Optional(Id) })
 
 const Name = Type.String({ minLength: 1, maxLength: 200 })
-const Coordinate = (min: number, max: number) => Type.Optional(Type.Union([Type.Number({ minimum: min, maximum: max }), Type.Null()]))
+const CoordinateInput = (min: number, max: number) => Type.Optional(Type.Union([Type.Number({ minimum: min, maximum: max }), Type.Null()]))
 
 export const CityCreateBody = Type.Object(
   {
     name: Name,
     country: Type.String({ pattern: '^[A-Z]{2}$' }),
     region: Type.Optional(Type.Union([Name, Type.Null()])),
-    latitude: Coordinate(-90, 90),
-    longitude: Coordinate(-180, 180),
+    latitude: CoordinateInput(-90, 90),
+    longitude: CoordinateInput(-180, 180),
   },
-  { additionalProperties: false, examples: [{ name: 'Тюмень', country: 'RU', region: 'Тюменская область', latitude: 57.153, longitude: 65.5343 }] },
+  {
+    title: 'CityCreate',
+    additionalProperties: false,
+    examples: [{ name: 'Тюмень', country: 'RU', region: 'Тюменская область', latitude: 57.153, longitude: 65.5343 }],
+  },
 )
 
 export const DistrictCreateBody = Type.Object(
   { city_id: Id, name: Name },
-  { additionalProperties: false, examples: [{ city_id: 1, name: 'Троицкий административный округ' }] },
+  { title: 'DistrictCreate', additionalProperties: false, examples: [{ city_id: 1, name: 'Троицкий административный округ' }] },
 )
 
 export const ResidentialComplexCreateBody = Type.Object(
   { city_id: Id, district_id: Type.Optional(Type.Union([Id, Type.Null()])), name: Name },
-  { additionalProperties: false, examples: [{ city_id: 1, district_id: 6, name: 'Символ' }] },
+  { title: 'ResidentialComplexCreate', additionalProperties: false, examples: [{ city_id: 1, district_id: 6, name: 'Символ' }] },
 )

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errorResponses } from '../../lib/schemas.js'
+import { errorResponses, withResponseHeaders, header } from '../../lib/schemas.js'
 import { adminKeySecurity } from '../../plugins/auth.js'
 import { allowEmptyBody } from '../../plugins/validation.js'
 import { AdminRegistrationListQuery, AdminRegistrationPage, RegistrationCodeParams, RegistrationStatus, RejectBody } from './tenants.schemas.js'
@@ -13,7 +13,9 @@ const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...admin,
+        operationId: 'listRegistrations',
         summary: 'List registration requests, newest first',
+        description: 'Every request, or those in one `status`, with the applicant’s details and the decision once made.',
         querystring: AdminRegistrationListQuery,
         response: { 200: AdminRegistrationPage, ...errorResponses(401, 422) },
       },
@@ -26,9 +28,17 @@ const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...admin,
+        operationId: 'approveRegistration',
         summary: 'Approve a pending request: creates the tenant and its API key',
+        description:
+          'Creates the tenant and its API key, and answers with the approved status, key included (never cached). The applicant reads the same key with the request code and e-mail. A request already decided is a 409.',
         params: RegistrationCodeParams,
-        response: { 200: RegistrationStatus, ...errorResponses(401, 404, 409, 422) },
+        response: {
+          200: withResponseHeaders(RegistrationStatus, {
+            'Cache-Control': header('The answer carries an API key: never cached.', { type: 'string', enum: ['no-store'] }),
+          }),
+          ...errorResponses(401, 404, 409, 422),
+        },
       },
     },
     async (request, reply) => {
@@ -44,10 +54,12 @@ const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       preValidation: allowEmptyBody,
       schema: {
         ...admin,
+        operationId: 'rejectRegistration',
         summary: 'Reject a pending request',
+        description: 'The optional `reason` is kept for the operators; the applicant sees only `rejected`. A request already decided is a 409.',
         params: RegistrationCodeParams,
         body: RejectBody,
-        response: { 200: RegistrationStatus, ...errorResponses(400, 401, 404, 409, 422) },
+        response: { 200: RegistrationStatus, ...errorResponses(400, 401, 404, 409, 415, 422) },
       },
     },
     async (request) => app.services.tenants.reject(request.params.request_code, request.body.reason),

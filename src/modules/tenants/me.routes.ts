@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errorResponses } from '../../lib/schemas.js'
+import { rateLimited, rateLimitedErrorResponses } from '../../lib/schemas.js'
 import { apiKeySecurity } from '../../plugins/auth.js'
 import { TenantMe } from './tenants.schemas.js'
 
@@ -10,9 +10,11 @@ const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags: ['Registration'],
+        operationId: 'getCurrentTenant',
         summary: 'The tenant behind the API key',
+        description: 'The agency the `X-API-Key` belongs to: a cheap way to check a key.',
         security: apiKeySecurity,
-        response: { 200: TenantMe, ...errorResponses(401, 429) },
+        response: { 200: rateLimited(TenantMe), ...rateLimitedErrorResponses(401, 429) },
       },
     },
     async (request) => app.services.tenants.me(request.tenant.id),

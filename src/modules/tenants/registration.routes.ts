@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errorResponses } from '../../lib/schemas.js'
+import { locationHeader, rateLimited, rateLimitedErrorResponses, header } from '../../lib/schemas.js'
 import { RegistrationCodeParams, RegistrationCreateBody, RegistrationCreated, RegistrationStatus, RegistrationStatusQuery } from './tenants.schemas.js'
 
 const registration = { tags: ['Registration'] }
@@ -12,11 +12,15 @@ const registrationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { rateLimit: app.rateLimitFor('registration') },
       schema: {
         ...registration,
+        operationId: 'registerTenant',
         summary: 'Apply to become a tenant',
         description:
           'Creates a pending registration request. Keep `request_code`: with the e-mail it reads the status, and once an operator approves the request, the API key.',
         body: RegistrationCreateBody,
-        response: { 201: RegistrationCreated, ...errorResponses(400, 415, 422, 429) },
+        response: {
+          201: rateLimited(RegistrationCreated, locationHeader('Where to read the request’s status, `/tenants/register/{request_code}` (add `?email=`).')),
+          ...rateLimitedErrorResponses(400, 413, 415, 422, 429),
+        },
       },
     },
     async (request, reply) => {
@@ -31,12 +35,18 @@ const registrationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { rateLimit: app.rateLimitFor('registrationStatus') },
       schema: {
         ...registration,
+        operationId: 'getRegistrationStatus',
         summary: 'Read a registration request’s status (and the API key once approved)',
         description:
           'An unknown code and a wrong e-mail give the same 404 `Registration request not found`, so codes cannot be probed. `tenant_id` and `api_key` are present only when the request is `approved`.',
         params: RegistrationCodeParams,
         querystring: RegistrationStatusQuery,
-        response: { 200: RegistrationStatus, ...errorResponses(404, 422, 429) },
+        response: {
+          200: rateLimited(RegistrationStatus, {
+            'Cache-Control': header('The answer may carry an API key: never cached.', { type: 'string', enum: ['no-store'] }),
+          }),
+          ...rateLimitedErrorResponses(404, 422, 429),
+        },
       },
     },
     async (request, reply) => {

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errorResponses } from '../../lib/schemas.js'
+import { Type } from 'typebox'
+import { locationHeader, rateLimited, rateLimitedErrorResponses, rateLimitHeaders } from '../../lib/schemas.js'
 import { apiKeySecurity } from '../../plugins/auth.js'
 import {
   SUBSCRIBABLE_EVENTS,
@@ -11,6 +12,7 @@ import {
   WebhookIdParams,
   WebhookSubscription,
 } from './webhooks.schemas.js'
+import { MAX_SUBSCRIPTIONS_PER_TENANT } from './webhooks.service.js'
 
 const tenantRoute = { tags: ['Webhooks'], security: apiKeySecurity }
 
@@ -23,10 +25,14 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'createWebhook',
         summary: 'Subscribe a URL to events',
         description: `Answers with the subscription and its signing \`secret\`, shown this once. The URL must be \`https\` (plain \`http\` only where ALLOW_PRIVATE_NETWORK is on), without credentials, and its host must resolve to public addresses only; the rule is checked again at every delivery. ${DELIVERY_NOTES}`,
         body: WebhookCreate,
-        response: { 201: CreatedWebhookSubscription, ...errorResponses(400, 401, 415, 422, 429) },
+        response: {
+          201: rateLimited(CreatedWebhookSubscription, locationHeader('The new subscription, `/webhooks/{id}`.')),
+          ...rateLimitedErrorResponses(400, 401, 415, 422, 429),
+        },
       },
     },
     async (request, reply) => {
@@ -40,9 +46,13 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'listWebhooks',
         summary: 'The agency’s subscriptions',
-        description: 'A plain array, oldest first, without secrets.',
-        response: { 200: { type: 'array', items: WebhookSubscription }, ...errorResponses(401, 429) },
+        description: `A plain array, oldest first, without secrets; an agency has at most ${MAX_SUBSCRIPTIONS_PER_TENANT}.`,
+        response: {
+          200: rateLimited(Type.Array(WebhookSubscription, { maxItems: MAX_SUBSCRIPTIONS_PER_TENANT })),
+          ...rateLimitedErrorResponses(401, 429),
+        },
       },
     },
     async (request) => app.services.webhooks.list(request.tenant.id),
@@ -53,10 +63,11 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'deleteWebhook',
         summary: 'Delete a subscription',
         description: 'Its pending deliveries are cancelled, and its delivery log goes with it.',
         params: WebhookIdParams,
-        response: { 204: { type: 'null', description: 'Deleted.' }, ...errorResponses(401, 404, 422, 429) },
+        response: { 204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders }, ...rateLimitedErrorResponses(401, 404, 422, 429) },
       },
     },
     async (request, reply) => {
@@ -70,11 +81,12 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'sendTestWebhook',
         summary: 'Send a test event now',
         description:
           'One immediate attempt of a `webhook.test` event, signed like any delivery, without retries; whatever the subscription’s events and state. Answers 200 with the log entry of the attempt, also when the receiver failed (see `status` and `error`).',
         params: WebhookIdParams,
-        response: { 200: DeliveryLogEntry, ...errorResponses(401, 404, 422, 429) },
+        response: { 200: rateLimited(DeliveryLogEntry), ...rateLimitedErrorResponses(401, 404, 422, 429) },
       },
     },
     async (request) => app.services.webhooks.test(request.tenant.id, request.params.id),
@@ -85,10 +97,12 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...tenantRoute,
+        operationId: 'listWebhookLogs',
         summary: 'Delivery history: one entry per attempt, newest first',
+        description: 'Every attempt of every delivery to this subscription, test events included, with the receiver’s answer (first 4 KiB) or why it failed.',
         params: WebhookIdParams,
         querystring: DeliveryLogQuery,
-        response: { 200: DeliveryLogPage, ...errorResponses(401, 404, 422, 429) },
+        response: { 200: rateLimited(DeliveryLogPage), ...rateLimitedErrorResponses(401, 404, 422, 429) },
       },
     },
     async (request) => app.services.webhooks.logs(request.tenant.id, request.params.id, request.query),

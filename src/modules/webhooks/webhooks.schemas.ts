@@ -1,8 +1,17 @@
-import { Type, type Static } from 'typebox'
-import { Id, Nullable, PageQuery, Timestamp } from '../../lib/schemas.js'
-import { SUBSCRIBABLE_EVENTS } from '../events/event-types.js'
+import { Type, type Static, type TSchema } from 'typebox'
+import { CatalogueItem } from '../catalogue/catalogue.schemas.js'
+import { ModerationReasonSchema } from '../properties/properties.schemas.js'
+import { Id, Int32, Nullable, PageQuery, Page, StringEnum, Timestamp, Url, asStoredText } from '../../lib/schemas.js'
 
-export { SUBSCRIBABLE_EVENTS } from '../events/event-types.js'
+import { EVENT_TYPES, SUBSCRIBABLE_EVENTS } from '../events/event-types.js'
+
+export { EVENT_TYPES, SUBSCRIBABLE_EVENTS, type SubscribableEvent } from '../events/event-types.js'
+
+export const WebhookEventType = Type.Union(
+  SUBSCRIBABLE_EVENTS.map((name) => Type.Literal(name)),
+  { title: 'WebhookEventType', description: 'An event a subscription can receive.' },
+)
+const DeliveredEventType = StringEnum('DeliveredEventType', [...EVENT_TYPES], 'The type of a delivered event: a subscribable one, or `webhook.test`.')
 
 export const WebhookCreate = Type.Object(
   {
@@ -11,66 +20,150 @@ export const WebhookCreate = Type.Object(
       maxLength: 2048,
       description: 'Where deliveries are POSTed: `https` (plain `http` only with ALLOW_PRIVATE_NETWORK), no credentials, a public host.',
     }),
-    events: Type.Array(Type.Union(SUBSCRIBABLE_EVENTS.map((name) => Type.Literal(name))), {
+    events: Type.Array(WebhookEventType, {
       minItems: 1,
       maxItems: SUBSCRIBABLE_EVENTS.length * 4,
       description: 'The event types to receive; at least one. Repeats are ignored.',
     }),
     description: Type.Optional(Nullable(Type.String({ maxLength: 500, description: 'A note for the agency’s own use.' }))),
   },
-  { additionalProperties: false, examples: [{ url: 'https://crm.example.com/hooks/mls', events: ['mls.new_listing'], description: 'CRM import' }] },
+  {
+    title: 'WebhookCreate',
+    additionalProperties: false,
+    examples: [{ url: 'https://crm.example.com/hooks/mls', events: ['mls.new_listing'], description: 'CRM import' }],
+  },
 )
 export type WebhookCreate = Static<typeof WebhookCreate>
 
-/** D8's subscription, plus why the service switched it off, when it did. */
-export const WebhookSubscription = Type.Object({
-  id: Type.Integer(),
-  url: Type.String(),
-  events: Type.Array(Type.String()),
-  description: Nullable(Type.String()),
+const subscriptionFields = {
+  id: Id,
+  url: Url('Where deliveries are POSTed.'),
+  events: Type.Array(asStoredText(WebhookEventType), { maxItems: SUBSCRIBABLE_EVENTS.length }),
+  description: Nullable(Type.String({ maxLength: 500 })),
   is_active: Type.Boolean({ description: 'False once the service disabled it (see `disabled_reason`).' }),
   created_at: Timestamp,
-  disabled_reason: Nullable(Type.String({ description: 'Why the service disabled it: the receiver answered 410 Gone, or no delivery succeeded for 5 days.' })),
+  disabled_reason: Nullable(
+    Type.String({ maxLength: 500, description: 'Why the service disabled it: the receiver answered 410 Gone, or no delivery succeeded for 5 days.' }),
+  ),
   disabled_at: Nullable(Timestamp),
-})
+}
+
+/** A webhook subscription, with why the service switched it off, when it did. */
+export const WebhookSubscription = Type.Object(subscriptionFields, { title: 'Webhook' })
 export type WebhookSubscription = Static<typeof WebhookSubscription>
 
 /** What POST /webhooks answers: the subscription and, this once only, its signing secret. */
-export const CreatedWebhookSubscription = Type.Object({
-  ...WebhookSubscription.properties,
-  secret: Type.String({ description: 'The Standard Webhooks signing secret, `whsec_` + base64. Shown only in this response: store it now.' }),
-})
+export const CreatedWebhookSubscription = Type.Object(
+  {
+    ...subscriptionFields,
+    secret: Type.String({
+      pattern: '^whsec_[A-Za-z0-9+/=]+$',
+      maxLength: 100,
+      description: 'The Standard Webhooks signing secret, `whsec_` + base64. Shown only in this response: store it now.',
+    }),
+  },
+  { title: 'WebhookCreated' },
+)
 export type CreatedWebhookSubscription = Static<typeof CreatedWebhookSubscription>
 
-export const DeliveryLogEntry = Type.Object({
-  id: Type.Integer(),
-  event_id: Type.Integer({ description: 'The event; also the `webhook-id` header of every attempt, as `msg_<event_id>`.' }),
-  event_type: Type.String(),
-  trigger: Type.Union([Type.Literal('event'), Type.Literal('test')]),
-  attempt: Type.Integer({ description: '1 for the first attempt of a delivery, 2 for the first retry, …' }),
-  status: Type.Union([Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('pending')], {
-    description:
-      '`succeeded`: a 2xx answer. `pending`: this attempt failed and another is due at `next_attempt_at`. `failed`: this attempt failed and the delivery was given up.',
-  }),
-  response_status_code: Nullable(Type.Integer()),
-  response_body: Nullable(Type.String({ description: 'The first 4 KiB of the answer.' })),
-  error: Nullable(
-    Type.String({
-      description: 'Why the attempt failed, starting with its kind: `http_status`, `timeout`, `connection`, `dns`, `blocked_address`, `invalid_url`.',
+export const DeliveryLogEntry = Type.Object(
+  {
+    id: Id,
+    event_id: Int32({ minimum: 1, description: 'The event; also the `webhook-id` header of every attempt, as `msg_<event_id>`.' }),
+    event_type: asStoredText(DeliveredEventType),
+    trigger: Type.Enum(['event', 'test'], { type: 'string', description: '`event`: a delivery of an event; `test`: sent by the test route.' }),
+    attempt: Int32({ minimum: 1, description: '1 for the first attempt of a delivery, 2 for the first retry, …' }),
+    status: Type.Enum(['succeeded', 'failed', 'pending'], {
+      type: 'string',
+      description:
+        '`succeeded`: a 2xx answer. `pending`: this attempt failed and another is due at `next_attempt_at`. `failed`: this attempt failed and the delivery was given up.',
     }),
-  ),
-  duration_ms: Type.Integer(),
-  created_at: Timestamp,
-  next_attempt_at: Nullable(Timestamp),
-})
+    response_status_code: Nullable(Int32({ minimum: 100, maximum: 599 })),
+    response_body: Nullable(Type.String({ maxLength: 4096, description: 'The first 4 KiB of the answer.' })),
+    error: Nullable(
+      Type.String({
+        maxLength: 2000,
+        description: 'Why the attempt failed, starting with its kind: `http_status`, `timeout`, `connection`, `dns`, `blocked_address`, `invalid_url`.',
+      }),
+    ),
+    duration_ms: Int32({ minimum: 0 }),
+    created_at: Timestamp,
+    next_attempt_at: Nullable(Timestamp),
+  },
+  { title: 'WebhookLogEntry' },
+)
 export type DeliveryLogEntry = Static<typeof DeliveryLogEntry>
 
-export const DeliveryLogPage = Type.Object({
-  items: Type.Array(DeliveryLogEntry),
-  total: Type.Integer(),
-  limit: Type.Integer(),
-  offset: Type.Integer(),
-})
+export const DeliveryLogPage = Page(DeliveryLogEntry, 'WebhookLogPage')
 
 export const WebhookIdParams = Type.Object({ id: Id })
 export const DeliveryLogQuery = Type.Object(PageQuery)
+
+/**
+ * What a receiver gets: the body of every delivery is `{type, timestamp, data}`, signed as
+ * Standard Webhooks describes (see the `webhooks` section of the OpenAPI document).
+ */
+const eventEnvelope = <D extends TSchema>(type: (typeof EVENT_TYPES)[number], title: string, description: string, data: D) =>
+  Type.Object(
+    {
+      type: Type.Literal(type),
+      timestamp: Type.String({ format: 'date-time', maxLength: 40, description: 'When the event happened (UTC, ending in Z); the same on every attempt.' }),
+      data,
+    },
+    { title, description },
+  )
+
+const PropertyStatusId = (id: number) => Type.Literal(id)
+
+export const NewListingEvent = eventEnvelope(
+  'mls.new_listing',
+  'NewListingEvent',
+  'A listing was published on the MLS; sent to every agency subscribed to it. `data` is the listing as the catalogue shows it.',
+  CatalogueItem,
+)
+
+export const PropertyPublishedEvent = eventEnvelope(
+  'property.published',
+  'PropertyPublishedEvent',
+  'One of the agency’s listings passed the check (or an operator approved it) and is published.',
+  Type.Object(
+    {
+      property_id: Id,
+      status_id: PropertyStatusId(2),
+      status_name: Type.String({ maxLength: 100 }),
+      published_at: Timestamp,
+      listing: CatalogueItem,
+    },
+    { title: 'PropertyPublishedData' },
+  ),
+)
+
+export const PropertyRejectedEvent = eventEnvelope(
+  'property.rejected',
+  'PropertyRejectedEvent',
+  'One of the agency’s listings failed the check (or an operator rejected it); `reasons` says why.',
+  Type.Object(
+    {
+      property_id: Id,
+      status_id: PropertyStatusId(3),
+      status_name: Type.String({ maxLength: 100 }),
+      reasons: Type.Array(ModerationReasonSchema, { maxItems: 100 }),
+    },
+    { title: 'PropertyRejectedData' },
+  ),
+)
+
+export const TestEvent = eventEnvelope(
+  'webhook.test',
+  'TestEvent',
+  'Sent by `POST /webhooks/{id}/test`, once, whatever the subscription’s events.',
+  Type.Object({ subscription_id: Id, message: Type.String({ maxLength: 500 }) }, { title: 'TestEventData' }),
+)
+
+/** Every event a receiver may get, by type. */
+export const webhookEvents = {
+  'mls.new_listing': NewListingEvent,
+  'property.published': PropertyPublishedEvent,
+  'property.rejected': PropertyRejectedEvent,
+  'webhook.test': TestEvent,
+} satisfies Record<(typeof EVENT_TYPES)[number], TSchema>

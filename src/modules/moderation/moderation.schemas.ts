@@ -1,0 +1,33 @@
+import { Type } from 'typebox'
+import { Id, Int32, Nullable, Page, PageQuery, Timestamp } from '../../lib/schemas.js'
+import { ModerationResultSchema, StatusId } from '../properties/properties.schemas.js'
+
+/** A listing as an operator reviews it: the submission's facts and the check's findings. */
+export const ListingUnderReview = Type.Object(
+  {
+    id: Id,
+    tenant_id: Id,
+    status_id: StatusId,
+    property_type_id: Int32({ minimum: 1, maximum: 32767 }),
+    deal_type_id: Int32({ minimum: 1, maximum: 32767 }),
+    price: Nullable(Type.Number({ minimum: 0 })),
+    city_id: Nullable(Id),
+    description: Nullable(Type.String({ maxLength: 10_000 })),
+    attributes: Type.Record(Type.String(), Type.Union([Type.String({ maxLength: 1000 }), Type.Number(), Type.Boolean()]), { maxProperties: 100 }),
+    moderation: Nullable(ModerationResultSchema),
+    waiting_for_check: Type.Boolean({ description: 'True until the automatic check has run.' }),
+    updated_at: Timestamp,
+  },
+  { title: 'ListingUnderReview' },
+)
+
+export const ListingUnderReviewPage = Page(ListingUnderReview, 'ListingUnderReviewPage')
+
+export const ReviewListQuery = Type.Object({ status_id: { ...StatusId, default: 1 }, ...PageQuery })
+
+export const ListingIdParams = Type.Object({ id: Id })
+
+export const ListingRejection = Type.Object(
+  { reason: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'Shown to the agency among the reasons.' })) },
+  { title: 'ListingRejection', additionalProperties: false },
+)

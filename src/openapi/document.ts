@@ -1,0 +1,74 @@
+import swagger from '@fastify/swagger'
+import type { FastifyInstance, FastifySchema } from 'fastify'
+import type { OpenAPIV3_1 } from 'openapi-types'
+import { shareRepeatedHeaders, type DocumentWithHeaders } from './headers.js'
+import { shareRepeatedResponses, type DocumentWithResponses } from './responses.js'
+import { documentedRouteSchema, NamedSchemas, type RouteSchema } from './components.js'
+
+export interface DocumentOptions {
+  /** The name of the decorator that builds the document (`swagger`, `adminSwagger`). */
+  decorator: string
+  info: OpenAPIV3_1.InfoObject
+  servers: OpenAPIV3_1.ServerObject[]
+  securitySchemes: Record<string, OpenAPIV3_1.SecuritySchemeObject>
+  tags: OpenAPIV3_1.TagObject[]
+  /** Which routes of the scope the document describes, by URL. */
+  describes: (url: string) => boolean
+  /** The top-level `webhooks` section, built with the document's named schemas. */
+  webhooks?: (named: NamedSchemas) => Record<string, { post: Record<string, unknown> }>
+}
+
+interface QuerySchema {
+  properties?: Record<string, { default?: unknown }>
+  required?: string[]
+}
+
+/**
+ * A query parameter with a default (`limit`, `offset`…) is optional to a client: the schema
+ * lists it as required only so that ajv fills the default in and handlers always see it set.
+ */
+function defaultedQueryIsOptional(schema: FastifySchema): FastifySchema {
+  const query = schema.querystring as QuerySchema | undefined
+  if (!query?.required || !query.properties) return schema
+  const properties = query.properties
+  const required = query.required.filter((name) => properties[name]?.default === undefined)
+  return { ...schema, querystring: { ...query, required } }
+}
+
+/**
+ * Registers an OpenAPI 3.1 document of the routes added to `app` from now on. Named
+ * schemas are collected as routes are added, because @fastify/swagger reads
+ * `components.schemas` before it visits the routes.
+ */
+export async function registerOpenApiDocument(app: FastifyInstance, options: DocumentOptions): Promise<void> {
+  const named = new NamedSchemas()
+  const document = (schema: FastifySchema) => documentedRouteSchema(defaultedQueryIsOptional(schema) as RouteSchema, named) as FastifySchema
+  app.addHook('onRoute', (route) => {
+    if (route.schema && !route.schema.hide && options.describes(route.url)) document(route.schema)
+  })
+  const webhooks = options.webhooks?.(named)
+
+  await app.register(swagger, {
+    decorator: options.decorator,
+    openapi: {
+      openapi: '3.1.0',
+      info: options.info,
+      servers: options.servers,
+      // Read when the document is built, by then filled with every route's named schemas.
+      components: { securitySchemes: options.securitySchemes, schemas: named.schemas as Record<string, OpenAPIV3_1.SchemaObject> },
+      tags: options.tags,
+      ...(webhooks ? { webhooks: webhooks as OpenAPIV3_1.Document['webhooks'] } : {}),
+    },
+    // Headers first: a response is shared only if declared the same way everywhere, their references included.
+    transformObject: (built) =>
+      'openapiObject' in built
+        ? shareRepeatedResponses(shareRepeatedHeaders(built.openapiObject as DocumentWithHeaders & DocumentWithResponses))
+        : built.swaggerObject,
+    transform: ({ schema, url }) => {
+      // A route without a schema has none to change (swagger passes it as undefined).
+      const given = schema as FastifySchema | undefined
+      if (!options.describes(url)) return { schema: { ...given, hide: true }, url }
+      return { schema: given ? document(given) : given!, url }
+    },
+  })
+}

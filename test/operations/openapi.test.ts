@@ -1,0 +1,294 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { ADMIN_KEY, buildTestApp, type TestApp } from '../helpers/app.js'
+import { createTenant, propertyBody, submitProperty } from '../helpers/factories.js'
+import { runInternalCheck } from '../helpers/moderation.js'
+import type { PropertySubmission } from '../../src/modules/properties/properties.schemas.js'
+
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return --
+   The OpenAPI documents are walked as untyped JSON, through `$ref`s and any path: their shape is
+   what these tests check, so no static type of it can be assumed here. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch']
+
+function operationsOf(document: Json): { method: string; path: string; operation: Json }[] {
+  return Object.entries(document.paths as Json).flatMap(([path, item]) =>
+    Object.entries(item as Json)
+      .filter(([method]) => METHODS.includes(method))
+      .map(([method, operation]) => ({ method, path, operation: operation as Json })),
+  )
+}
+
+/** Every `$ref` in the document, wherever it is. */
+function refsOf(node: unknown, found: string[] = []): string[] {
+  if (Array.isArray(node)) for (const item of node) refsOf(item, found)
+  else if (node && typeof node === 'object') {
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string') found.push(value)
+      else refsOf(value, found)
+    }
+  }
+  return found
+}
+
+const resolve = (document: Json, ref: string): unknown =>
+  ref
+    .replace(/^#\//, '')
+    .split('/')
+    .reduce<unknown>((node, part) => (node as Json | undefined)?.[part.replaceAll('~1', '/').replaceAll('~0', '~')], document)
+
+/** A response, followed through its `$ref` when it is a shared one. */
+const answer = (document: Json, response: Json | undefined): Json | undefined => (response?.$ref ? (resolve(document, response.$ref) as Json) : response)
+
+describe('the OpenAPI documents', () => {
+  let t: TestApp
+  let document: Json
+  before(async () => {
+    t = await buildTestApp()
+    document = (await t.app.inject('/openapi.json')).json()
+  })
+  after(() => t.close())
+
+  it('give every operation a unique verb-and-noun operationId, a description and a tag', () => {
+    const ids = new Set<string>()
+    for (const { method, path, operation } of operationsOf(document)) {
+      const where = `${method} ${path}`
+      assert.match(operation.operationId ?? '', /^[a-z]+[A-Z][A-Za-z]+$/, `${where} has an operationId`)
+      assert.ok(!ids.has(operation.operationId), `${where}: ${operation.operationId} is unique`)
+      ids.add(operation.operationId)
+      assert.ok(operation.description, `${where} has a description`)
+      assert.ok(operation.tags?.length, `${where} has a tag`)
+    }
+    for (const id of ['createProperty', 'searchCatalogue', 'getCatalogueProperty', 'registerTenant', 'getRegistrationStatus', 'listWebhookLogs']) {
+      assert.ok(ids.has(id), id)
+    }
+  })
+
+  it('describe the public and tenant API only: no admin path, no admin key', () => {
+    assert.deepEqual(
+      Object.keys(document.paths).filter((path) => path.startsWith('/admin')),
+      [],
+    )
+    assert.deepEqual(Object.keys(document.components.securitySchemes), ['ApiKey'])
+    assert.ok(!JSON.stringify(document).includes('AdminKey'))
+  })
+
+  it('name their schemas under components.schemas and refer to them, every reference resolving', () => {
+    const names = Object.keys(document.components.schemas)
+    for (const name of [
+      'Property',
+      'PropertySubmission',
+      'PropertyPatch',
+      'PropertyPage',
+      'CatalogueItem',
+      'CatalogueProperty',
+      'CataloguePage',
+      'Image',
+      'Webhook',
+      'WebhookCreated',
+      'WebhookLogEntry',
+      'WebhookLogPage',
+      'Error',
+      'ValidationError',
+      'ReferenceItem',
+      'City',
+      'RegistrationStatus',
+    ]) {
+      assert.ok(names.includes(name), `${name} is a named schema`)
+    }
+    const property = document.paths['/properties/{id}'].get.responses['200'].content['application/json'].schema
+    assert.deepEqual(property, { $ref: '#/components/schemas/Property' })
+    for (const ref of new Set(refsOf(document))) assert.ok(resolve(document, ref), `${ref} resolves`)
+  })
+
+  it('type the answers as tightly as the requests', () => {
+    const schemas = document.components.schemas
+    assert.deepEqual(schemas.Property.properties.property_type, { $ref: '#/components/schemas/PropertyTypeName' })
+    assert.deepEqual(schemas.Property.properties.deal_type, { $ref: '#/components/schemas/DealTypeName' })
+    assert.deepEqual(schemas.DealTypeName.enum, ['Продажа', 'Долгосрочная аренда', 'Посуточная аренда'])
+    assert.equal(schemas.Property.properties.status_id.minimum, 1)
+    assert.equal(schemas.Property.properties.status_id.maximum, 5)
+    assert.ok(schemas.ModerationReasonCode.enum.includes('price_missing'))
+    assert.deepEqual(schemas.Webhook.properties.events.items, { $ref: '#/components/schemas/WebhookEventType' })
+    assert.deepEqual(schemas.WebhookCreate.properties.events.items, { $ref: '#/components/schemas/WebhookEventType' })
+
+    // An approved status is told apart by `status`, and only it carries the key.
+    const status = schemas.RegistrationStatus
+    assert.equal(status.oneOf.length, 3)
+    assert.equal(status.discriminator.propertyName, 'status')
+    assert.equal(status.discriminator.mapping.approved, '#/components/schemas/RegistrationApproved')
+    assert.ok(schemas.RegistrationApproved.required.includes('api_key'))
+    assert.equal(schemas.RegistrationPending.properties.api_key, undefined)
+
+    const conflict = document.paths['/properties/{id}/status'].post.responses['409'].content['application/json'].schema
+    assert.deepEqual(conflict, { $ref: '#/components/schemas/StatusConflict' })
+    assert.ok(schemas.StatusConflict.properties.allowed_moves)
+
+    const upload = document.paths['/property-images/upload'].post.requestBody.content['multipart/form-data'].schema
+    assert.deepEqual(upload, { $ref: '#/components/schemas/ImageUpload' })
+    assert.equal(schemas.ImageUpload.properties.file.type, 'string')
+    assert.equal(schemas.ImageUpload.properties.file.format, 'binary')
+  })
+
+  it('give every timestamp the date-time format, the nullable ones too', () => {
+    const timestamps: [string, Json][] = []
+    const visit = (node: unknown, name: string) => {
+      if (Array.isArray(node)) return node.forEach((item) => visit(item, name))
+      if (!node || typeof node !== 'object') return
+      const schema = node as Json
+      if (/(_at|^timestamp)$/.test(name) && !('$ref' in schema)) timestamps.push([name, schema])
+      for (const [key, value] of Object.entries(schema)) {
+        if (key === 'properties') for (const [property, inner] of Object.entries(value as Json)) visit(inner, property)
+        else if (key !== 'examples') visit(value, key)
+      }
+    }
+    visit(document.components.schemas, '')
+    assert.ok(timestamps.length > 10)
+    for (const [name, schema] of timestamps) {
+      const variants = (schema.anyOf as Json[] | undefined) ?? [schema]
+      const text = variants.find((variant) => variant.type === 'string')
+      assert.equal(text?.format, 'date-time', `${name}: ${JSON.stringify(schema)}`)
+    }
+  })
+
+  it('declare the headers the answers carry, and 500 and 503 everywhere', () => {
+    const headersOf = (response: Json) => Object.keys(answer(document, response)?.headers ?? {})
+    const created = operationsOf(document).filter(({ operation }) => operation.responses['201'])
+    assert.ok(created.length >= 5)
+    for (const { path, operation } of created) assert.ok(headersOf(operation.responses['201']).includes('Location'), path)
+    assert.ok(headersOf(document.paths['/properties'].post.responses['201']).includes('Idempotent-Replayed'))
+    for (const { method, path, operation } of operationsOf(document)) {
+      const where = `${method} ${path}`
+      const limited = operation.responses['429']
+      if (limited) {
+        for (const name of ['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']) assert.ok(headersOf(limited).includes(name), where)
+      }
+      assert.ok(answer(document, operation.responses['500'])?.content['application/json'], `${where} declares 500`)
+      // The liveness probe and the metrics answer without the database, so never with its 503.
+      // The front door, liveness and metrics never touch the database.
+      if (!['/', '/healthz', '/metrics'].includes(path)) assert.ok(answer(document, operation.responses['503'])?.content, `${where} declares 503`)
+    }
+    assert.ok(document.components.headers['Retry-After'])
+  })
+
+  it('describe every event a receiver gets, with the signature headers', () => {
+    assert.deepEqual(Object.keys(document.webhooks).sort(), ['mls.new_listing', 'property.published', 'property.rejected', 'webhook.test'])
+    for (const [type, item] of Object.entries(document.webhooks as Json)) {
+      const operation = item.post as Json
+      const headers = (operation.parameters as Json[]).filter((parameter) => parameter.in === 'header').map((parameter) => parameter.name)
+      assert.deepEqual(headers, ['webhook-id', 'webhook-timestamp', 'webhook-signature'], type)
+      const payload = resolve(document, operation.requestBody.content['application/json'].schema.$ref) as Json
+      assert.deepEqual(payload.properties.type.enum, [type])
+      assert.deepEqual(payload.required, ['type', 'timestamp', 'data'])
+    }
+    const newListing = resolve(document, document.webhooks['mls.new_listing'].post.requestBody.content['application/json'].schema.$ref) as Json
+    assert.deepEqual(newListing.properties.data, { $ref: '#/components/schemas/CatalogueItem' })
+  })
+
+  it('serve the admin API in a document of its own, behind X-Admin-Key', async () => {
+    for (const headers of [{}, { 'x-admin-key': 'not-the-key' }]) {
+      const refused = await t.app.inject({ url: '/admin/openapi.json', headers })
+      assert.equal(refused.statusCode, 401)
+      assert.deepEqual(refused.json(), { detail: 'Invalid or missing admin key' })
+    }
+    const response = await t.app.inject({ url: '/admin/openapi.json', headers: { 'x-admin-key': ADMIN_KEY } })
+    assert.equal(response.statusCode, 200)
+    const admin = response.json<Json>()
+    assert.equal(admin.openapi, '3.1.0')
+    const paths = Object.keys(admin.paths)
+    for (const path of [
+      '/admin/registrations',
+      '/admin/registrations/{request_code}/approve',
+      '/admin/cities',
+      '/admin/properties',
+      '/admin/properties/{id}/reject',
+    ]) {
+      assert.ok(paths.includes(path), path)
+    }
+    assert.ok(paths.every((path) => path.startsWith('/admin/')))
+    assert.ok(!paths.includes('/admin/openapi.json'))
+    assert.deepEqual(Object.keys(admin.components.securitySchemes), ['AdminKey'])
+    for (const { method, path, operation } of operationsOf(admin)) {
+      assert.ok(operation.operationId && operation.description, `${method} ${path}`)
+      assert.deepEqual(operation.security, [{ AdminKey: [] }])
+    }
+    for (const ref of new Set(refsOf(admin))) assert.ok(resolve(admin, ref), `${ref} resolves`)
+  })
+})
+
+describe('the headers the OpenAPI document declares', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp({ RATE_LIMIT_ENABLED: 'true' })
+  })
+  after(() => t.close())
+
+  const declared = (document: Json, path: string, method: string, status: string) =>
+    Object.keys(answer(document, document.paths[path][method].responses[status])?.headers ?? {}).map((name) => name.toLowerCase())
+
+  it('are the headers the service sends', async () => {
+    const document = (await t.app.inject('/openapi.json')).json<Json>()
+    const agency = await createTenant(t.app)
+    const submit = {
+      method: 'POST',
+      url: '/properties',
+      headers: { ...agency.headers, 'idempotency-key': 'openapi-headers-1' },
+      payload: propertyBody(),
+    } as const
+    assert.equal((await t.app.inject(submit)).statusCode, 201)
+    const replayed = await t.app.inject(submit)
+    assert.equal(replayed.statusCode, 201)
+    for (const name of declared(document, '/properties', 'post', '201')) assert.ok(replayed.headers[name], `POST /properties sends ${name}`)
+
+    const catalogue = await t.app.inject('/mls/properties')
+    for (const name of declared(document, '/mls/properties', 'get', '200')) assert.ok(catalogue.headers[name], `GET /mls/properties sends ${name}`)
+
+    const missing = await t.app.inject({ url: '/properties/999999', headers: agency.headers })
+    assert.equal(missing.statusCode, 404)
+    for (const name of declared(document, '/properties/{id}', 'get', '404')) assert.ok(missing.headers[name], `a 404 of GET /properties/{id} sends ${name}`)
+  })
+})
+
+describe('the reason codes the OpenAPI document lists', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp({ MODERATION_MODE: 'manual' })
+  })
+  after(() => t.close())
+
+  it('include every code the internal check and the operators give', async () => {
+    const agency = await createTenant(t.app)
+    const flawed: Partial<PropertySubmission>[] = [
+      // No location, a zero price, floors and areas that do not add up, an e-mail in the text.
+      {
+        price: 0,
+        location: null,
+        description: 'Пишите: ivan@example.com',
+        attributes: { area: '50', living_area: '40', kitchen_area: '20', floor: '10', total_floors: '5' },
+      },
+      // No price, and rooms on land.
+      { property_type: 'Земля', price: null, attributes: { rooms: '2' } },
+    ]
+    const ids = []
+    for (const overrides of flawed) ids.push((await submitProperty(t.app, agency, overrides)).id)
+    await runInternalCheck(t.app)
+    const rejected = await t.app.inject({
+      method: 'POST',
+      url: `/admin/properties/${ids[0]}/reject`,
+      headers: { 'x-admin-key': ADMIN_KEY },
+      payload: { reason: 'Нет фото' },
+    })
+    assert.equal(rejected.statusCode, 204, rejected.body)
+
+    const given = new Set<string>()
+    for (const id of ids) {
+      const property = (await t.app.inject({ url: `/properties/${id}`, headers: agency.headers })).json<Json>()
+      for (const reason of property.moderation.reasons as { code: string }[]) given.add(reason.code)
+    }
+    assert.ok(given.size >= 7, [...given].join(', '))
+    const listed: string[] = (await t.app.inject('/openapi.json')).json<Json>().components.schemas.ModerationReasonCode.enum
+    for (const code of given) assert.ok(listed.includes(code), `${code} is listed`)
+  })
+})

@@ -38,6 +38,7 @@ export interface Config {
   catalogueCacheBytes: number
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   rateLimits: RateLimitConfig
+  retention: RetentionConfig
 }
 
 export interface S3Config {
@@ -70,6 +71,12 @@ export interface RateLimitConfig {
   registrationStatusPerMinute: number
   cataloguePerMinute: number
   apiKeyPerMinute: number
+}
+
+/** What the worker's sweeps delete, and when (docs/operations.md#retention). */
+export interface RetentionConfig {
+  /** Events older than this many days are deleted, with their deliveries and attempts, once nothing is pending for them. */
+  eventDays: number
 }
 
 export class ConfigError extends Error {
@@ -132,6 +139,9 @@ export function loadConfig(env: Env = process.env): Config {
       registrationStatusPerMinute: read('RATE_LIMIT_REGISTRATION_STATUS_PER_MINUTE', 30, integerIn(1, 1_000_000)),
       cataloguePerMinute: read('RATE_LIMIT_CATALOGUE_PER_MINUTE', 600, integerIn(1, 1_000_000)),
       apiKeyPerMinute: read('RATE_LIMIT_API_KEY_PER_MINUTE', 1200, integerIn(1, 1_000_000)),
+    },
+    retention: {
+      eventDays: read('EVENT_RETENTION_DAYS', 30, integerIn(1, 36_500)),
     },
   }
 

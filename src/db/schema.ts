@@ -317,6 +317,10 @@ export const propertyImages = pgTable(
     // A property's photos in display order; also the catalogue's first photo per listing.
     index('property_images_property_order_idx').on(t.propertyId, t.sortOrder, t.id),
     index('property_images_tenant_idx').on(t.tenantId, t.propertyId, t.sortOrder, t.id),
+    // The orphan-file sweep walks the rows' keys beside the storage's listing, both in byte
+    // order (collation "C"), and checks keys before removing files. A key names one file.
+    uniqueIndex('property_images_file_key_key').on(sql`${t.fileKey} collate "C"`),
+    uniqueIndex('property_images_thumbnail_key_key').on(sql`${t.thumbnailKey} collate "C"`),
   ],
 )
 

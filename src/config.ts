@@ -38,6 +38,7 @@ export interface Config {
   catalogueCacheBytes: number
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   rateLimits: RateLimitConfig
+  retention: RetentionConfig
 }
 
 export interface S3Config {
@@ -70,6 +71,17 @@ export interface RateLimitConfig {
   registrationStatusPerMinute: number
   cataloguePerMinute: number
   apiKeyPerMinute: number
+}
+
+/** What the worker's sweeps delete, and when (docs/operations.md#retention). */
+export interface RetentionConfig {
+  /** Events older than this many days are deleted, with their deliveries and attempts, once nothing is pending for them. */
+  eventDays: number
+  /**
+   * A stored file no photo row names is removed once it is this old. Younger ones may belong
+   * to an upload whose row is about to be written.
+   */
+  orphanFileMinAgeMs: number
 }
 
 export class ConfigError extends Error {
@@ -132,6 +144,10 @@ export function loadConfig(env: Env = process.env): Config {
       registrationStatusPerMinute: read('RATE_LIMIT_REGISTRATION_STATUS_PER_MINUTE', 30, integerIn(1, 1_000_000)),
       cataloguePerMinute: read('RATE_LIMIT_CATALOGUE_PER_MINUTE', 600, integerIn(1, 1_000_000)),
       apiKeyPerMinute: read('RATE_LIMIT_API_KEY_PER_MINUTE', 1200, integerIn(1, 1_000_000)),
+    },
+    retention: {
+      eventDays: read('EVENT_RETENTION_DAYS', 30, integerIn(1, 36_500)),
+      orphanFileMinAgeMs: read('ORPHAN_FILE_MIN_AGE', 3_600_000, durationIn(1000, 30 * 86_400_000)),
     },
   }
 
@@ -240,11 +256,27 @@ function httpUrl(raw: string): string {
 
 const durationUnitsMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 
+/** One duration (`90s`, `1h`) in milliseconds, from `min` to `max`. */
+function durationIn(min: number, max: number) {
+  return (raw: string): number => {
+    const value = parseDuration(raw)
+    if (value === undefined || value < min || value > max) {
+      throw new Error(`expected one duration from ${min / 1000}s to ${max / 86_400_000}d, such as 30s, 15m or 1h`)
+    }
+    return value
+  }
+}
+
+function parseDuration(raw: string): number | undefined {
+  const match = /^(\d+)(ms|s|m|h|d)$/.exec(raw.trim())
+  return match ? Number(match[1]) * durationUnitsMs[match[2]!]! : undefined
+}
+
 /** Parses `5s,5m,30m,2h` into milliseconds. */
 export function parseDurationList(raw: string): number[] {
   return raw.split(',').map((part) => {
-    const match = /^(\d+)(ms|s|m|h|d)$/.exec(part.trim())
-    if (!match) throw new Error(`"${part.trim()}" is not a duration; expected a list like 5s,5m,30m,2h`)
-    return Number(match[1]) * durationUnitsMs[match[2]!]!
+    const value = parseDuration(part)
+    if (value === undefined) throw new Error(`"${part.trim()}" is not a duration; expected a list like 5s,5m,30m,2h`)
+    return value
   })
 }

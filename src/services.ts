@@ -25,6 +25,8 @@ export interface Services {
   images: ImagesService
   moderation: ModerationService
   webhooks: WebhooksService
+  /** The outbox; routes reach it through the modules that record events, jobs for its retention. */
+  events: EventsService
   operations: OperationsService
   /** Lets go of what the services opened (connection pools to receivers and object storage); the database is the caller's. */
   close(): Promise<void>
@@ -48,7 +50,7 @@ export function createServices({ config, database }: ServicesOptions): Services 
   const mediaBase = mediaBaseUrl(config)
   // Names are loaded as they are met, by statements that stand alone: pipelined on PostgreSQL.
   const names = new ReferenceNames(database.pipelined)
-  const events = new EventsService()
+  const events = new EventsService(db)
 
   const tenants = new TenantsService(db, secrets)
   const reference = new ReferenceService(db, names)
@@ -71,6 +73,7 @@ export function createServices({ config, database }: ServicesOptions): Services 
     images,
     moderation,
     webhooks,
+    events,
     operations: new OperationsService(db),
     async close() {
       await outbound.close()

@@ -317,6 +317,10 @@ export const propertyImages = pgTable(
     // A property's photos in display order; also the catalogue's first photo per listing.
     index('property_images_property_order_idx').on(t.propertyId, t.sortOrder, t.id),
     index('property_images_tenant_idx').on(t.tenantId, t.propertyId, t.sortOrder, t.id),
+    // The orphan-file sweep walks the rows' keys beside the storage's listing, both in byte
+    // order (collation "C"), and checks keys before removing files. A key names one file.
+    uniqueIndex('property_images_file_key_key').on(sql`${t.fileKey} collate "C"`),
+    uniqueIndex('property_images_thumbnail_key_key').on(sql`${t.thumbnailKey} collate "C"`),
   ],
 )
 
@@ -437,6 +441,8 @@ export const events = pgTable(
     index('events_undispatched_idx')
       .on(t.id)
       .where(sql`${t.dispatchedAt} is null`),
+    // Retention reads only the events past EVENT_RETENTION_DAYS, oldest first.
+    index('events_created_at_idx').on(t.createdAt),
   ],
 )
 
@@ -503,6 +509,11 @@ export const webhookDeliveries = pgTable(
       .where(sql`${t.status} = 'pending'`),
     // Cancelling a subscription's pending deliveries, and the cascade when it is deleted.
     index('webhook_deliveries_subscription_idx').on(t.subscriptionId),
+    // Retention: finished deliveries, oldest first. Deleted rows leave it, so no batch reads
+    // again what an earlier one deleted.
+    index('webhook_deliveries_finished_idx')
+      .on(t.createdAt)
+      .where(sql`${t.status} <> 'pending'`),
     unique('webhook_deliveries_event_subscription_key').on(t.eventId, t.subscriptionId),
     check('webhook_deliveries_status_check', sql`${t.status} in ('pending', 'succeeded', 'failed')`),
     check('webhook_deliveries_trigger_check', sql`${t.trigger} in ('event', 'test')`),

@@ -1,3 +1,5 @@
+import { eventRetentionJob } from '../modules/events/event-retention.job.js'
+import { orphanFilesJob } from '../modules/images/orphan-files.job.js'
 import { moderationJob } from '../modules/moderation/moderation.job.js'
 import { idempotencyCleanupJob } from '../modules/properties/idempotency-cleanup.job.js'
 import { WebhookDeliveryJob, webhookFanOutJob } from '../modules/webhooks/webhooks.jobs.js'
@@ -5,5 +7,5 @@ import type { Job } from './job.js'
 
 /** The jobs a worker process runs, new for each worker (some keep state). Features add theirs here. */
 export function workerJobs(): Job[] {
-  return [moderationJob, idempotencyCleanupJob, webhookFanOutJob, new WebhookDeliveryJob()]
+  return [moderationJob, idempotencyCleanupJob, eventRetentionJob, orphanFilesJob, webhookFanOutJob, new WebhookDeliveryJob()]
 }

@@ -28,6 +28,7 @@ describe('configuration', () => {
     assert.equal(config.rateLimits.cataloguePerMinute, 600)
     assert.equal(config.rateLimits.apiKeyPerMinute, 1200)
     assert.equal(config.databasePipelinedConnections, 2)
+    assert.deepEqual(config.retention, { eventDays: 30, orphanFileMinAgeMs: 3_600_000 })
     rmSync(dir, { recursive: true })
   })
 
@@ -52,8 +53,11 @@ describe('configuration', () => {
       REDIS_URL: 'redis://127.0.0.1:6379',
       SECRET_KEY: 'k'.repeat(32),
       DATABASE_PIPELINED_CONNECTIONS: '3',
+      EVENT_RETENTION_DAYS: '90',
+      ORPHAN_FILE_MIN_AGE: '90s',
     })
     assert.equal(config.databasePipelinedConnections, 3)
+    assert.deepEqual(config.retention, { eventDays: 90, orphanFileMinAgeMs: 90_000 })
     assert.equal(config.publicBaseUrl, 'http://localhost:8080')
     assert.equal(config.moderationMode, 'manual')
     assert.equal(config.allowPrivateNetwork, true)
@@ -72,10 +76,21 @@ describe('configuration', () => {
           WEBHOOK_RETRY_SCHEDULE: '5s,soon',
           SECRET_KEY: 'short',
           DATABASE_PIPELINED_CONNECTIONS: '0',
+          EVENT_RETENTION_DAYS: '0',
+          ORPHAN_FILE_MIN_AGE: '1h,2h',
         }),
       (error: unknown) => {
         assert.ok(error instanceof ConfigError)
-        for (const name of ['PORT', 'DATABASE_URL', 'MODERATION_MODE', 'WEBHOOK_RETRY_SCHEDULE', 'SECRET_KEY', 'DATABASE_PIPELINED_CONNECTIONS']) {
+        for (const name of [
+          'PORT',
+          'DATABASE_URL',
+          'MODERATION_MODE',
+          'WEBHOOK_RETRY_SCHEDULE',
+          'SECRET_KEY',
+          'DATABASE_PIPELINED_CONNECTIONS',
+          'EVENT_RETENTION_DAYS',
+          'ORPHAN_FILE_MIN_AGE',
+        ]) {
           assert.match(error.message, new RegExp(`${name}=`))
         }
         assert.match(error.message, /expected one of auto, manual/)

@@ -46,3 +46,26 @@ export async function claimUndispatchedEvents(tx: Database, limit: number): Prom
   )
   return rows.map((row) => ({ id: row.id, type: row.type, tenantId: row.tenant_id })).sort((a, b) => a.id - b.id)
 }
+
+/**
+ * Deletes up to `limit` dispatched events older than `days` that no delivery names any more,
+ * oldest first; how many. The webhooks module deletes an event's deliveries once none is
+ * pending, so an event still named by one is not done with. Rows another sweep holds are skipped.
+ */
+export async function deleteEventsDoneWith(db: Database, days: number, limit: number): Promise<number> {
+  const [row] = await queryRows<{ deleted: number }>(
+    db,
+    sql`with done as (
+          select e.id from events e
+          where e.created_at < now() - ${days}::int * interval '1 day'
+            and e.dispatched_at is not null
+            and not exists (select 1 from webhook_deliveries d where d.event_id = e.id)
+          order by e.created_at
+          limit ${limit}::int
+          for update skip locked
+        ),
+        deleted as (delete from events where id in (select id from done) returning 1)
+        select count(*)::int as deleted from deleted`,
+  )
+  return row?.deleted ?? 0
+}

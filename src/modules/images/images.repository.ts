@@ -1,6 +1,7 @@
-import { and, asc, count, eq, type SQL } from 'drizzle-orm'
-import type { Database } from '../../db/client.js'
+import { and, asc, count, eq, inArray, or, sql, type SQL } from 'drizzle-orm'
+import { queryRows, type Database } from '../../db/client.js'
 import { properties, propertyImages } from '../../db/schema.js'
+import type { NamedKey } from './orphan-files.js'
 
 export type ImageRow = typeof propertyImages.$inferSelect
 export type NewImage = typeof propertyImages.$inferInsert
@@ -74,4 +75,37 @@ export async function deletePropertyImages(db: Database, tenantId: number, prope
     .where(and(eq(propertyImages.tenantId, tenantId), eq(propertyImages.propertyId, propertyId)))
     .returning({ fileKey: propertyImages.fileKey, thumbnailKey: propertyImages.thumbnailKey })
   return rows.flatMap((row) => [row.fileKey, row.thumbnailKey])
+}
+
+/**
+ * Up to `limit` storage keys that rows name (photos and thumbnails), the first after `after`
+ * in byte order (collation "C", the order storage lists keys in); each branch reads its
+ * unique index in order.
+ */
+export async function namedKeysAfter(db: Database, after: string, limit: number): Promise<NamedKey[]> {
+  const rows = await queryRows<{ key: string; image_id: number; created_at: Date | string }>(
+    db,
+    sql`select key, image_id, created_at from (
+          (select file_key collate "C" as key, id as image_id, created_at from property_images
+           where file_key collate "C" > ${after}::text order by file_key collate "C" limit ${limit}::int)
+          union all
+          (select thumbnail_key collate "C", id, created_at from property_images
+           where thumbnail_key collate "C" > ${after}::text order by thumbnail_key collate "C" limit ${limit}::int)
+        ) named
+        order by key collate "C"
+        limit ${limit}::int`,
+  )
+  return rows.map((row) => ({ key: row.key, imageId: row.image_id, createdAt: new Date(row.created_at) }))
+}
+
+/** Which of `keys` a row names, as its photo or its thumbnail. */
+export async function keysNamedByRows(db: Database, keys: readonly string[]): Promise<Set<string>> {
+  if (keys.length === 0) return new Set()
+  const fileKey = sql`${propertyImages.fileKey} collate "C"`
+  const thumbnailKey = sql`${propertyImages.thumbnailKey} collate "C"`
+  const rows = await db
+    .select({ fileKey: propertyImages.fileKey, thumbnailKey: propertyImages.thumbnailKey })
+    .from(propertyImages)
+    .where(or(inArray(fileKey, [...keys]), inArray(thumbnailKey, [...keys])))
+  return new Set(rows.flatMap((row) => [row.fileKey, row.thumbnailKey]))
 }

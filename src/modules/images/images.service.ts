@@ -8,9 +8,16 @@ import type { ImageProcessor } from './image-processing.js'
 import { detectImageType, TYPE_SNIFF_BYTES, type ProcessedImage } from './image-processing.js'
 import * as repository from './images.repository.js'
 import type { PropertyImage } from './images.schemas.js'
+import { compareStorageWithRows, type NamedKey } from './orphan-files.js'
 import type { Storage } from './storage.js'
 
 export const IMAGE_NOT_FOUND = 'Image not found'
+/** Every key the service chooses starts with it; the sweep lists nothing else. */
+const PHOTO_KEY_PREFIX = 'photos/'
+/** Row keys read per statement by the sweep, as many as a page of the storage's listing. */
+const SWEEP_PAGE = 1000
+/** Missing files a sweep names; past it, only counted. */
+const MISSING_REPORTED = 1000
 /** Photos added by URL are fetched within this time, through at most this many redirects. */
 const DOWNLOAD_TIMEOUT_MS = 10_000
 const DOWNLOAD_MAX_REDIRECTS = 3
@@ -35,6 +42,16 @@ function toImage(row: repository.ImageRow, mediaBase: string): PropertyImage {
     height: row.height,
     ...(row.sourceUrl === null ? {} : { source_url: row.sourceUrl }),
   }
+}
+
+/** What one sweep of the storage found (ImagesService.sweepOrphanFiles). */
+export interface OrphanSweep {
+  filesListed: number
+  /** Files no row named, old enough, removed. */
+  filesRemoved: number
+  /** Files that rows old enough name but storage lacks (a photo or a thumbnail): the first MISSING_REPORTED. */
+  missingFiles: { imageId: number; key: string }[]
+  missingFileCount: number
 }
 
 /**
@@ -90,6 +107,46 @@ export class ImagesService {
   /** Removes stored files whose rows are gone. */
   removeFiles(keys: readonly string[]): Promise<void> {
     return this.storage.remove(keys)
+  }
+
+  /**
+   * Removes the files in storage that no row names and that were last modified before
+   * `olderThan`: left by a crash between writing a photo's files and its row, or between
+   * deleting a row and its files. Younger ones may be an upload whose row is on its way. Rows
+   * created before `olderThan` whose file is missing are reported, never deleted: the photo
+   * may be restored from a backup. Stops between pages once `signal` is aborted.
+   */
+  async sweepOrphanFiles(olderThan: Date, signal?: AbortSignal): Promise<OrphanSweep> {
+    const sweep: OrphanSweep = { filesListed: 0, filesRemoved: 0, missingFiles: [], missingFileCount: 0 }
+    for await (const found of compareStorageWithRows(this.storage.list(PHOTO_KEY_PREFIX, SWEEP_PAGE), this.namedKeys())) {
+      sweep.filesListed += found.listed
+      const old = found.unnamed.filter((file) => file.modifiedAt < olderThan).map((file) => file.key)
+      if (old.length > 0) {
+        // Asked once more just before removing: a photo removed by mistake cannot be had back.
+        const named = await repository.keysNamedByRows(this.db, old)
+        const orphans = old.filter((key) => !named.has(key))
+        await this.storage.remove(orphans)
+        sweep.filesRemoved += orphans.length
+      }
+      for (const row of found.missing) {
+        if (row.createdAt >= olderThan) continue
+        sweep.missingFileCount++
+        if (sweep.missingFiles.length < MISSING_REPORTED) sweep.missingFiles.push({ imageId: row.imageId, key: row.key })
+      }
+      if (signal?.aborted) break
+    }
+    return sweep
+  }
+
+  /** The keys rows name, in byte order, a page at a time. */
+  private async *namedKeys(): AsyncGenerator<NamedKey[]> {
+    let after = ''
+    for (;;) {
+      const page = await repository.namedKeysAfter(this.db, after, SWEEP_PAGE)
+      if (page.length > 0) yield page
+      if (page.length < SWEEP_PAGE) return
+      after = page[page.length - 1]!.key
+    }
   }
 
   /** Checks the property first, so a photo for another tenant's property is never processed. */
@@ -199,5 +256,5 @@ export class ImagesService {
 /** Server-chosen, unguessable names; the thumbnail is named after its photo. */
 function storageKeys(processed: ProcessedImage): { file: string; thumbnail: string } {
   const name = randomBytes(16).toString('base64url')
-  return { file: `photos/${name}.${processed.extension}`, thumbnail: `photos/${name}-400.${processed.extension}` }
+  return { file: `${PHOTO_KEY_PREFIX}${name}.${processed.extension}`, thumbnail: `${PHOTO_KEY_PREFIX}${name}-400.${processed.extension}` }
 }

@@ -3,15 +3,34 @@
  * chosen by the service (`photos/<random>.<ext>`), never by the client. Rows keep keys, not
  * URLs, so moving the files behind a CDN (S3_PUBLIC_URL) changes no stored row.
  */
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
+import type { Dirent } from 'node:fs'
+import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { DeleteObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
+import { DeleteObjectCommand, ListObjectsCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
 import type { Config, S3Config } from '../../config.js'
+
+export interface StoredFile {
+  key: string
+  modifiedAt: Date
+}
 
 export interface Storage {
   put(key: string, body: Buffer, contentType: string): Promise<void>
   /** Removes the files; a missing one is not an error. */
   remove(keys: readonly string[]): Promise<void>
+  /**
+   * The files whose keys start with `prefix`, in pages of at most `pageSize`, keys in
+   * ascending byte order (as S3 lists them), so a listing can be walked beside sorted rows.
+   */
+  list(prefix: string, pageSize?: number): AsyncIterable<StoredFile[]>
+}
+
+/** S3's largest page, and the default of both drivers. */
+const LIST_PAGE_SIZE = 1000
+
+/** Orders keys by their UTF-8 bytes, as S3 and PostgreSQL's collation "C" do. */
+export function compareKeys(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b))
 }
 
 /** Files stored a year in browsers and CDNs: a key is never reused for other bytes. */
@@ -32,6 +51,49 @@ export class LocalStorage implements Storage {
 
   async remove(keys: readonly string[]): Promise<void> {
     await Promise.all(keys.map((key) => rm(this.pathOf(key), { force: true })))
+  }
+
+  async *list(prefix: string, pageSize = LIST_PAGE_SIZE): AsyncIterable<StoredFile[]> {
+    let page: StoredFile[] = []
+    for await (const file of this.walk('', prefix)) {
+      page.push(file)
+      if (page.length >= pageSize) {
+        yield page
+        page = []
+      }
+    }
+    if (page.length > 0) yield page
+  }
+
+  /**
+   * The files under the folder of key `folder` (`''` or ending in `/`) in key order. A folder
+   * sorts as its name and a slash, which is where its files' keys fall among its siblings.
+   * A file that goes while it is listed is left out.
+   */
+  private async *walk(folder: string, prefix: string): AsyncGenerator<StoredFile> {
+    let entries: Dirent[]
+    try {
+      entries = await readdir(this.pathOf(folder), { withFileTypes: true })
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return
+      throw error
+    }
+    const keyed = entries
+      .filter((entry) => entry.isDirectory() || entry.isFile())
+      .map((entry) => ({ key: `${folder}${entry.name}${entry.isDirectory() ? '/' : ''}`, isFolder: entry.isDirectory() }))
+      .sort((a, b) => compareKeys(a.key, b.key))
+    for (const { key, isFolder } of keyed) {
+      if (isFolder) {
+        if (key.startsWith(prefix) || prefix.startsWith(key)) yield* this.walk(key, prefix)
+        continue
+      }
+      if (!key.startsWith(prefix)) continue
+      try {
+        yield { key, modifiedAt: (await stat(this.pathOf(key))).mtime }
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+      }
+    }
   }
 
   private pathOf(key: string): string {
@@ -62,6 +124,23 @@ export class S3Storage implements Storage {
   async remove(keys: readonly string[]): Promise<void> {
     // One DeleteObject per key: DeleteObjects needs a checksum some stores do not accept.
     await Promise.all(keys.map((key) => this.client.send(new DeleteObjectCommand({ Bucket: this.s3.bucket, Key: key }))))
+  }
+
+  /**
+   * Pages by the last key seen (ListObjects, version 1), which every S3-compatible store
+   * serves; some cannot make version 2's continuation tokens (s3rver under OpenSSL 3).
+   */
+  async *list(prefix: string, pageSize = LIST_PAGE_SIZE): AsyncIterable<StoredFile[]> {
+    let marker: string | undefined
+    for (;;) {
+      const page = await this.client.send(new ListObjectsCommand({ Bucket: this.s3.bucket, Prefix: prefix, MaxKeys: pageSize, Marker: marker }))
+      const files = (page.Contents ?? []).flatMap((object) =>
+        object.Key !== undefined && object.LastModified !== undefined ? [{ key: object.Key, modifiedAt: object.LastModified }] : [],
+      )
+      if (files.length > 0) yield files
+      if (page.IsTruncated !== true || files.length === 0) return
+      marker = files[files.length - 1]!.key
+    }
   }
 
   /** Closes the SDK's connections; the storage is not used afterwards. */

@@ -347,11 +347,26 @@ export async function saveIdempotencyKey(db: Database, values: typeof idempotenc
     })
 }
 
-/** Housekeeping: keys past their 24 hours are never replayed again. */
-export async function deleteExpiredIdempotencyKeys(db: Database): Promise<number> {
-  const deleted = await db
-    .delete(idempotencyKeys)
-    .where(sql`${idempotencyKeys.createdAt} < now() - interval '24 hours'`)
-    .returning({ key: idempotencyKeys.key })
-  return deleted.length
+/**
+ * Housekeeping: deletes up to `limit` keys past their 24 hours, oldest first, which are never
+ * replayed again; how many. Rows another sweep holds are skipped.
+ */
+export async function deleteExpiredIdempotencyKeys(db: Database, limit: number): Promise<number> {
+  const [row] = await queryRows<{ deleted: number }>(
+    db,
+    sql`with expired as (
+          select tenant_id, key from idempotency_keys
+          where created_at < now() - interval '24 hours'
+          order by created_at
+          limit ${limit}::int
+          for update skip locked
+        ),
+        deleted as (
+          delete from idempotency_keys k using expired
+          where k.tenant_id = expired.tenant_id and k.key = expired.key
+          returning 1
+        )
+        select count(*)::int as deleted from deleted`,
+  )
+  return row?.deleted ?? 0
 }

@@ -256,9 +256,9 @@ export class PropertiesService {
     return repository.listByStatus(this.db, statusId, page)
   }
 
-  /** Forgets Idempotency-Keys past their 24 hours; how many. */
-  forgetExpiredIdempotencyKeys(): Promise<number> {
-    return repository.deleteExpiredIdempotencyKeys(this.db)
+  /** Forgets up to `limit` Idempotency-Keys past their 24 hours, in one statement; how many. */
+  forgetExpiredIdempotencyKeys(limit: number): Promise<number> {
+    return repository.deleteExpiredIdempotencyKeys(this.db, limit)
   }
 
   private async insert(db: Database, tenant: AuthenticatedTenant, body: PropertySubmission): Promise<Property> {

@@ -143,6 +143,31 @@ export async function claimDeliveries(
 }
 
 /**
+ * Deletes up to `limit` finished deliveries older than `days`, oldest first, with their attempts
+ * (the foreign key cascades), when no delivery of their event is pending any more; how many.
+ * A delivery is never pending again once it has succeeded or been given up, so the check holds;
+ * it has at most one attempt per entry of the retry schedule, plus one, which bounds the statement.
+ * A delivery is fanned out after its event, so its event is older than `days` too.
+ */
+export async function deleteFinishedDeliveries(db: Database, days: number, limit: number): Promise<number> {
+  const [row] = await queryRows<{ deleted: number }>(
+    db,
+    sql`with finished as (
+          select d.id from webhook_deliveries d
+          where d.created_at < now() - ${days}::int * interval '1 day'
+            and d.status <> 'pending'
+            and not exists (select 1 from webhook_deliveries p where p.event_id = d.event_id and p.status = 'pending')
+          order by d.created_at
+          limit ${limit}::int
+          for update skip locked
+        ),
+        deleted as (delete from webhook_deliveries where id in (select id from finished) returning 1)
+        select count(*)::int as deleted from deleted`,
+  )
+  return row?.deleted ?? 0
+}
+
+/**
  * Records an attempt's outcome: the delivery's new state, the log entry, and what it says of
  * the subscription (a success clears its failing streak; 410 or 5 days of failures switch it
  * off). `retryAt` null gives the delivery up unless it succeeded; `updatesHealth: false` (test

@@ -183,6 +183,15 @@ export class WebhooksService {
     })
   }
 
+  /**
+   * Retention: deletes up to `limit` finished deliveries older than `days`, with their attempts,
+   * once none of their event's deliveries is pending, in one statement; how many. The events go
+   * afterwards, through the events module (EventsService.forgetEventsDoneWith).
+   */
+  forgetFinishedDeliveries(days: number, limit: number): Promise<number> {
+    return deliveries.deleteFinishedDeliveries(this.db, days, limit)
+  }
+
   private async find(tenantId: number, id: number): Promise<repository.SubscriptionRow> {
     const row = await repository.findSubscription(this.db, tenantId, id)
     if (!row) throw ApiError.notFound(WEBHOOK_NOT_FOUND)

@@ -1,0 +1,2 @@
+CREATE INDEX "events_created_at_idx" ON "events" USING btree ("created_at");--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_finished_idx" ON "webhook_deliveries" USING btree ("created_at") WHERE "webhook_deliveries"."status" <> 'pending';

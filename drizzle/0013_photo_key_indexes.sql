@@ -1,0 +1,2 @@
+CREATE UNIQUE INDEX "property_images_file_key_key" ON "property_images" USING btree ("file_key" collate "C");--> statement-breakpoint
+CREATE UNIQUE INDEX "property_images_thumbnail_key_key" ON "property_images" USING btree ("thumbnail_key" collate "C");

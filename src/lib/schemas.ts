@@ -168,7 +168,7 @@ export function Page<T extends TSchema>(item: T, title: string) {
   )
 }
 
-/** A reference shown by id and name, `{id, name}` (§2.3, §2.4). */
+/** A reference shown by id and name, `{id, name}`. */
 export const Named = Type.Object({ id: Id, name: Type.String({ maxLength: 200 }) }, { title: 'ReferenceItem' })
 
 export const Timestamp = Type.String({ format: 'date-time', maxLength: 40, examples: ['2026-11-22T09:15:02.123+00:00'] })

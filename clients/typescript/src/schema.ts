@@ -1170,7 +1170,7 @@ export interface components {
             description?: string | null;
             owner?: components["schemas"]["OwnerInput"] | null;
             location?: components["schemas"]["LocationInput"] | null;
-            /** @description Attribute name → value, by the catalogue of `GET /attributes`. Values are strings as §2.2 says (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`); JSON numbers and booleans are accepted too. */
+            /** @description Attribute name → value, by the catalogue of `GET /attributes`. Values are strings (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`); JSON numbers and booleans are accepted too. */
             attributes?: {
                 [key: string]: components["schemas"]["AttributeValue"];
             };
@@ -1372,7 +1372,7 @@ export interface components {
             description?: string | null;
             owner?: components["schemas"]["OwnerInput"] | null;
             location?: components["schemas"]["LocationInput"] | null;
-            /** @description Attribute name → value, by the catalogue of `GET /attributes`. Values are strings as §2.2 says (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`); JSON numbers and booleans are accepted too. Merged into the current attributes; null removes one. */
+            /** @description Attribute name → value, by the catalogue of `GET /attributes`. Values are strings (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`); JSON numbers and booleans are accepted too. Merged into the current attributes; null removes one. */
             attributes?: {
                 [key: string]: components["schemas"]["AttributeValue"] | null;
             };

@@ -3,7 +3,7 @@ import { Id, Int32, Named, Nullable, Page, PageQuery, Timestamp, Url } from '../
 
 const Amount = (description: string) => Type.Number({ minimum: 0, description })
 
-/** §2.4 to the letter: never an owner, a phone, an e-mail or a tenant's contact. */
+/** A catalogue item, exactly as the interface gives it: never an owner, a phone, an e-mail or an agency's contact. */
 export const CatalogueItem = Type.Object(
   {
     id: Id,
@@ -24,7 +24,7 @@ export const CatalogueItem = Type.Object(
 )
 export type CatalogueItem = Static<typeof CatalogueItem>
 
-/** D6: §2.4 plus the listing's description, attributes, photo URLs and publication time. */
+/** A published listing: the catalogue item plus its description, attributes, photo URLs and publication time. */
 export const CatalogueDetail = Type.Object(
   {
     ...CatalogueItem.properties,

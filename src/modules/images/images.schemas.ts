@@ -5,7 +5,7 @@ import { Id, Int32, Url } from '../../lib/schemas.js'
 export const SORT_ORDER_RANGE = { min: -2_147_483_648, max: 2_147_483_647 }
 const SortOrder = Int32({ minimum: SORT_ORDER_RANGE.min, maximum: SORT_ORDER_RANGE.max, description: 'Display position; lower first, then by id.' })
 
-/** §2.1 exactly, plus the optional fields of D7. */
+/** A photo as the API shows it: the interface's fields, plus its thumbnail, size and source. */
 export const PropertyImage = Type.Object(
   {
     id: { ...Id, description: 'Image id.' },

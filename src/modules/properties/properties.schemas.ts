@@ -30,7 +30,7 @@ export const moderationReasonCodes = [
 ]
 
 /**
- * A decimal as a JSON number or a numeric string (D2), within bounds; with `decimals`, no more
+ * A decimal as a JSON number or a numeric string, within bounds; with `decimals`, no more
  * digits after the point than its column keeps (a price of 0.001 is refused, not stored as 0).
  */
 const Decimal = (options: { minimum: number; maximum: number; example: string; decimals?: number }) =>
@@ -84,7 +84,7 @@ const attributeValue = Type.Union([Type.String(), Type.Number(), Type.Boolean()]
   description: 'A value as text (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`), or the JSON number or boolean itself.',
 })
 const attributesDescription =
-  'Attribute name → value, by the catalogue of `GET /attributes`. Values are strings as §2.2 says (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`); JSON numbers and booleans are accepted too.'
+  'Attribute name → value, by the catalogue of `GET /attributes`. Values are strings (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`); JSON numbers and booleans are accepted too.'
 
 const submissionFields = {
   property_type: PropertyTypeName,
@@ -178,7 +178,7 @@ export const ModerationResultSchema = Type.Object(
   { title: 'ModerationResult', description: 'The last internal check; null until one has run.' },
 )
 
-/** The full property of D5, as its tenant sees it. */
+/** The full property, as its agency sees it. */
 export const Property = Type.Object(
   {
     id: Id,
@@ -206,7 +206,7 @@ export const Property = Type.Object(
 )
 export type Property = Static<typeof Property>
 
-/** §2.3 to the letter. */
+/** A list item of the agency's own properties, exactly as the interface gives it. */
 export const PropertyListItem = Type.Object(
   {
     id: Id,

@@ -75,13 +75,13 @@ export const CitiesQuery = Type.Object({
 export const ByCityQuery = Type.Object({ city_id: Type.Optional(Id) })
 
 const Name = Type.String({ minLength: 1, maxLength: 200 })
-const CoordinateInput = (min: number, max: number) => Type.Optional(Type.Union([Type.Number({ minimum: min, maximum: max }), Type.Null()]))
+const CoordinateInput = (min: number, max: number) => Type.Optional(Nullable(Type.Number({ minimum: min, maximum: max })))
 
 export const CityCreateBody = Type.Object(
   {
     name: Name,
     country: Type.String({ pattern: '^[A-Z]{2}$' }),
-    region: Type.Optional(Type.Union([Name, Type.Null()])),
+    region: Type.Optional(Nullable(Name)),
     latitude: CoordinateInput(-90, 90),
     longitude: CoordinateInput(-180, 180),
   },
@@ -98,6 +98,6 @@ export const DistrictCreateBody = Type.Object(
 )
 
 export const ResidentialComplexCreateBody = Type.Object(
-  { city_id: Id, district_id: Type.Optional(Type.Union([Id, Type.Null()])), name: Name },
+  { city_id: Id, district_id: Type.Optional(Nullable(Id)), name: Name },
   { title: 'ResidentialComplexCreate', additionalProperties: false, examples: [{ city_id: 1, district_id: 6, name: 'Символ' }] },
 )

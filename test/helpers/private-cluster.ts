@@ -1,7 +1,7 @@
-import { execFile } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
+import { constants, tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 
@@ -38,6 +38,28 @@ export interface PrivateCluster {
   destroy(): Promise<void>
 }
 
+/** Folders of clusters not destroyed yet, and how to stop each, should the process end first. */
+const undestroyed = new Map<string, () => void>()
+let stopsOnExit = false
+
+/**
+ * A test cancelled by the runner (a timeout, an event loop that ran dry) never reaches its
+ * `finally`: its cluster is stopped and removed when the process exits instead.
+ */
+function stopOnExit(folder: string, stopNow: () => void): void {
+  undestroyed.set(folder, stopNow)
+  if (stopsOnExit) return
+  stopsOnExit = true
+  process.on('exit', () => {
+    for (const [left, stop] of undestroyed) {
+      stop()
+      rmSync(left, { recursive: true, force: true })
+    }
+  })
+  // Interrupted (Ctrl-C, or the runner ending its children): exit, which runs the above.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(128 + constants.signals[signal]))
+}
+
 /**
  * A PostgreSQL cluster of the test's own, in a fresh temporary folder and on a free port, so a
  * test may stop and start it at will: the machine's shared server is never touched.
@@ -50,9 +72,18 @@ export async function createPrivateCluster(bin: string): Promise<PrivateCluster>
   const asClusterUser = (program: string, args: string[]) => run(RUNUSER, ['-u', CLUSTER_USER, '--', path.join(bin, program), ...args])
   const pgCtl = (args: string[]) => asClusterUser('pg_ctl', ['-D', dataDir, '-w', '-t', PG_CTL_WAIT_S, ...args])
   // A server runs while its pid file is there (pg_ctl removes it on stop, even `-m immediate`).
+  const isRunning = () => existsSync(path.join(dataDir, 'postmaster.pid'))
   const stopIfRunning = async () => {
-    if (existsSync(path.join(dataDir, 'postmaster.pid'))) await pgCtl(['-m', 'immediate', 'stop']).catch(() => undefined)
+    if (isRunning()) await pgCtl(['-m', 'immediate', 'stop']).catch(() => undefined)
   }
+  stopOnExit(folder, () => {
+    if (!isRunning()) return
+    try {
+      execFileSync(RUNUSER, ['-u', CLUSTER_USER, '--', path.join(bin, 'pg_ctl'), '-D', dataDir, '-w', '-m', 'immediate', 'stop'], { stdio: 'ignore' })
+    } catch {
+      // Nothing more can be done as the process exits.
+    }
+  })
   try {
     await asClusterUser('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--no-sync'])
     const port = await freePort()
@@ -69,6 +100,7 @@ export async function createPrivateCluster(bin: string): Promise<PrivateCluster>
       async destroy() {
         await stopIfRunning()
         rmSync(folder, { recursive: true, force: true })
+        undestroyed.delete(folder)
       },
     }
     await cluster.start()
@@ -76,6 +108,7 @@ export async function createPrivateCluster(bin: string): Promise<PrivateCluster>
   } catch (error) {
     await stopIfRunning()
     rmSync(folder, { recursive: true, force: true })
+    undestroyed.delete(folder)
     throw error
   }
 }

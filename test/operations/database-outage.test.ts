@@ -25,7 +25,12 @@ const SERVICE_ENV = {
 const READ_PATHS = ['/mls/properties?limit=20', '/mls/properties?city_id=1&limit=5', '/mls/properties?sort=price_asc&limit=10']
 const LOAD = { readers: 3, submitters: 2 }
 
-/** The issue's bound: the service serves again by itself within 5 s of its database's return. */
+/**
+ * The issue's bound: the service serves again by itself within 5 s of its database's return,
+ * counted from when a new connection of the test's first succeeds. The service needs well under
+ * a second (6 to 203 ms measured, on an idle and on a busy machine): the rest of the 5 s is the
+ * tolerance for a loaded machine, so the bound is asserted as the issue states it.
+ */
 const RECOVERY_LIMIT_MS = 5000
 /**
  * The issue's bound on a 503: no request waits longer than the connect timeout (2 s) for a

@@ -45,6 +45,8 @@ const PROBE_INTERVAL_MS = 1000
  */
 export class DatabaseAvailability {
   private downSince: number | undefined
+  /** Settled when the outage under way ends. */
+  private recovery: { promise: Promise<void>; end: () => void } | undefined
   private nextProbe: NodeJS.Timeout | undefined
   private closed = false
   private log: Pick<Logger, 'error' | 'info'> | undefined
@@ -60,10 +62,18 @@ export class DatabaseAvailability {
     return this.downSince !== undefined
   }
 
+  /** Resolves when the outage under way ends (seen by the probe, or the database closed); at once without one. */
+  whenAvailable(): Promise<void> {
+    return this.recovery?.promise ?? Promise.resolve()
+  }
+
   /** A connection failed or dropped: the start of an outage, unless one is already known. */
   failed(error: unknown): void {
     if (this.downSince !== undefined || this.closed) return
     this.downSince = Date.now()
+    let end = () => {}
+    const promise = new Promise<void>((resolve) => (end = resolve))
+    this.recovery = { promise, end }
     this.log?.error({ err: error }, 'the database is unreachable; requests that need it answer 503 until it is back')
     this.scheduleProbe()
   }
@@ -72,6 +82,7 @@ export class DatabaseAvailability {
   close(): void {
     this.closed = true
     clearTimeout(this.nextProbe)
+    this.ended()
   }
 
   private scheduleProbe(): void {
@@ -89,5 +100,11 @@ export class DatabaseAvailability {
     }
     this.log?.info({ outageMs: Date.now() - this.downSince }, 'the database is reachable again')
     this.downSince = undefined
+    this.ended()
+  }
+
+  private ended(): void {
+    this.recovery?.end()
+    this.recovery = undefined
   }
 }

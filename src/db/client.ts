@@ -78,10 +78,18 @@ async function openPostgres(connectionString: string, max: number, pipelinedConn
   }
   // A client that loses its server emits 'error', idle in the pool (the pool's event) or lent
   // out to a transaction (the client's own, which the pool does not listen to while it is
-  // lent). Unheard, either would end the process; the statement in flight fails by itself,
-  // and the pool discards the client when it is released.
+  // lent). Unheard, either would end the process; the statement in flight fails by itself.
+  // A lent one is also given back to the pool at once (see giveBackLostClient).
+  const lent = new Set<pg.PoolClient>()
+  pool.on('acquire', (client) => lent.add(client))
+  pool.on('release', (_error, client) => lent.delete(client))
   pool.on('error', connectionLost)
-  pool.on('connect', (client) => client.on('error', connectionLost))
+  pool.on('connect', (client) =>
+    client.on('error', (error) => {
+      connectionLost(error)
+      if (lent.has(client)) giveBackLostClient(client, error)
+    }),
+  )
   const db = drizzlePostgres(pool, { schema }) as unknown as Database
   await db.execute(sql`select 1`)
   // Bounds on a hang, as these few connections carry every catalogue statement of the process
@@ -109,6 +117,20 @@ async function openPostgres(connectionString: string, max: number, pipelinedConn
       await Promise.all([pool.end(), pipelines.end()])
     },
   }
+}
+
+/**
+ * Gives a lent client whose connection is lost back to the pool, which ends and forgets it;
+ * its holder's own release, later if ever, does nothing. Not every holder releases: Drizzle's
+ * transaction sends BEGIN before its try/finally, so a connection lost at that moment (a
+ * server crash, or a terminated backend the pool lent out before reading its end) was never
+ * given back. The pool stayed one client short for good; after a few outages it had none left
+ * and every transaction waited for the connect timeout, a 503 long after the database was back.
+ */
+function giveBackLostClient(client: pg.PoolClient, error: Error): void {
+  const release = client.release.bind(client)
+  client.release = () => {}
+  release(error)
 }
 
 async function openPglite(dir: string | undefined): Promise<DatabaseHandle> {

@@ -4,7 +4,10 @@ import type { Job, JobContext } from './job.js'
 
 /** The longest pause after failures: a minute for a job that keeps failing, … */
 const MAX_BACKOFF_MS = 60_000
-/** … but a few seconds while the database is unreachable, so work resumes soon after it is back. */
+/**
+ * … but a few seconds while the database is unreachable; and such a pause ends early when the
+ * process sees the database back (it probes every second), so work resumes at once.
+ */
 const MAX_OUTAGE_BACKOFF_MS = 5_000
 
 /** Runs every job in its own loop until stopped. */
@@ -56,7 +59,18 @@ export class Worker {
       if (handled > 0 && failures === 0) continue
       // Back off on repeated failures, never spin.
       const delay = failures > 0 ? Math.min(outage ? MAX_OUTAGE_BACKOFF_MS : MAX_BACKOFF_MS, 1000 * 2 ** Math.min(failures, 6)) : job.idleDelayMs
-      await sleep(delay, undefined, { signal }).catch(() => {})
+      await this.pause(delay, failures > 0 && outage)
     }
+  }
+
+  /** Waits `ms`, or less when stopped, or when `untilAvailable` and the outage ends first. */
+  private async pause(ms: number, untilAvailable: boolean): Promise<void> {
+    let signal = this.controller.signal
+    if (untilAvailable && this.availability) {
+      const recovered = new AbortController()
+      void this.availability.whenAvailable().then(() => recovered.abort())
+      signal = AbortSignal.any([signal, recovered.signal])
+    }
+    await sleep(ms, undefined, { signal }).catch(() => {})
   }
 }

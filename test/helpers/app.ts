@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import type { Database } from '../../src/db/client.js'
-import { freshDatabase, type FreshDatabase } from './database.js'
+import { freshDatabase, type FreshDatabase, type FreshDatabaseOptions } from './database.js'
 
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef'
 
@@ -20,9 +20,9 @@ export interface TestApp {
 /**
  * The real app on a fresh migrated database, as a test file uses it: `before` builds it,
  * `after` closes it. `env` overrides the configuration the way the environment would.
- * Rate limits are off unless a test turns them on.
+ * Rate limits are off unless a test turns them on. `database` says where the database is created.
  */
-export async function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function buildTestApp(env: Record<string, string> = {}, database: FreshDatabaseOptions = {}): Promise<TestApp> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'mls-test-'))
   const config = loadConfig({
     DATA_DIR: dataDir,
@@ -32,17 +32,17 @@ export async function buildTestApp(env: Record<string, string> = {}): Promise<Te
     PUBLIC_BASE_URL: 'http://mls.test',
     ...env,
   })
-  const database = await freshDatabase()
-  const app = await buildApp({ config, database: database.handle, logger: false })
+  const fresh = await freshDatabase(database)
+  const app = await buildApp({ config, database: fresh.handle, logger: false })
   await app.ready()
   return {
     app,
-    db: database.handle.db,
+    db: fresh.handle.db,
     config,
-    database,
+    database: fresh,
     async close() {
       await app.close()
-      await database.drop()
+      await fresh.drop()
       rmSync(dataDir, { recursive: true, force: true })
     },
   }

@@ -11,7 +11,7 @@ interface Connection {
 }
 
 /** A statement unanswered this long marks its connection as held up: others are preferred. */
-const HELD_UP_MS = 10
+export const HELD_UP_MS = 10
 /** After a failed connect, the slot stays empty this long while another connection is open. */
 const RECONNECT_PAUSE_MS = 1000
 
@@ -46,6 +46,8 @@ export class PipelinedConnections {
     size: number,
     /** Told of every connection that fails to open or is lost. */
     private readonly onConnectionError: (error: Error) => void = () => {},
+    /** How long an unanswered statement takes to mark its connection as held up (tests widen it). */
+    private readonly heldUpMs = HELD_UP_MS,
   ) {
     this.connections = Array.from({ length: size }, () => undefined)
     this.failedAt = Array.from({ length: size }, () => -Infinity)
@@ -77,7 +79,7 @@ export class PipelinedConnections {
     let best: Connection | undefined
     for (let index = 0; index < this.connections.length; index++) {
       const connection = this.connections[index] ?? (now - this.failedAt[index]! >= RECONNECT_PAUSE_MS ? this.open(index) : undefined)
-      if (connection?.isOpen && (!best || isBetter(connection, best, now))) best = connection
+      if (connection?.isOpen && (!best || isBetter(connection, best, now, this.heldUpMs))) best = connection
     }
     return best
   }
@@ -134,8 +136,8 @@ export class PipelinedConnections {
 }
 
 /** Whether `a` should take the next statement rather than `b` (see PipelinedConnections). */
-function isBetter(a: Connection, b: Connection, now: number): boolean {
-  const heldUp = (connection: Connection) => connection.sentAt.length > 0 && now - connection.sentAt[0]! > HELD_UP_MS
+function isBetter(a: Connection, b: Connection, now: number, heldUpMs: number): boolean {
+  const heldUp = (connection: Connection) => connection.sentAt.length > 0 && now - connection.sentAt[0]! > heldUpMs
   if (heldUp(a) !== heldUp(b)) return heldUp(b)
   if (a.sentAt.length !== b.sentAt.length) return a.sentAt.length < b.sentAt.length
   return (a.sentAt[0] ?? Infinity) > (b.sentAt[0] ?? Infinity)

@@ -16,27 +16,52 @@ async function echo(handle: DatabaseHandle, n: number): Promise<{ pid: number; n
   return row!
 }
 
+/** Waits this long at most for what happens at once on a quiet machine: CI machines are busy. */
+const PATIENCE_MS = 30_000
+
 /** Until a statement goes through again (a lost connection is seen when Node reads its socket). */
 async function firstAnswer(handle: DatabaseHandle): Promise<{ pid: number; n: number }> {
+  const deadline = Date.now() + PATIENCE_MS
   for (let attempt = 0; ; attempt++) {
     try {
       return await echo(handle, attempt)
     } catch (error) {
-      if (attempt >= 40) throw error
+      if (Date.now() > deadline) throw error
       await sleep(50)
     }
   }
 }
 
-/** Until both of a handle's two pipelined connections are open (the second opens in the background). */
-async function bothOpen(handle: DatabaseHandle, attempts = 40): Promise<void> {
-  for (let attempt = 0; attempt < attempts; attempt++) {
+/**
+ * Until both of a handle's two pipelined connections are open (the second opens in the
+ * background), trying at most `attempts` times when given: a count of round trips, not a time,
+ * so a busy machine slows the test down rather than failing it.
+ */
+async function bothOpen(handle: DatabaseHandle, attempts = Infinity): Promise<void> {
+  const deadline = Date.now() + PATIENCE_MS
+  for (let attempt = 0; attempt < attempts && Date.now() < deadline; attempt++) {
     const answers = await Promise.all([echo(handle, 0), echo(handle, 1), echo(handle, 2)])
     if (new Set(answers.map((answer) => answer.pid)).size === 2) return
     await sleep(25)
   }
   throw new Error('the second pipelined connection did not open')
 }
+
+/** Until the server is running `statement` (it was sent, and the next ones go after it). */
+async function running(handle: DatabaseHandle, statement: string): Promise<void> {
+  const deadline = Date.now() + PATIENCE_MS
+  while (Date.now() < deadline) {
+    const [row] = await queryRows<{ n: number }>(
+      handle.db,
+      sql`select count(*)::int as n from pg_stat_activity where state = 'active' and query = ${statement}`,
+    )
+    if (row!.n > 0) return
+    await sleep(10)
+  }
+  throw new Error(`the server never ran ${statement}`)
+}
+
+const SLOW = 'select pg_sleep(3)'
 
 describe('pipelined connections', needsServer, () => {
   let target: Awaited<ReturnType<typeof emptyServerDatabase>>
@@ -77,23 +102,39 @@ describe('pipelined connections', needsServer, () => {
 
   it('send a statement past one that is still running, to the other connection', async () => {
     let slowDone = false
-    const slow = queryRows(handle.pipelined, sql`select pg_sleep(1)`).then(() => (slowDone = true))
-    await sleep(50)
+    // Long enough that five quick statements finish first even on a busy machine.
+    const slow = queryRows(handle.pipelined, sql.raw(SLOW)).then(() => (slowDone = true))
+    await running(handle, SLOW)
     for (let n = 0; n < 5; n++) assert.equal((await echo(handle, n)).n, n)
     assert.equal(slowDone, false, 'the quick statements waited for the slow one')
     await slow
   })
 
   it('send a statement past one held up, even when the other connection has more unanswered', async () => {
-    let slowDone = false
-    const slow = queryRows(handle.pipelined, sql`select pg_sleep(1)`).then(() => (slowDone = true))
-    await sleep(50)
-    // The slow one alone on its connection, two quick ones on the other: the next goes where
-    // the oldest unanswered is not held up, though more are unanswered there.
-    const others = [queryRows(handle.pipelined, sql`select pg_sleep(0.1)`), queryRows(handle.pipelined, sql`select pg_sleep(0.1)`)]
-    assert.equal((await echo(handle, 7)).n, 7)
-    assert.equal(slowDone, false, 'the statement waited behind the slow one')
-    await Promise.all([slow, ...others])
+    // Held up after a second here rather than 10 ms, so that the two quick statements below are
+    // surely younger than that when the next is sent, however busy the machine.
+    const heldUpMs = 1000
+    const pipelines = new PipelinedConnections({ connectionString: target.url }, 2, undefined, heldUpMs)
+    const pidOf = async () => (await pipelines.query({ text: 'select pg_backend_pid() as pid' })).rows[0] as { pid: number }
+    try {
+      const deadline = Date.now() + PATIENCE_MS
+      while (new Set((await Promise.all([pidOf(), pidOf(), pidOf()])).map((row) => row.pid)).size < 2) {
+        if (Date.now() > deadline) throw new Error('the second pipelined connection did not open')
+        await sleep(25)
+      }
+      let slowDone = false
+      const slow = pipelines.query({ text: SLOW }).then(() => (slowDone = true))
+      await running(handle, SLOW)
+      await sleep(heldUpMs + 100) // the rule is about age: the slow one must be older than heldUpMs
+      // The slow one alone on its connection, two quick ones on the other: the next goes where
+      // the oldest unanswered is not held up, though more are unanswered there.
+      const others = [pipelines.query({ text: 'select pg_sleep(0.1)' }), pipelines.query({ text: 'select pg_sleep(0.1)' })]
+      assert.equal(((await pipelines.query({ text: 'select 7 as n' })).rows[0] as { n: number }).n, 7)
+      assert.equal(slowDone, false, 'the statement waited behind the slow one')
+      await Promise.all([slow, ...others])
+    } finally {
+      await pipelines.end()
+    }
   })
 
   it('send statements to the open connection while another fails to open', async () => {
@@ -134,8 +175,8 @@ describe('pipelined connections', needsServer, () => {
     await handle.db.execute(sql`select pg_terminate_backend(${pid})`)
     const answer = await firstAnswer(handle)
     assert.notEqual(answer.pid, pid)
-    // at once, not after the pause that follows a failed connect
-    await bothOpen(handle, 10)
+    // at once, not after the pause that follows a failed connect (a second, many round trips)
+    await bothOpen(handle, 40)
     // and keep answering, on live connections only
     const answers = await Promise.all(Array.from({ length: 20 }, (_, n) => echo(handle, n)))
     assert.ok(answers.every((row) => row.pid !== pid))
@@ -168,9 +209,10 @@ describe('the catalogue on pipelined connections', needsServer, () => {
     )
     assert.ok(ended.length >= 1)
     let status = 0
-    for (let attempt = 0; attempt < 40 && status !== 200; attempt++) {
-      if (attempt > 0) await sleep(50)
+    const deadline = Date.now() + PATIENCE_MS
+    while (status !== 200 && Date.now() < deadline) {
       status = (await context.app.inject({ method: 'GET', url: '/mls/properties?city_id=1' })).statusCode
+      if (status !== 200) await sleep(50)
     }
     assert.equal(status, 200)
     for (const url of ['/mls/properties', '/mls/properties?limit=5', '/mls/properties?sort=price_asc']) {

@@ -50,10 +50,12 @@ describe('configuration', () => {
       ALLOW_PRIVATE_NETWORK: 'true',
       WEBHOOK_RETRY_SCHEDULE: '1s,500ms,1h',
       REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_KEY_PREFIX: 'staging:',
       SECRET_KEY: 'k'.repeat(32),
       DATABASE_PIPELINED_CONNECTIONS: '3',
     })
     assert.equal(config.databasePipelinedConnections, 3)
+    assert.equal(config.redisKeyPrefix, 'staging:')
     assert.equal(config.publicBaseUrl, 'http://localhost:8080')
     assert.equal(config.moderationMode, 'manual')
     assert.equal(config.allowPrivateNetwork, true)
@@ -72,10 +74,19 @@ describe('configuration', () => {
           WEBHOOK_RETRY_SCHEDULE: '5s,soon',
           SECRET_KEY: 'short',
           DATABASE_PIPELINED_CONNECTIONS: '0',
+          REDIS_KEY_PREFIX: 'with spaces',
         }),
       (error: unknown) => {
         assert.ok(error instanceof ConfigError)
-        for (const name of ['PORT', 'DATABASE_URL', 'MODERATION_MODE', 'WEBHOOK_RETRY_SCHEDULE', 'SECRET_KEY', 'DATABASE_PIPELINED_CONNECTIONS']) {
+        for (const name of [
+          'PORT',
+          'DATABASE_URL',
+          'MODERATION_MODE',
+          'WEBHOOK_RETRY_SCHEDULE',
+          'SECRET_KEY',
+          'DATABASE_PIPELINED_CONNECTIONS',
+          'REDIS_KEY_PREFIX',
+        ]) {
           assert.match(error.message, new RegExp(`${name}=`))
         }
         assert.match(error.message, /expected one of auto, manual/)

@@ -34,6 +34,11 @@ export interface Config {
   s3: S3Config | undefined
   images: ImageLimits
   redisUrl: string | undefined
+  /**
+   * Put before every key the service writes to Redis, so that deployments (or test runs)
+   * sharing one Redis count apart: their tenant ids and client addresses would otherwise meet.
+   */
+  redisKeyPrefix: string
   /** Bytes of catalogue answers each API process may keep (catalogue-cache.ts); 0 keeps none. */
   catalogueCacheBytes: number
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
@@ -136,6 +141,7 @@ export function loadConfig(env: Env = process.env): Config {
       queueMax: read('IMAGE_QUEUE_MAX', 8, integerIn(0, 10_000)),
     },
     redisUrl: read('REDIS_URL', undefined, redisUrl),
+    redisKeyPrefix: read('REDIS_KEY_PREFIX', '', redisKeyPrefix),
     catalogueCacheBytes: read('CATALOGUE_CACHE_MB', 128, integerIn(0, 65_536)) * 1024 * 1024,
     logLevel: read('LOG_LEVEL', 'info' as const, oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const)),
     rateLimits: {
@@ -246,6 +252,11 @@ function postgresUrl(raw: string): string {
 
 function redisUrl(raw: string): string {
   parsedUrl(raw, ['redis:', 'rediss:'], 'a redis:// URL')
+  return raw
+}
+
+function redisKeyPrefix(raw: string): string {
+  if (!/^[\w.:-]{1,64}$/.test(raw)) throw new Error('expected up to 64 letters, digits and . _ : -')
   return raw
 }
 

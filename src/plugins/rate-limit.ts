@@ -37,7 +37,7 @@ export default fp(
     await app.register(rateLimit, {
       global: false,
       redis,
-      nameSpace: 'mls-rate-limit:',
+      nameSpace: `${app.config.redisKeyPrefix}mls-rate-limit:`,
       skipOnError: true,
       enableDraftSpec: true, // RateLimit-* headers beside Retry-After
       errorResponseBuilder: (_request, context) => new ApiError('rate_limited', `Too many requests; retry in ${context.after}.`),

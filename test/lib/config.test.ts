@@ -51,6 +51,7 @@ describe('configuration', () => {
       ALLOW_PRIVATE_NETWORK: 'true',
       WEBHOOK_RETRY_SCHEDULE: '1s,500ms,1h',
       REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_KEY_PREFIX: 'staging:',
       SECRET_KEY: 'k'.repeat(32),
       DATABASE_PIPELINED_CONNECTIONS: '3',
       EVENT_RETENTION_DAYS: '90',
@@ -58,6 +59,7 @@ describe('configuration', () => {
     })
     assert.equal(config.databasePipelinedConnections, 3)
     assert.deepEqual(config.retention, { eventDays: 90, orphanFileMinAgeMs: 90_000 })
+    assert.equal(config.redisKeyPrefix, 'staging:')
     assert.equal(config.publicBaseUrl, 'http://localhost:8080')
     assert.equal(config.moderationMode, 'manual')
     assert.equal(config.allowPrivateNetwork, true)
@@ -78,6 +80,7 @@ describe('configuration', () => {
           DATABASE_PIPELINED_CONNECTIONS: '0',
           EVENT_RETENTION_DAYS: '0',
           ORPHAN_FILE_MIN_AGE: '1h,2h',
+          REDIS_KEY_PREFIX: 'with spaces',
         }),
       (error: unknown) => {
         assert.ok(error instanceof ConfigError)
@@ -90,6 +93,7 @@ describe('configuration', () => {
           'DATABASE_PIPELINED_CONNECTIONS',
           'EVENT_RETENTION_DAYS',
           'ORPHAN_FILE_MIN_AGE',
+          'REDIS_KEY_PREFIX',
         ]) {
           assert.match(error.message, new RegExp(`${name}=`))
         }

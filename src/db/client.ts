@@ -65,12 +65,28 @@ export interface DatabaseOptions {
  */
 export const CONNECT_TIMEOUT_MS = 2000
 
+/**
+ * The longest a session may sit inside a transaction with no statement running before the
+ * server ends it, rolling the transaction back. The service's transactions wait on nothing but
+ * their own statements, so one idle this long belongs to a process that froze (a pause, a
+ * stalled host, a network cut the server has not noticed): its row locks would otherwise stop
+ * every other process that writes those rows for as long as the stall lasts; a publication,
+ * for one, updates its city's catalogue counts, so one frozen worker held up every check.
+ */
+export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5000
+
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options.pipelinedConnections ?? 2) : openPglite(options.pgliteDir)
 }
 
 async function openPostgres(connectionString: string, max: number, pipelinedConnections: number): Promise<DatabaseHandle> {
-  const server = { connectionString, application_name: 'open-mls', connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true }
+  const server = {
+    connectionString,
+    application_name: 'open-mls',
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
+  }
   const pool = new pg.Pool({ ...server, max })
   const availability = new DatabaseAvailability(() => pool.query('select 1'))
   const connectionLost = (error: Error) => {

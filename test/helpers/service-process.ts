@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
+import { readFile } from 'node:fs/promises'
 import { createServer, type AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
@@ -23,6 +24,10 @@ export interface ServiceProcess {
   kill(): Promise<void>
   /** Asks it to stop (SIGTERM) and waits; SIGKILL if it has not ended within `graceMs`. */
   stop(graceMs?: number): Promise<void>
+  /** Freezes it (SIGSTOP), as a stalled process or a machine under pressure would; resolves once it is frozen. */
+  pause(): Promise<void>
+  /** Lets a frozen process go on (SIGCONT). */
+  resume(): void
 }
 
 export interface ApiProcess extends ServiceProcess {
@@ -119,11 +124,30 @@ function spawnService(name: string, args: string[], env: Record<string, string>)
     },
     async stop(graceMs = 15_000) {
       if (alive()) child.kill('SIGTERM')
+      // A frozen process would hold the SIGTERM until it is let go.
+      if (alive()) child.kill('SIGCONT')
       const ended = await Promise.race([exited.then(() => true), sleep(graceMs).then(() => false)])
       if (!ended) await service.kill()
     },
+    async pause() {
+      child.kill('SIGSTOP')
+      while (alive() && !(await isFrozen(service.pid))) await sleep(10)
+    },
+    resume() {
+      if (alive()) child.kill('SIGCONT')
+    },
   }
   return service
+}
+
+/** Whether the kernel shows the process stopped (state T); true where there is no /proc to ask. */
+async function isFrozen(pid: number): Promise<boolean> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('T')
+  } catch {
+    return true
+  }
 }
 
 /** Polls `ready` until it holds; fails at once if the process exits first, with its output. */

@@ -10,6 +10,7 @@ import { sql } from 'drizzle-orm'
 import { Redis } from 'ioredis'
 import { queryRows } from '../../src/db/client.js'
 import { ListingStatus } from '../../src/modules/properties/listing-status.js'
+import { deliveryLeaseMs } from '../../src/modules/webhooks/delivery-policy.js'
 import { ADMIN_KEY } from '../helpers/app.js'
 import { engine, freshDatabase, type FreshDatabase } from '../helpers/database.js'
 import { startApiProcess, startWorkerProcess, type ApiProcess, type ServiceProcess } from '../helpers/service-process.js'
@@ -19,9 +20,12 @@ import { startReceiver, verifyDelivery, waitFor, type Receiver } from '../helper
  * The scale-out model of the README, proven with real processes: two API processes and two
  * workers on one PostgreSQL and one Redis. Mid-run one API process and one worker are killed
  * with SIGKILL (no shutdown of their own, as a crash or an OOM kill), traffic goes on, and
- * new processes replace them. Afterwards nothing acknowledged is lost, every event reached
- * every subscription at least once (repeats only as retries of one `webhook-id`), nothing is
- * left claimed, and rate limits were counted once across the API processes.
+ * new processes replace them. Just before, the other worker is frozen (SIGSTOP) for a moment,
+ * as a stalled process would be, so that the killed one certainly dies with deliveries in hand;
+ * wherever the freeze lands, a transaction included, the other processes must go on.
+ * Afterwards nothing acknowledged is lost, every event reached every subscription at least
+ * once (repeats only as retries of one `webhook-id`), nothing is left claimed, and rate limits
+ * were counted once across the API processes.
  */
 
 const skip =
@@ -37,6 +41,15 @@ const SUBMISSIONS_PER_PHASE = 24
 /** Clients submitting at once. */
 const CONCURRENT_CLIENTS = 4
 const AGENCIES = 3
+/** Deliveries the doomed worker holds, at least, when it is killed. */
+const CLAIMED_AT_CRASH = 8
+/**
+ * After freezing a worker, how long before claims are surely another's: a claim the frozen
+ * worker sent just before may still start on the server a moment later.
+ */
+const FROZEN_CLAIM_MARGIN_MS = 1000
+/** WEBHOOK_TIMEOUT_MS of the processes; a claim holds a delivery for deliveryLeaseMs of it (7 s). */
+const WEBHOOK_TIMEOUT_MS = 3000
 /** Generous: the machine may be busy with other tests, and a killed worker's claims wait out their lease. */
 const DRAIN_TIMEOUT_MS = 120_000
 const PHASE_TIMEOUT_MS = 60_000
@@ -85,6 +98,8 @@ describe('two API processes and two workers, one of each killed mid-run', { skip
   let apis: ApiProcess[] = []
   let workers: ServiceProcess[] = []
   const agencies: Agency[] = []
+  /** From this time on (ms since the epoch), receivers leave requests unanswered: the attempts under way stay under way. */
+  let receiversHoldFrom = Number.POSITIVE_INFINITY
 
   const startApi = async (name: string) => {
     const api = await startApiProcess(name, { ...env, LOG_LEVEL: 'warn' })
@@ -114,8 +129,8 @@ describe('two API processes and two workers, one of each killed mid-run', { skip
       ALLOW_PRIVATE_NETWORK: 'true',
       // Retries soon, and enough of them that a receiver's refusals or a slow machine never exhaust them.
       WEBHOOK_RETRY_SCHEDULE: '200ms,500ms,1s,1s,2s,2s,2s,2s,2s,2s',
-      // The lease of a claim is 2 × this + 1 s: a killed worker's claims are taken over 7 s later.
-      WEBHOOK_TIMEOUT_MS: '3000',
+      // A killed worker's claims are taken over once their lease (7 s) runs out.
+      WEBHOOK_TIMEOUT_MS: String(WEBHOOK_TIMEOUT_MS),
       RATE_LIMIT_ENABLED: 'true',
       RATE_LIMIT_CATALOGUE_PER_MINUTE: String(CATALOGUE_LIMIT),
     }
@@ -158,7 +173,7 @@ describe('two API processes and two workers, one of each killed mid-run', { skip
 
     const client = createMlsClient({ baseUrl: second.baseUrl, apiKey })
     const subscribe = async (events: ('mls.new_listing' | 'property.published' | 'property.rejected')[]): Promise<Subscription> => {
-      const receiver = await startReceiver(refuseFirstAttemptOfSome())
+      const receiver = await startReceiver(refuseFirstAttemptOfSome(() => Date.now() >= receiversHoldFrom))
       receivers.push(receiver)
       const created = await client.POST('/webhooks', { body: { url: receiver.url, events } })
       assert.equal(created.response.status, 201, JSON.stringify(created.error))
@@ -177,9 +192,9 @@ describe('two API processes and two workers, one of each killed mid-run', { skip
     const started = Date.now()
     const timings: string[] = []
     const mark = (what: string) => timings.push(`${what} at ${((Date.now() - started) / 1000).toFixed(1)} s`)
-    // Clients submit until the allowance is acknowledged, then wait for more: traffic runs through
-    // the crash, and each phase adds a bounded amount of work to deliver.
-    const traffic = submitContinuously(() => apis, agencies, 2 * SUBMISSIONS_PER_PHASE)
+    // Clients submit an allowance per phase, so that each adds a bounded amount of work.
+    const traffic = submitContinuously(() => apis, agencies, SUBMISSIONS_PER_PHASE)
+    let heldByKilledWorker = 0
     try {
       // Before: all four processes run, listings are checked and announced.
       await waitFor(
@@ -187,23 +202,42 @@ describe('two API processes and two workers, one of each killed mid-run', { skip
         PHASE_TIMEOUT_MS,
         'submissions acknowledged and webhooks delivered before the crash',
       )
+      // So that the crash certainly catches a worker with deliveries in hand: the survivor is
+      // frozen for a moment and receivers stop answering, and every claim made from then on is
+      // the doomed worker's, its attempts under way when it dies.
+      const [survivingApi, doomedApi] = apis as [ApiProcess, ApiProcess]
+      const [survivingWorker, doomedWorker] = workers as [ServiceProcess, ServiceProcess]
+      traffic.allow(traffic.acknowledged.length + 2 * SUBMISSIONS_PER_PHASE)
+      await survivingWorker.pause()
+      const frozenAt = await databaseNow()
+      // Only claims made from then on are counted, so the doomed worker's earlier ones may end.
+      receiversHoldFrom = Date.now() + FROZEN_CLAIM_MARGIN_MS
+      await waitFor(
+        async () => (await claimedSince(frozenAt)) >= CLAIMED_AT_CRASH,
+        PHASE_TIMEOUT_MS,
+        `the doomed worker to hold ${CLAIMED_AT_CRASH} deliveries`,
+      )
       // The crash: one API process and one worker, mid-flight, with no chance to finish anything.
-      const [, doomedApi] = apis as [ApiProcess, ApiProcess]
-      const [, doomedWorker] = workers as [ServiceProcess, ServiceProcess]
       await Promise.all([doomedApi.kill(), doomedWorker.kill()])
-      mark(`killed after ${traffic.acknowledged.length} acknowledged`)
+      heldByKilledWorker = await claimedSince(frozenAt)
+      receiversHoldFrom = Number.POSITIVE_INFINITY
+      survivingWorker.resume()
+      mark(`killed after ${traffic.acknowledged.length} acknowledged, holding ${heldByKilledWorker} deliveries`)
       // While they are down: the dead process refuses connections; clients carry on with the other.
-      await waitFor(() => traffic.acknowledged.length >= 2 * SUBMISSIONS_PER_PHASE, PHASE_TIMEOUT_MS, 'submissions acknowledged while one API process is down')
-      mark('second allowance acknowledged')
+      traffic.allow(traffic.acknowledged.length + SUBMISSIONS_PER_PHASE)
+      await waitFor(() => traffic.settled(), PHASE_TIMEOUT_MS, 'submissions acknowledged while one API process is down')
+      mark('submitted while down')
       // The restart: new processes in their place, as a supervisor would start them.
       const [[api], [worker]] = await startTogether([startApi('api-2 (restarted)')], [startWorker('worker-2 (restarted)')])
-      apis = [apis[0]!, api!]
-      workers = [workers[0]!, worker!]
+      apis = [survivingApi, api!]
+      workers = [survivingWorker, worker!]
       mark('restarted')
-      traffic.allow(3 * SUBMISSIONS_PER_PHASE)
-      await waitFor(() => traffic.acknowledged.length >= 3 * SUBMISSIONS_PER_PHASE, PHASE_TIMEOUT_MS, 'submissions acknowledged after the restart')
-      mark('third allowance acknowledged')
+      traffic.allow(traffic.acknowledged.length + SUBMISSIONS_PER_PHASE)
+      await waitFor(() => traffic.settled(), PHASE_TIMEOUT_MS, 'submissions acknowledged after the restart')
+      mark('submitted after the restart')
     } finally {
+      receiversHoldFrom = Number.POSITIVE_INFINITY
+      for (const worker of workers) worker.resume()
       await traffic.stop()
     }
     const processesAlive = [...apis, ...workers].map((service) => `${service.name}: ${service.alive() ? 'up' : `down\n${service.recentOutput()}`}`)
@@ -218,17 +252,18 @@ describe('two API processes and two workers, one of each killed mid-run', { skip
     await assertNothingAcknowledgedLost(traffic.acknowledged)
     await assertNothingLeftClaimed()
     const delivered = await assertEveryEventDelivered()
-    // A claim whose attempt was never recorded is one the killed worker held when it died (or
-    // an attempt that outlived its lease): another worker took it over. For the record only, as
-    // the kill may land between two claims.
+    // A claim whose attempt was never recorded is one a worker held when it died: another
+    // worker took it over once its lease ran out, and delivered it.
     const [takenOver] = await queryRows<{ n: number }>(
       database.handle.db,
       sql`select count(*)::int as n from webhook_deliveries d
           where d.attempts > (select count(*) from webhook_attempts a where a.delivery_id = d.id)`,
     )
+    assert.ok(heldByKilledWorker > 0, 'the killed worker held deliveries')
+    assert.ok(takenOver!.n >= heldByKilledWorker, `${takenOver!.n} claims taken over, of ${heldByKilledWorker} the killed worker held`)
     t.diagnostic(
       `${traffic.acknowledged.length} submissions acknowledged, ${traffic.unanswered} requests unanswered by the dead process; ` +
-        `${delivered.requests} webhook requests for ${delivered.messages} messages, ${takenOver!.n} claims taken over; ${timings.join(', ')}`,
+        `${delivered.requests} webhook requests for ${delivered.messages} messages; ${timings.join(', ')}`,
     )
   })
 
@@ -243,6 +278,26 @@ describe('two API processes and two workers, one of each killed mid-run', { skip
     }
     assert.deepEqual(statuses, [...Array<number>(CATALOGUE_LIMIT).fill(200), ...Array<number>(CATALOGUE_LIMIT).fill(429)])
   })
+
+  async function databaseNow(): Promise<Date> {
+    const [row] = await queryRows<{ now: Date }>(database.handle.db, sql`select now() as now`)
+    return new Date(row!.now)
+  }
+
+  /**
+   * Deliveries claimed, and not yet recorded, FROZEN_CLAIM_MARGIN_MS after `since` or later. A claim
+   * sets `next_attempt_at` to its time plus the lease. The margin keeps out a claim the frozen
+   * worker had sent just before it froze.
+   */
+  async function claimedSince(since: Date): Promise<number> {
+    const claimedAfter = new Date(since.getTime() + FROZEN_CLAIM_MARGIN_MS + deliveryLeaseMs(WEBHOOK_TIMEOUT_MS))
+    const [row] = await queryRows<{ n: number }>(
+      database.handle.db,
+      sql`select count(*)::int as n from webhook_deliveries
+          where status = 'pending' and lease_token is not null and next_attempt_at > ${claimedAfter.toISOString()}::timestamptz`,
+    )
+    return row!.n
+  }
 
   /** Every listing checked, every event fanned out, no delivery waiting for an attempt or a retry. */
   async function queueDrained(): Promise<boolean> {
@@ -362,11 +417,12 @@ function assertSameKeys(events: Map<string, DeliveredEvent>, expected: string[],
 
 /**
  * A receiver that refuses (503) the first attempt of one message in four, so retries happen
- * all through the run, and accepts everything else.
+ * all through the run, and accepts everything else; while `holding()`, it answers nothing.
  */
-function refuseFirstAttemptOfSome() {
+function refuseFirstAttemptOfSome(holding: () => boolean) {
   const seen = new Set<string>()
-  return ({ headers }: { headers: Record<string, string | string[] | undefined> }) => {
+  return ({ headers }: { headers: Record<string, string | string[] | undefined> }): 'hang' | { status: number } => {
+    if (holding()) return 'hang'
     const webhookId = String(headers['webhook-id'])
     const first = !seen.has(webhookId)
     seen.add(webhookId)
@@ -384,6 +440,8 @@ interface Traffic {
   unexpected: string[]
   /** Lets clients go on until this many submissions are acknowledged in all. */
   allow(acknowledged: number): void
+  /** Whether the allowance is acknowledged and no submission is under way. */
+  settled(): boolean
   stop(): Promise<void>
 }
 
@@ -397,6 +455,7 @@ interface Traffic {
 function submitContinuously(apis: () => readonly ApiProcess[], agencies: readonly Agency[], allowance: number): Traffic {
   let stopped = false
   let next = 0
+  let underWay = 0
   const traffic: Traffic = {
     acknowledged: [],
     unanswered: 0,
@@ -404,6 +463,7 @@ function submitContinuously(apis: () => readonly ApiProcess[], agencies: readonl
     allow: (acknowledged) => {
       allowance = acknowledged
     },
+    settled: () => traffic.acknowledged.length >= allowance && underWay === 0,
     stop: async () => {},
   }
 
@@ -431,6 +491,7 @@ function submitContinuously(apis: () => readonly ApiProcess[], agencies: readonl
       traffic.unexpected.push(`${api.name}: ${answer.status} ${answer.error}`)
       return
     }
+    if (!stopped) traffic.unexpected.push(`a submission found no API process to take it in 20 attempts`)
   }
 
   const client = async () => {
@@ -440,7 +501,8 @@ function submitContinuously(apis: () => readonly ApiProcess[], agencies: readonl
         continue
       }
       const number = next++
-      await submitOnce(number, agencies[number % agencies.length]!, number % 3 !== 2)
+      underWay++
+      await submitOnce(number, agencies[number % agencies.length]!, number % 3 !== 2).finally(() => underWay--)
     }
   }
   const clients = Array.from({ length: CONCURRENT_CLIENTS }, () => client())

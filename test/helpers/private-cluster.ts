@@ -1,9 +1,9 @@
 import { execFile, execFileSync } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { constants, tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import { freePort } from './service-process.js'
 
 const run = promisify(execFile)
 
@@ -116,17 +116,4 @@ export async function createPrivateCluster(bin: string): Promise<PrivateCluster>
 async function userIds(user: string): Promise<{ uid: number; gid: number }> {
   const [uid, gid] = await Promise.all([run('id', ['-u', user]), run('id', ['-g', user])])
   return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) }
-}
-
-/** A TCP port nobody listens on right now, as the system hands them out. */
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', resolve)
-  })
-  const address = server.address()
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  if (address === null || typeof address === 'string') throw new Error('no TCP port was assigned')
-  return address.port
 }

@@ -170,8 +170,8 @@ async function answersReady(baseUrl: string): Promise<boolean> {
   }
 }
 
-/** A loopback port nobody listens on now. */
-async function freePort(): Promise<number> {
+/** A loopback port nobody listens on now (free when chosen, not reserved). */
+export async function freePort(): Promise<number> {
   const server = createServer()
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')

@@ -1,8 +1,5 @@
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { once } from 'node:events'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -10,6 +7,7 @@ import { after, before, describe, it } from 'node:test'
 import { ADMIN_KEY, buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, propertyBody, registrationBody, submitProperty, type Tenant } from '../helpers/factories.js'
 import { multipartBody, photo } from '../helpers/photos.js'
+import { startApiProcess, type ApiProcess } from '../helpers/service-process.js'
 import { waitFor } from '../helpers/webhooks.js'
 
 interface RawExchange {
@@ -149,15 +147,6 @@ describe('the photo processing queue', () => {
   })
 })
 
-/** A free port on loopback, for a child process to listen on. */
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
-
 /** Peak and current resident memory of a process, in MiB, from /proc. */
 function memoryOf(pid: number): { peakMiB: number; currentMiB: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
@@ -171,44 +160,22 @@ describe('a burst of large uploads, on the service as a process of its own', { s
   // (its chunks, then one buffer) plus libvips' working set while it is re-encoded.
   const BOUND_MIB = 300
   const dataDir = mkdtempSync(path.join(tmpdir(), 'mls-burst-'))
-  let child: ChildProcess | undefined
+  let service: ApiProcess | undefined
   let base = ''
 
   before(async () => {
-    const port = await freePort()
-    base = `http://127.0.0.1:${port}`
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts', '--no-worker'], {
-      env: {
-        ...process.env,
-        DATABASE_URL: '',
-        DATA_DIR: dataDir,
-        PORT: String(port),
-        ADMIN_API_KEY: ADMIN_KEY,
-        RATE_LIMIT_ENABLED: 'false',
-        LOG_LEVEL: 'warn',
-        IMAGE_PROCESSING_CONCURRENCY: '1',
-        IMAGE_QUEUE_MAX: '1',
-      },
-      stdio: 'ignore',
+    service = await startApiProcess('burst', {
+      DATA_DIR: dataDir,
+      ADMIN_API_KEY: ADMIN_KEY,
+      RATE_LIMIT_ENABLED: 'false',
+      LOG_LEVEL: 'warn',
+      IMAGE_PROCESSING_CONCURRENCY: '1',
+      IMAGE_QUEUE_MAX: '1',
     })
-    await waitFor(
-      async () => {
-        try {
-          return (await fetch(`${base}/readyz`)).status === 200
-        } catch {
-          return false
-        }
-      },
-      60_000,
-      'the service to start',
-    )
+    base = service.baseUrl
   })
   after(async () => {
-    if (child && child.exitCode === null) {
-      const exited = once(child, 'exit')
-      child.kill('SIGTERM')
-      await exited
-    }
+    await service?.stop()
     rmSync(dataDir, { recursive: true, force: true })
   })
 
@@ -225,8 +192,8 @@ describe('a burst of large uploads, on the service as a process of its own', { s
     const file = await photo('jpeg', 5000, 3500) // about 14 MiB, just under IMAGE_MAX_BYTES
     const { payload, contentType } = await multipartBody({ file, fields: { property_id: String(property.id) } })
     // The peak so far is start-up's: reset it, so that VmHWM is the burst's own.
-    writeFileSync(`/proc/${child!.pid}/clear_refs`, '5')
-    const before = memoryOf(child!.pid!)
+    writeFileSync(`/proc/${service!.pid}/clear_refs`, '5')
+    const before = memoryOf(service!.pid)
     const statuses = await Promise.all(
       Array.from({ length: 30 }, () =>
         fetch(`${base}/property-images/upload`, { method: 'POST', headers: { ...headers, 'content-type': contentType }, body: payload }).then(
@@ -234,7 +201,7 @@ describe('a burst of large uploads, on the service as a process of its own', { s
         ),
       ),
     )
-    const after = memoryOf(child!.pid!)
+    const after = memoryOf(service!.pid)
     assert.ok(
       statuses.every((status) => status === 201 || status === 503),
       `every answer is 201 or 503: ${statuses.join(', ')}`,

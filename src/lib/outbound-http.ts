@@ -7,7 +7,7 @@
  * capped. `allowPrivateNetwork` (ALLOW_PRIVATE_NETWORK) lifts the address rule for
  * development and tests.
  */
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
+import { promises as dns, type LookupAddress, type LookupOptions } from 'node:dns'
 import { isIP, type LookupFunction } from 'node:net'
 import ipaddr from 'ipaddr.js'
 import { Agent, request, type Dispatcher } from 'undici'
@@ -51,11 +51,46 @@ export interface OutboundResponse {
   url: string
 }
 
-/** Public unicast addresses only (ipaddr.js ranges); IPv4-mapped IPv6 is judged as IPv4. */
+/**
+ * Public unicast addresses only, as ipaddr.js ranges them; anything it cannot parse is not
+ * public. An IPv6 address that carries an IPv4 one reaches that IPv4 host (through the local
+ * stack, a 6to4 relay, a NAT64 gateway or a Teredo relay), so the IPv4 address is judged
+ * instead: `::7f00:1` is loopback, however ipaddr.js ranges the IPv6 form.
+ */
 export function isPublicAddress(address: string): boolean {
-  let parsed = ipaddr.parse(address)
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address()
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6
+  try {
+    parsed = ipaddr.parse(address)
+  } catch {
+    return false
+  }
+  if (parsed.kind() === 'ipv4') return parsed.range() === 'unicast'
+  const carried = carriedIPv4(parsed as ipaddr.IPv6)
+  if (carried) return carried.every((ipv4) => ipv4.range() === 'unicast')
   return parsed.range() === 'unicast'
+}
+
+const IPV4_MAPPED = ipaddr.IPv6.parseCIDR('::ffff:0:0/96')
+const IPV4_COMPATIBLE = ipaddr.IPv6.parseCIDR('::/96')
+const IPV4_TRANSLATED = ipaddr.IPv6.parseCIDR('::ffff:0:0:0/96')
+const NAT64 = ipaddr.IPv6.parseCIDR('64:ff9b::/96')
+const NAT64_LOCAL_USE = ipaddr.IPv6.parseCIDR('64:ff9b:1::/48')
+const SIX_TO_FOUR = ipaddr.IPv6.parseCIDR('2002::/16')
+const TEREDO = ipaddr.IPv6.parseCIDR('2001::/32')
+
+/** The IPv4 addresses an IPv6 form carries (every one must be public), or none. */
+function carriedIPv4(address: ipaddr.IPv6): ipaddr.IPv4[] | undefined {
+  const bytes = address.toByteArray()
+  const at = (...positions: number[]) => new ipaddr.IPv4(positions.map((position) => bytes[position]!))
+  if ([IPV4_MAPPED, IPV4_COMPATIBLE, IPV4_TRANSLATED, NAT64].some((range) => address.match(range))) return [at(12, 13, 14, 15)]
+  if (address.match(SIX_TO_FOUR)) return [at(2, 3, 4, 5)]
+  // The server in bits 32..64, the client in the last 32 bits, inverted (RFC 4380).
+  if (address.match(TEREDO)) return [at(4, 5, 6, 7), new ipaddr.IPv4([12, 13, 14, 15].map((position) => bytes[position]! ^ 0xff))]
+  // Where the IPv4 address sits depends on the length of the prefix the operator took from
+  // this range (RFC 6052 2.2: /48, /56, /64 or /96; byte 8 is always skipped), which cannot be
+  // known here, so every place it could sit is judged.
+  if (address.match(NAT64_LOCAL_USE)) return [at(6, 7, 9, 10), at(7, 9, 10, 11), at(9, 10, 11, 12), at(12, 13, 14, 15)]
+  return undefined
 }
 
 const BLOCKED = 'EMLSBLOCKED'
@@ -66,6 +101,8 @@ export interface OutboundClientOptions {
   allowPrivateNetwork: boolean
   /** Which resolved addresses may be connected to; public ones unless a test narrows it. */
   isAllowedAddress?: (address: string) => boolean
+  /** Every address of a host name; the system resolver (`dns.lookup`) unless a test gives its own. */
+  resolve?: (hostname: string, options: LookupOptions) => Promise<LookupAddress[]>
 }
 
 /** One per process: its connection pool is shared by every outbound request. */
@@ -73,21 +110,25 @@ export class OutboundClient {
   private readonly agent: Agent
   private readonly allowPrivateNetwork: boolean
   private readonly isAllowedAddress: (address: string) => boolean
+  private readonly resolve: (hostname: string, options: LookupOptions) => Promise<LookupAddress[]>
 
   constructor(options: OutboundClientOptions) {
     this.allowPrivateNetwork = options.allowPrivateNetwork
     this.isAllowedAddress = options.isAllowedAddress ?? isPublicAddress
+    this.resolve = options.resolve ?? ((hostname, lookupOptions) => dns.lookup(hostname, { ...lookupOptions, all: true }))
     // The lookup runs for every new connection, so the address checked is the one connected to.
     const lookup: LookupFunction = (hostname, lookupOptions, callback) => {
-      dnsLookup(hostname, { ...lookupOptions, all: true }, (error, addresses: LookupAddress[]) => {
-        if (error) return callback(error, '', 0)
-        const allowed = addresses.filter((entry) => this.allowed(entry.address))
-        if (allowed.length === 0) {
-          return callback(Object.assign(new Error(`${hostname} resolves to a non-public address`), { code: BLOCKED }), '', 0)
-        }
-        if (lookupOptions.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, allowed)
-        callback(null, allowed[0]!.address, allowed[0]!.family)
-      })
+      this.resolve(hostname, lookupOptions).then(
+        (addresses) => {
+          const allowed = addresses.filter((entry) => this.allowed(entry.address))
+          if (allowed.length === 0) {
+            return callback(Object.assign(new Error(`${hostname} resolves to a non-public address`), { code: BLOCKED }), '', 0)
+          }
+          if (lookupOptions.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, allowed)
+          callback(null, allowed[0]!.address, allowed[0]!.family)
+        },
+        (error: NodeJS.ErrnoException) => callback(error, '', 0),
+      )
     }
     // Idle sockets to tenants' hosts are not kept long.
     this.agent = new Agent({ connect: { lookup }, keepAliveTimeout: 4_000, connections: 64 })
@@ -106,9 +147,7 @@ export class OutboundClient {
     const url = this.parseTarget(raw)
     const host = bareHost(url)
     if (this.allowPrivateNetwork || isIP(host)) return url
-    const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
-      dnsLookup(host, { all: true }, (error, found) => (error ? reject(error) : resolve(found))),
-    ).catch(() => {
+    const addresses = await this.resolve(host, {}).catch(() => {
       throw new OutboundError('dns', `The host ${host} could not be resolved.`)
     })
     if (!addresses.every((entry) => this.allowed(entry.address))) {

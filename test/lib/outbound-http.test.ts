@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { isIP, type AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { isPublicAddress, OutboundClient, OutboundError } from '../../src/lib/outbound-http.js'
+import { ADDRESS_CASES, resolvable } from '../helpers/ssrf-addresses.js'
 
 describe('the guarded outbound HTTP client', () => {
   const server = createServer((request, response) => {
@@ -22,25 +23,12 @@ describe('the guarded outbound HTTP client', () => {
   })
   after(() => server.closeAllConnections() ?? server.close())
 
-  it('knows public from non-public addresses', () => {
-    for (const address of ['8.8.8.8', '1.1.1.1', '2a00:1450:4010:c05::71']) assert.ok(isPublicAddress(address), address)
-    for (const address of [
-      '127.0.0.1',
-      '10.1.2.3',
-      '172.16.0.1',
-      '192.168.1.1',
-      '169.254.169.254',
-      '100.64.0.1',
-      '0.0.0.0',
-      '::1',
-      'fd00::2',
-      'fe80::1',
-      '::ffff:127.0.0.1',
-      '192.0.2.2',
-      '224.0.0.1',
-    ]) {
-      assert.ok(!isPublicAddress(address), address)
-    }
+  it('knows public from non-public addresses, judging the IPv4 address an IPv6 form carries', () => {
+    for (const entry of ADDRESS_CASES) assert.equal(isPublicAddress(entry.address), entry.public, `${entry.address}: ${entry.form}`)
+  })
+
+  it('takes what it cannot parse for non-public', () => {
+    for (const text of ['', 'example.com', '1.2.3.4.5', '256.0.0.1', '::g', '[::1]', '2001:db8::1::2']) assert.equal(isPublicAddress(text), false, text)
   })
 
   // No public address is reachable from a test, so this client treats 127.0.0.2 as the one
@@ -82,5 +70,44 @@ describe('the guarded outbound HTTP client', () => {
     } finally {
       await open.close()
     }
+  })
+
+  // Each address behind a name of its own, so no pooled connection to one name skips the
+  // lookup for another. A refused loopback address would reach the server above if let through.
+  const resolvableCases = ADDRESS_CASES.filter(resolvable).map((entry, index) => ({ ...entry, hostname: `host-${index}.ssrf.test` }))
+  const resolving = new OutboundClient({
+    allowPrivateNetwork: false,
+    resolve: async (hostname) => {
+      const entry = resolvableCases.find((candidate) => candidate.hostname === hostname)
+      if (!entry) throw Object.assign(new Error(`${hostname} is not in the table.`), { code: 'ENOTFOUND' })
+      return [{ address: entry.address, family: isIP(entry.address) }]
+    },
+  })
+  after(() => resolving.close())
+
+  it('refuses a host name that resolves to a non-public address when checking a URL to store', async () => {
+    await Promise.all(
+      resolvableCases.map(async (entry) => {
+        const check = resolving.checkUrl(`https://${entry.hostname}/hook`)
+        if (entry.public) await check
+        else
+          await assert.rejects(check, (error: unknown) => error instanceof OutboundError && error.kind === 'blocked_address', `${entry.address}: ${entry.form}`)
+      }),
+    )
+  })
+
+  // The public addresses pass the same rule in the test above; connecting to them would make
+  // this test depend on the machine's network.
+  it('refuses at connect time a host name that resolves to a non-public address', async () => {
+    const refused = resolvableCases.filter((entry) => !entry.public)
+    const outcomes = await Promise.all(
+      refused.map((entry) =>
+        resolving.request({ url: `http://${entry.hostname}:${port}/`, timeoutMs: 1_000, maxBodyBytes: 1_000, onLargeBody: 'fail', maxRedirects: 0 }).then(
+          () => 'answered',
+          (error: unknown) => (error instanceof OutboundError ? error.kind : String(error)),
+        ),
+      ),
+    )
+    refused.forEach((entry, index) => assert.equal(outcomes[index], 'blocked_address', `${entry.address}: ${entry.form}`))
   })
 })

@@ -7,6 +7,7 @@ import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { photo } from '../helpers/photos.js'
 import type { ErrorBody, StoredImage, ValidationErrorBody } from '../helpers/responses.js'
+import { ADDRESS_CASES, seenAs, urlHost } from '../helpers/ssrf-addresses.js'
 
 /** A web server on loopback with a photo, a page, a missing file and chains of redirects. */
 async function startPhotoServer(jpeg: Buffer): Promise<{ server: Server; base: string }> {
@@ -96,6 +97,24 @@ describe('adding a photo by URL', () => {
       const response = await addByUrl(guarded, owner, { property_id: id, url })
       assert.equal(response.statusCode, 422, `${url}: ${response.body}`)
       assert.match(response.json<ErrorBody>().detail, /non-public/, url)
+    }
+    const images = await guarded.app.inject({ url: '/property-images', headers: owner.headers })
+    assert.deepEqual(images.json<StoredImage[]>(), [])
+  })
+
+  // Each URL names the port of the photo server, so a loopback address let through would
+  // download the photo. Public addresses are not tried: that would download from the internet.
+  it('judges the address a URL parser reads, and the IPv4 address inside an IPv6 one', async () => {
+    const owner = await createTenant(guarded.app, { email: 'guarded-forms@agency.example' })
+    const id = (await submitProperty(guarded.app, owner)).id
+    const port = new URL(web.base).port
+    for (const entry of ADDRESS_CASES.filter((candidate) => !candidate.public)) {
+      const url = `http://${urlHost(entry.address)}:${port}/photo.jpg`
+      const response = await addByUrl(guarded, owner, { property_id: id, url })
+      assert.equal(response.statusCode, 422, `${url} (${entry.form}): ${response.body}`)
+      const body = response.json<ValidationErrorBody>()
+      assert.equal(body.detail, `The photo could not be downloaded: the address ${seenAs(entry)} is private or otherwise non-public.`, `${url} (${entry.form})`)
+      assert.deepEqual(body.errors[0]!.loc, ['body', 'url'])
     }
     const images = await guarded.app.inject({ url: '/property-images', headers: owner.headers })
     assert.deepEqual(images.json<StoredImage[]>(), [])

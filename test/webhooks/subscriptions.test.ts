@@ -6,6 +6,7 @@ import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, type Tenant } from '../helpers/factories.js'
 import type { ErrorBody, ValidationErrorBody } from '../helpers/responses.js'
 import type { CreatedWebhookSubscription, DeliveryLogEntry, WebhookSubscription } from '../../src/modules/webhooks/webhooks.schemas.js'
+import { ADDRESS_CASES, seenAs, urlHost } from '../helpers/ssrf-addresses.js'
 import { deliveryLog, startReceiver, subscribe, verifyDelivery, type Receiver } from '../helpers/webhooks.js'
 
 const SUBSCRIPTION_FIELDS = ['created_at', 'description', 'disabled_at', 'disabled_reason', 'events', 'id', 'is_active', 'url']
@@ -109,6 +110,26 @@ describe('webhook subscriptions', () => {
       })
       assert.equal(response.statusCode, 422, `${url}: ${response.body}`)
       assert.deepEqual(response.json<ValidationErrorBody>().errors[0]!.loc, ['body', 'url'])
+    }
+    const [row] = await queryRows<{ n: number }>(guarded.db, sql`select count(*)::int as n from webhook_subscriptions`)
+    assert.equal(row!.n, 0)
+  })
+
+  it('judges the address a URL parser reads, and the IPv4 address inside an IPv6 one: non-public is a 422, public a 201', async () => {
+    const headers = await guardedTenant()
+    for (const entry of ADDRESS_CASES) {
+      const url = `https://${urlHost(entry.address)}:8443/hooks`
+      const response = await guarded.app.inject({ method: 'POST', url: '/webhooks', headers, payload: { url, events: ['mls.new_listing'] } })
+      if (entry.public) {
+        assert.equal(response.statusCode, 201, `${url} (${entry.form}): ${response.body}`)
+        const created = response.json<CreatedWebhookSubscription>()
+        assert.equal((await guarded.app.inject({ method: 'DELETE', url: `/webhooks/${created.id}`, headers })).statusCode, 204)
+        continue
+      }
+      assert.equal(response.statusCode, 422, `${url} (${entry.form}): ${response.body}`)
+      const body = response.json<ValidationErrorBody>()
+      assert.equal(body.detail, `Invalid webhook url: the address ${seenAs(entry)} is private or otherwise non-public.`, `${url} (${entry.form})`)
+      assert.deepEqual(body.errors[0]!.loc, ['body', 'url'])
     }
     const [row] = await queryRows<{ n: number }>(guarded.db, sql`select count(*)::int as n from webhook_subscriptions`)
     assert.equal(row!.n, 0)

@@ -105,9 +105,10 @@ describe('event retention', () => {
       [recentDelivered],
     )
     const pending = await logOf(retried, retriedHook.id)
+    assert.ok(pending[0]!.next_attempt_at, 'the failed attempt is to be retried')
     assert.deepEqual(
       pending.map((entry) => [entry.event_id, entry.status]),
-      [[oldPending, 'pending']],
+      [[oldPending, 'failed']],
     )
     assert.deepEqual(
       (await logOf(retried, retriedAlsoHook.id)).map((entry) => [entry.event_id, entry.status]),

@@ -133,8 +133,8 @@ describe('webhook deliveries', () => {
       log.items.map((entry) => [entry.attempt, entry.status, entry.response_status_code, entry.trigger]),
       [
         [3, 'succeeded', 200, 'event'],
-        [2, 'pending', 503, 'event'],
-        [1, 'pending', 503, 'event'],
+        [2, 'failed', 503, 'event'],
+        [1, 'failed', 503, 'event'],
       ],
     )
     assert.equal(log.items[1]!.response_body, 'busy')
@@ -144,24 +144,37 @@ describe('webhook deliveries', () => {
     assert.ok(log.items.every((entry) => entry.event_type === 'property.published' && `msg_${entry.event_id}` === first!.headers['webhook-id']))
   })
 
+  it('calls each attempt by its own outcome: a 500 failed, with the time of the next attempt, and the 200 after it succeeded', async () => {
+    const owner = await agency()
+    const hook = await receiver(({ index }) => (index === 0 ? { status: 500, body: 'try later' } : { status: 200 }))
+    const subscription = await subscribe(t.app, owner, { url: hook.url, events: ['property.published'] })
+    await publish(owner)
+    await waitFor(async () => (await deliveryLog(t.app, owner, subscription.id)).total === 2, 30_000, 'two log entries')
+    const [second, first] = (await deliveryLog(t.app, owner, subscription.id)).items
+    assert.deepEqual([first!.attempt, first!.status, first!.response_status_code, first!.response_body], [1, 'failed', 500, 'try later'])
+    assert.ok(first!.next_attempt_at, 'the failed attempt says when the next is due')
+    assert.ok(Date.parse(second!.created_at) >= Date.parse(first!.next_attempt_at), 'the second attempt was made when the first said')
+    assert.deepEqual([second!.attempt, second!.status, second!.response_status_code, second!.next_attempt_at], [2, 'succeeded', 200, null])
+  })
+
   it('gives up after the last retry and says so in the log; the subscription stays on', async () => {
     const owner = await agency()
     const hook = await receiver(() => ({ status: 500, body: 'x'.repeat(10_000) }))
     const subscription = await subscribe(t.app, owner, { url: hook.url, events: ['property.published'] })
     await publish(owner)
-    await waitFor(async () => (await deliveryLog(t.app, owner, subscription.id)).items[0]?.status === 'failed', 30_000, 'the final failure')
+    await waitFor(async () => (await deliveryLog(t.app, owner, subscription.id)).total === 3, 30_000, 'the final failure')
     await waitForOutboxDrained(t.db)
     assert.equal(hook.requests.length, 3)
     const log = await deliveryLog(t.app, owner, subscription.id)
+    // Every attempt failed; only the last was not followed by another.
     assert.deepEqual(
-      log.items.map((entry) => [entry.attempt, entry.status]),
+      log.items.map((entry) => [entry.attempt, entry.status, entry.next_attempt_at === null]),
       [
-        [3, 'failed'],
-        [2, 'pending'],
-        [1, 'pending'],
+        [3, 'failed', true],
+        [2, 'failed', false],
+        [1, 'failed', false],
       ],
     )
-    assert.equal(log.items[0]!.next_attempt_at, null)
     assert.equal(log.items[0]!.response_body!.length, 4096, 'the first 4 KiB of the answer')
     const [listed] = (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<WebhookSubscription[]>()
     assert.equal(listed!.is_active, true)
@@ -304,6 +317,59 @@ describe('webhook deliveries with the private-network rule on', () => {
       assert.equal(hook.requests.length, 0)
     } finally {
       await worker.stop()
+      await t.close()
+      await hook.close()
+    }
+  })
+})
+
+describe('webhook log entries of deliveries given up with their subscription', () => {
+  // Retries an hour apart never come due by themselves: the test makes each attempt happen.
+  const ENV = { ALLOW_PRIVATE_NETWORK: 'true', WEBHOOK_RETRY_SCHEDULE: '1h,1h', WEBHOOK_TIMEOUT_MS: '5000' }
+
+  it('keep every failure; only the last entry of each given-up delivery loses its next attempt', async () => {
+    const t = await buildTestApp(ENV)
+    const hook = await startReceiver(() => ({ status: 500 }))
+    try {
+      const owner = await createTenant(t.app, { email: 'switched-off@agency.example' })
+      const subscription = await subscribe(t.app, owner, { url: hook.url, events: ['property.published'] })
+      /** Fans out new events and makes one attempt of every due delivery, as the worker's jobs would. */
+      const deliverOnce = async () => {
+        await t.app.services.webhooks.fanOut(100)
+        const claimed = await t.app.services.webhooks.claimDue({ limit: 100, perSubscription: 100, busySubscriptions: [] })
+        await Promise.all(claimed.map((delivery) => t.app.services.webhooks.attempt(delivery)))
+        return claimed.length
+      }
+      const publishOne = async () => {
+        await submitProperty(t.app, owner)
+        await runInternalCheck(t.app)
+        assert.equal(await deliverOnce(), 1)
+      }
+      await publishOne()
+      await publishOne()
+      const [earlier, later] = (await deliveryLog(t.app, owner, subscription.id)).items.reverse()
+      assert.ok(earlier!.next_attempt_at && later!.next_attempt_at, 'both failed and are to be retried')
+
+      // The earlier delivery's retry comes due after 5 days without a success: it fails again,
+      // the subscription is switched off, and both deliveries are given up.
+      await t.db.execute(sql`update webhook_subscriptions set failing_since = now() - interval '5 days 1 minute' where id = ${subscription.id}::int`)
+      await t.db.execute(sql`update webhook_deliveries set next_attempt_at = now() where event_id = ${earlier!.event_id}::bigint`)
+      assert.equal(await deliverOnce(), 1)
+      const [listed] = (await t.app.inject({ method: 'GET', url: '/webhooks', headers: owner.headers })).json<WebhookSubscription[]>()
+      assert.equal(listed!.is_active, false)
+
+      const log = (await deliveryLog(t.app, owner, subscription.id)).items
+      assert.deepEqual(
+        log.map((entry) => [entry.event_id, entry.attempt, entry.status, entry.next_attempt_at]),
+        [
+          [earlier!.event_id, 2, 'failed', null],
+          [later!.event_id, 1, 'failed', null],
+          [earlier!.event_id, 1, 'failed', earlier!.next_attempt_at],
+        ],
+      )
+      const [pending] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from webhook_deliveries where status = 'pending'`)
+      assert.equal(pending!.n, 0)
+    } finally {
       await t.close()
       await hook.close()
     }

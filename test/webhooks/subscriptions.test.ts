@@ -247,6 +247,7 @@ describe('webhook subscriptions', () => {
     assert.equal(response.statusCode, 200)
     const entry = response.json<DeliveryLogEntry>()
     assert.equal(entry.status, 'failed')
+    assert.equal(entry.next_attempt_at, null, 'a test event is not retried')
     assert.equal(entry.response_status_code, null)
     assert.match(entry.error!, /^connection: /)
   })

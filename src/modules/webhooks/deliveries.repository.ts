@@ -196,8 +196,9 @@ export async function recordAttempt(
       .where(and(eq(webhookDeliveries.id, claimed.id), eq(webhookDeliveries.leaseToken, claimed.leaseToken)))
       .returning({ status: webhookDeliveries.status })
     if (!delivery) return undefined
-    const status = outcome.succeeded ? 'succeeded' : delivery.status === 'pending' ? 'pending' : 'failed'
-    const nextAttemptAt = status === 'pending' ? retryAt : null
+    // The attempt's own outcome; whether another follows is next_attempt_at's to say.
+    const status = outcome.succeeded ? 'succeeded' : 'failed'
+    const nextAttemptAt = delivery.status === 'pending' ? retryAt : null
     const [entry] = await tx
       .insert(webhookAttempts)
       .values({
@@ -253,7 +254,7 @@ async function updateSubscriptionHealth(tx: Database, claimed: ClaimedDelivery, 
   }
 }
 
-/** Switches a subscription off and gives up its pending deliveries (their last log entry says so). */
+/** Switches a subscription off and gives up its pending deliveries. */
 async function disableSubscription(tx: Database, subscriptionId: number, reason: string): Promise<void> {
   await tx
     .update(webhookSubscriptions)
@@ -263,16 +264,20 @@ async function disableSubscription(tx: Database, subscriptionId: number, reason:
 }
 
 /**
- * Gives up a subscription's pending deliveries. One whose attempt is in flight is left to its
- * worker's recordAttempt, which sees the subscription inactive through its next claim.
+ * Gives up a subscription's pending deliveries: the last log entry of each no longer names a
+ * next attempt, while earlier entries keep the time their retry was due. One whose attempt is
+ * in flight is left to its worker's recordAttempt, which sees the subscription inactive
+ * through its next claim.
  */
 async function cancelPendingDeliveries(tx: Database, subscriptionId: number): Promise<void> {
-  await tx
-    .update(webhookDeliveries)
-    .set({ status: 'failed' })
-    .where(and(eq(webhookDeliveries.subscriptionId, subscriptionId), eq(webhookDeliveries.status, 'pending')))
-  await tx
-    .update(webhookAttempts)
-    .set({ status: 'failed', nextAttemptAt: null })
-    .where(and(eq(webhookAttempts.subscriptionId, subscriptionId), eq(webhookAttempts.status, 'pending')))
+  await tx.execute(sql`
+    with cancelled as (
+      update webhook_deliveries set status = 'failed'
+      where subscription_id = ${subscriptionId}::int and status = 'pending'
+      returning id
+    )
+    update webhook_attempts a set next_attempt_at = null
+    from cancelled
+    where a.delivery_id = cancelled.id and a.next_attempt_at is not null
+      and a.attempt = (select max(latest.attempt) from webhook_attempts latest where latest.delivery_id = cancelled.id)`)
 }

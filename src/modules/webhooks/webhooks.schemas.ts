@@ -73,10 +73,10 @@ export const DeliveryLogEntry = Type.Object(
     event_type: asStoredText(DeliveredEventType),
     trigger: Type.Enum(['event', 'test'], { type: 'string', description: '`event`: a delivery of an event; `test`: sent by the test route.' }),
     attempt: Int32({ minimum: 1, description: '1 for the first attempt of a delivery, 2 for the first retry, …' }),
-    status: Type.Enum(['succeeded', 'failed', 'pending'], {
+    status: Type.Enum(['succeeded', 'failed'], {
       type: 'string',
       description:
-        '`succeeded`: a 2xx answer. `pending`: this attempt failed and another is due at `next_attempt_at`. `failed`: this attempt failed and the delivery was given up.',
+        'This attempt’s own outcome. `succeeded`: a 2xx answer. `failed`: any other answer, a timeout or a connection error; `next_attempt_at` is when the delivery is tried again, null when it was given up (a test event is never tried again).',
     }),
     response_status_code: Nullable(Int32({ minimum: 100, maximum: 599 })),
     response_body: Nullable(Type.String({ maxLength: 4096, description: 'The first 4 KiB of the answer.' })),

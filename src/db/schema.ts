@@ -534,7 +534,7 @@ export const webhookAttempts = pgTable(
     eventType: text('event_type').notNull(),
     trigger: text('trigger').notNull(),
     attempt: integer('attempt').notNull(),
-    /** `succeeded`; `pending`: failed, retried at next_attempt_at; `failed`: failed, given up. */
+    /** The attempt's own outcome, `succeeded` or `failed`; next_attempt_at says whether another follows. */
     status: text('status').notNull(),
     responseStatusCode: integer('response_status_code'),
     /** The first 4 KiB of the answer, as text. */
@@ -548,6 +548,6 @@ export const webhookAttempts = pgTable(
     // A subscription's log, newest first (ids grow with time).
     index('webhook_attempts_subscription_idx').on(t.subscriptionId, t.id.desc()),
     index('webhook_attempts_delivery_idx').on(t.deliveryId),
-    check('webhook_attempts_status_check', sql`${t.status} in ('succeeded', 'failed', 'pending')`),
+    check('webhook_attempts_status_check', sql`${t.status} in ('succeeded', 'failed')`),
   ],
 )

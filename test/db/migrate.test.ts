@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import { readMigrationFiles } from 'drizzle-orm/migrator'
-import { DatabaseInUseError, openDatabase, queryRows } from '../../src/db/client.js'
+import type { NodePgDatabase } from 'drizzle-orm/node-postgres'
+import { migrate as migratePostgres } from 'drizzle-orm/node-postgres/migrator'
+import type { PgliteDatabase } from 'drizzle-orm/pglite'
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
+import { DatabaseInUseError, openDatabase, queryRows, type DatabaseHandle } from '../../src/db/client.js'
 import { countPendingMigrations, migrateDatabase, migrationsFolder } from '../../src/db/migrate.js'
 import { propertyTypes } from '../../src/db/schema.js'
 import { emptyServerDatabase, engine } from '../helpers/database.js'
@@ -75,6 +79,72 @@ describe('migrations', () => {
       }
     } finally {
       rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})
+
+/** Applies the migrations of `folder` only, as an older release of the service would have. */
+async function migrateFrom(handle: DatabaseHandle, folder: string): Promise<void> {
+  await handle.withSession(async (db) => {
+    if (handle.kind === 'pglite') await migratePglite(db as unknown as PgliteDatabase, { migrationsFolder: folder })
+    else await migratePostgres(db as unknown as NodePgDatabase, { migrationsFolder: folder })
+  })
+}
+
+/** A copy of the migrations folder whose journal stops before the migration tagged `…_<name>`. */
+function migrationsBefore(name: string): string {
+  const folder = mkdtempSync(path.join(tmpdir(), 'mls-migrations-'))
+  cpSync(migrationsFolder, folder, { recursive: true })
+  const journalFile = path.join(folder, 'meta', '_journal.json')
+  const journal = JSON.parse(readFileSync(journalFile, 'utf8')) as { entries: { tag: string }[] }
+  const at = journal.entries.findIndex((entry) => entry.tag.endsWith(`_${name}`))
+  assert.ok(at > 0, `no migration named ${name}`)
+  writeFileSync(journalFile, JSON.stringify({ ...journal, entries: journal.entries.slice(0, at) }))
+  return folder
+}
+
+describe('the migration of webhook log entries to an attempt’s own outcome', () => {
+  it('calls a failed attempt that was to be retried failed, keeping when the retry was due', async () => {
+    const target = engine === 'postgres' ? await emptyServerDatabase() : undefined
+    const handle = await openDatabase({ databaseUrl: target?.url, pgliteDir: undefined })
+    const older = migrationsBefore('webhook_attempt_status')
+    try {
+      await migrateFrom(handle, older)
+      await handle.db.execute(sql`
+        with tenant as (insert into tenants (company_name, email, country) values ('Agency', 'a@agency.example', 'RU') returning id),
+        subscription as (
+          insert into webhook_subscriptions (tenant_id, url, events, secret_sealed)
+          select id, 'https://hooks.example/', '{property.published}', 'sealed' from tenant returning id
+        ),
+        event as (insert into events (type, tenant_id, data) select 'property.published', id, '{}' from tenant returning id),
+        delivery as (
+          insert into webhook_deliveries (subscription_id, event_id, status, attempts)
+          select subscription.id, event.id, 'succeeded', 3 from subscription, event returning id, subscription_id, event_id
+        )
+        insert into webhook_attempts (delivery_id, subscription_id, event_id, event_type, trigger, attempt, status, response_status_code, duration_ms, next_attempt_at)
+        select id, subscription_id, event_id, 'property.published', 'event', attempt, status, code, 5, retry::timestamptz
+        from delivery, (values (1, 'pending', 503, '2026-01-01T10:00:05Z'), (2, 'failed', 500, null), (3, 'succeeded', 200, null)) as attempts (attempt, status, code, retry)`)
+
+      await migrateFrom(handle, migrationsFolder)
+      const attempts = await queryRows<{ attempt: number; status: string; retry: string | null }>(
+        handle.db,
+        sql`select attempt, status, to_char(next_attempt_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') as retry from webhook_attempts order by attempt`,
+      )
+      assert.deepEqual(
+        attempts.map((row) => [row.attempt, row.status, row.retry]),
+        [
+          [1, 'failed', '2026-01-01T10:00:05'],
+          [2, 'failed', null],
+          [3, 'succeeded', null],
+        ],
+      )
+      await assert.rejects(handle.db.execute(sql`update webhook_attempts set status = 'pending' where attempt = 1`), (error: Error) =>
+        /violates check constraint "webhook_attempts_status_check"/.test(String((error.cause as Error | undefined)?.message)),
+      )
+    } finally {
+      await handle.close()
+      await target?.drop()
+      rmSync(older, { recursive: true, force: true })
     }
   })
 })

@@ -167,7 +167,10 @@ export class OutboundClient {
       try {
         response = await request(url, { method, headers: options.headers, body, signal, dispatcher: this.agent })
       } catch (error) {
-        throw describeFailure(error, url, options.timeoutMs)
+        // A connection still being made when the time is up fails on its own a little later: it is the time limit's failure.
+        throw signal.aborted
+          ? new OutboundError('timeout', `No complete answer from ${bareHost(url)} within ${options.timeoutMs} ms.`)
+          : describeFailure(error, url, options.timeoutMs)
       }
       const location = response.headers.location
       if (REDIRECTS.has(response.statusCode) && options.maxRedirects > 0 && typeof location === 'string') {

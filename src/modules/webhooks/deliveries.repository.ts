@@ -31,12 +31,22 @@ export interface ClaimedDelivery {
 }
 
 /**
+ * The advisory lock between fan-out and suspension: every fan-out holds it shared, a suspension
+ * takes it alone, so that no fan-out that read the agency before its suspension can add
+ * deliveries after the suspension gave up the agency's pending ones.
+ */
+const FAN_OUT_LOCK_ID = 0x6d6c7366 // "mlsf"
+
+/**
  * Creates the deliveries of events just claimed for fan-out: the MLS-wide event to every
- * active subscription for it, of every tenant; the others to the owning tenant's only.
+ * active subscription for it, of every tenant; the others to the owning tenant's only. A
+ * suspended agency's subscriptions get none.
  */
 export async function createDeliveries(tx: Database, batch: readonly UndispatchedEvent[]): Promise<number> {
   if (batch.length === 0) return 0
   const ids = `{${batch.map((event) => event.id).join(',')}}`
+  // Taken before the insert, whose snapshot therefore sees any suspension that held the lock.
+  await tx.execute(sql`select pg_advisory_xact_lock_shared(${FAN_OUT_LOCK_ID})`)
   const [row] = await queryRows<{ deliveries: number }>(
     tx,
     sql`with fanned as (
@@ -47,6 +57,7 @@ export async function createDeliveries(tx: Database, batch: readonly Undispatche
             on s.is_active
            and s.events @> array[e.type]
            and (e.type = ${MLS_WIDE_EVENT} or s.tenant_id = e.tenant_id)
+          join tenants t on t.id = s.tenant_id and t.suspended_at is null
           where e.id = any(${ids}::bigint[])
           on conflict (event_id, subscription_id) do nothing
           returning 1
@@ -260,6 +271,26 @@ async function disableSubscription(tx: Database, subscriptionId: number, reason:
     .set({ isActive: false, disabledReason: reason, disabledAt: sql`now()` })
     .where(and(eq(webhookSubscriptions.id, subscriptionId), eq(webhookSubscriptions.isActive, true)))
   await cancelPendingDeliveries(tx, subscriptionId)
+}
+
+/**
+ * An agency is suspended: its pending deliveries are given up, as a switched-off subscription's
+ * are, and no fan-out running now adds more (see FAN_OUT_LOCK_ID); fan-outs after this
+ * transaction pass the agency over. An attempt in flight finishes. How many were given up.
+ */
+export async function giveUpDeliveriesOfTenant(tx: Database, tenantId: number): Promise<number> {
+  await tx.execute(sql`select pg_advisory_xact_lock(${FAN_OUT_LOCK_ID})`)
+  const ofTenant = sql`(select id from ${webhookSubscriptions} where ${webhookSubscriptions.tenantId} = ${tenantId})`
+  const givenUp = await tx
+    .update(webhookDeliveries)
+    .set({ status: 'failed' })
+    .where(and(sql`${webhookDeliveries.subscriptionId} in ${ofTenant}`, eq(webhookDeliveries.status, 'pending')))
+    .returning({ id: webhookDeliveries.id })
+  await tx
+    .update(webhookAttempts)
+    .set({ status: 'failed', nextAttemptAt: null })
+    .where(and(sql`${webhookAttempts.subscriptionId} in ${ofTenant}`, eq(webhookAttempts.status, 'pending')))
+  return givenUp.length
 }
 
 /**

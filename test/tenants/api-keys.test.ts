@@ -211,7 +211,9 @@ describe('an agency’s API keys', () => {
     for (let index = 1; index < MAX_ACTIVE_KEYS; index++) created.push(await createKey(agency, { name: `Ключ ${index}` }))
     const refused = await create(agency, { name: 'Лишний' })
     assert.equal(refused.statusCode, 409)
-    assert.deepEqual(refused.json<ErrorBody>(), { detail: `An agency may have at most ${MAX_ACTIVE_KEYS} active API keys; revoke one before creating another.` })
+    assert.deepEqual(refused.json<ErrorBody>(), {
+      detail: `An agency may have at most ${MAX_ACTIVE_KEYS} active API keys; revoke one before creating another.`,
+    })
     assert.equal((await list(agency)).json<ApiKeyPage>().total, MAX_ACTIVE_KEYS)
     assert.equal((await revoke(agency, created[0]!.id)).statusCode, 204)
     await createKey(agency, { name: 'На место отозванного' })

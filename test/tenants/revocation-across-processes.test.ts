@@ -64,7 +64,13 @@ describe('revocation and suspension across API processes', { skip }, () => {
   const statusWith = async (api: ApiProcess, key: string) => (await call(api, 'GET', '/tenants/me', { 'x-api-key': key })).status
 
   async function createAgency(): Promise<{ tenantId: number; apiKey: string }> {
-    const registered = await call(first, 'POST', '/tenants/register', {}, { company_name: 'Два процесса', email: `agency-${randomBytes(4).toString('hex')}@example.com` })
+    const registered = await call(
+      first,
+      'POST',
+      '/tenants/register',
+      {},
+      { company_name: 'Два процесса', email: `agency-${randomBytes(4).toString('hex')}@example.com` },
+    )
     assert.equal(registered.status, 201, registered.body)
     const code = (JSON.parse(registered.body) as RegistrationCreated).request_code
     const approved = await call(first, 'POST', `/admin/registrations/${code}/approve`, admin)

@@ -182,7 +182,11 @@ describe('suspending an agency', () => {
   })
 
   it('answers 404 for an unknown agency and 422 for an id that is not one', async () => {
-    for (const response of [await suspend(2_000_000_000), await unsuspend(2_000_000_000), await t.app.inject({ url: '/admin/tenants/2000000000', headers: adminHeaders })]) {
+    for (const response of [
+      await suspend(2_000_000_000),
+      await unsuspend(2_000_000_000),
+      await t.app.inject({ url: '/admin/tenants/2000000000', headers: adminHeaders }),
+    ]) {
       assert.equal(response.statusCode, 404)
       assert.deepEqual(response.json<ErrorBody>(), { detail: 'Tenant not found' })
     }

@@ -6,8 +6,7 @@ import { ApiKeyCreateBody, ApiKeyIdParams, ApiKeyListQuery, ApiKeyPage, CreatedA
 
 const tenantRoute = { tags: ['API keys'], security: apiKeySecurity }
 
-const ROTATION =
-  'To rotate without downtime: create a new key, deploy it, check that the old key’s `last_used_at` no longer moves, then revoke the old key.'
+const ROTATION = 'To rotate without downtime: create a new key, deploy it, check that the old key’s `last_used_at` no longer moves, then revoke the old key.'
 
 /** The agency's own API keys: list, create, revoke. Registered behind `authenticate`. */
 const apiKeysRoutes: FastifyPluginAsyncTypebox = async (app) => {

@@ -198,7 +198,9 @@ export type CreatedApiKey = Static<typeof CreatedApiKey>
 export const ApiKeyCreateBody = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'A label to tell the key apart (“CRM export”).' })),
-    expires_in_days: Type.Optional(Int32({ minimum: 1, maximum: 3650, description: 'Days until the key expires, 1 to 3650; without it the key does not expire.' })),
+    expires_in_days: Type.Optional(
+      Int32({ minimum: 1, maximum: 3650, description: 'Days until the key expires, 1 to 3650; without it the key does not expire.' }),
+    ),
   },
   { title: 'ApiKeyCreate', additionalProperties: false, examples: [{ name: 'CRM export', expires_in_days: 365 }] },
 )

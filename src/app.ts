@@ -11,6 +11,8 @@ import operationsRoutes from './modules/operations/operations.routes.js'
 import referenceAdminRoutes from './modules/reference/admin-places.routes.js'
 import referenceRoutes from './modules/reference/reference.routes.js'
 import registrationAdminRoutes from './modules/tenants/admin-registrations.routes.js'
+import tenantAdminRoutes from './modules/tenants/admin-tenants.routes.js'
+import apiKeysRoutes from './modules/tenants/api-keys.routes.js'
 import meRoutes from './modules/tenants/me.routes.js'
 import registrationRoutes from './modules/tenants/registration.routes.js'
 import propertiesRoutes from './modules/properties/properties.routes.js'
@@ -19,6 +21,7 @@ import authPlugin from './plugins/auth.js'
 import docsPlugin, { adminDocsPlugin } from './plugins/docs.js'
 import { clientErrorHandler, frameworkErrors, installErrorHandlers } from './plugins/error-handler.js'
 import { installJsonBodyParser } from './plugins/json-body.js'
+import keyRevocationsPlugin from './plugins/key-revocations.js'
 import metricsPlugin from './plugins/metrics.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import servicesPlugin from './plugins/services.js'
@@ -78,6 +81,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
   await app.register(metricsPlugin)
   await app.register(rateLimitPlugin)
   await app.register(authPlugin)
+  await app.register(keyRevocationsPlugin, { database })
   await app.register(docsPlugin)
 
   // Public routes.
@@ -92,6 +96,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
     tenantScope.addHook('onRequest', tenantScope.authenticate)
     tenantScope.addHook('onRequest', tenantScope.tenantRateLimit)
     await tenantScope.register(meRoutes)
+    await tenantScope.register(apiKeysRoutes)
     await tenantScope.register(propertiesRoutes)
     await tenantScope.register(imagesRoutes)
     await tenantScope.register(webhooksRoutes)
@@ -102,6 +107,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
     adminScope.addHook('onRequest', adminScope.authenticateAdmin)
     await adminScope.register(adminDocsPlugin)
     await adminScope.register(registrationAdminRoutes)
+    await adminScope.register(tenantAdminRoutes)
     await adminScope.register(referenceAdminRoutes)
     await adminScope.register(moderationAdminRoutes)
   })

@@ -52,18 +52,28 @@ export function createServices({ config, database }: ServicesOptions): Services 
   const names = new ReferenceNames(database.pipelined)
   const events = new EventsService(db)
 
-  const tenants = new TenantsService(db, secrets)
   const reference = new ReferenceService(db, names)
   const images = new ImagesService(db, storage, new ImageProcessor(config.images), config, mediaBase, outbound)
   const properties = new PropertiesService(db, images, names)
   // Every statement of the catalogue stands alone: pipelined, on PostgreSQL (db/pipelines.ts).
   const catalogue = new CatalogueService(database.pipelined, names, mediaBase, config.catalogueCacheBytes)
-  const moderation = new ModerationService(db, config.moderationMode, properties, catalogue, events, names)
   const webhooks = new WebhooksService(db, events, secrets, outbound, new WebhookSender(outbound, secrets, config.webhookTimeoutMs), {
     allowPrivateNetwork: config.allowPrivateNetwork,
     retryPolicy: { scheduleMs: config.webhookRetryScheduleMs },
     timeoutMs: config.webhookTimeoutMs,
   })
+  // A suspension reaches the listings and the deliveries through the modules that own them.
+  const tenants = new TenantsService(db, secrets, {
+    async suspended(tx, tenantId) {
+      await properties.holdPublishedListings(tx, tenantId)
+      // Last: it waits for running fan-outs and holds new ones until the suspension commits.
+      await webhooks.giveUpDeliveriesOfTenant(tx, tenantId)
+    },
+    async unsuspended(tx, tenantId) {
+      await properties.releaseHeldListings(tx, tenantId)
+    },
+  })
+  const moderation = new ModerationService(db, config.moderationMode, properties, catalogue, events, names, tenants)
 
   return {
     tenants,

@@ -7,6 +7,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/node-postgres'
 import pg from 'pg'
 import { DatabaseAvailability, isDatabaseUnavailable } from './availability.js'
+import { listenForNotifications, type NotificationHandlers, type NotificationListener } from './notifications.js'
 import { PipelinedConnections } from './pipelines.js'
 import * as schema from './schema.js'
 
@@ -46,6 +47,12 @@ export interface DatabaseHandle {
   withSession<T>(work: (db: Database) => Promise<T>): Promise<T>
   /** Whether the server is reachable, as the connections last saw it; logs an outage once. */
   availability: DatabaseAvailability
+  /**
+   * Hears the NOTIFYs other processes send on `channel` (see notifications.ts), on a connection
+   * of its own that reconnects by itself. PGlite serves one process, which has nobody to hear
+   * from: there it only says it is listening.
+   */
+  listen(channel: string, handlers: NotificationHandlers): Promise<NotificationListener>
   close(): Promise<void>
 }
 
@@ -120,6 +127,8 @@ async function openPostgres(connectionString: string, max: number, pipelinedConn
     pipelined,
     kind: 'postgres',
     availability,
+    // Keepalives find a dead peer of the idle listening connection; statements it sends are LISTEN only.
+    listen: (channel, handlers) => listenForNotifications({ ...server, keepAliveInitialDelayMillis: 10_000 }, channel, handlers),
     async withSession(work) {
       const client = await pool.connect()
       try {
@@ -159,6 +168,10 @@ async function openPglite(dir: string | undefined): Promise<DatabaseHandle> {
       pipelined: db,
       kind: 'pglite',
       withSession: (work) => work(db),
+      async listen(_channel, handlers) {
+        handlers.listening()
+        return { close: () => Promise.resolve() }
+      },
       // In the process itself: it is there as long as the process is.
       availability: new DatabaseAvailability(() => Promise.resolve()),
       async close() {

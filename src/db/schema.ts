@@ -108,6 +108,12 @@ export const tenants = pgTable('tenants', {
   contactName: text('contact_name'),
   phone: text('phone'),
   createdAt: createdAt(),
+  /**
+   * Set while an operator has the agency suspended: its keys are refused, its published listings
+   * are out of the catalogue (see properties.held_status_id), no check publishes its listings and
+   * no webhook goes to it.
+   */
+  suspendedAt: timestamp('suspended_at', { withTimezone: true, mode: 'date' }),
 })
 
 export const registrationStatuses = ['pending', 'approved', 'rejected'] as const
@@ -152,10 +158,20 @@ export const apiKeys = pgTable(
     displayPrefix: text('display_prefix').notNull(),
     /** Hex SHA-256 of the whole key: authentication looks keys up by it. */
     digest: text('digest').notNull(),
+    /** The agency's label for the key ("CRM export"); null for the key issued on approval. */
+    name: text('name'),
     createdAt: createdAt(),
+    /** After this the key is refused like an unknown one; null never expires. */
+    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }),
+    /** When the key was last used, written at most once a minute per key. */
+    lastUsedAt: timestamp('last_used_at', { withTimezone: true, mode: 'date' }),
     revokedAt: timestamp('revoked_at', { withTimezone: true, mode: 'date' }),
   },
-  (t) => [uniqueIndex('api_keys_digest_key').on(t.digest)],
+  (t) => [
+    uniqueIndex('api_keys_digest_key').on(t.digest),
+    // An agency's keys, newest first (its list, and counting its active keys).
+    index('api_keys_tenant_idx').on(t.tenantId, t.id.desc()),
+  ],
 )
 
 // ---------------------------------------------------------------------------------------
@@ -229,6 +245,11 @@ export const properties = pgTable(
     floor: integer('floor').generatedAlwaysAs(sql`((attributes ->> 'floor')::integer)`),
     totalFloors: integer('total_floors').generatedAlwaysAs(sql`((attributes ->> 'total_floors')::integer)`),
     moderation: jsonb('moderation').$type<ModerationResult>(),
+    /**
+     * The status to give back when the agency is unsuspended: while it is suspended its published
+     * listings are in status 4 (withdrawn), out of the catalogue, with 2 here. Null otherwise.
+     */
+    heldStatusId: smallint('held_status_id'),
     /** Set when the listing waits for the internal check; the worker clears it. */
     reviewRequestedAt: timestamp('review_requested_at', { withTimezone: true, mode: 'date' }),
     createdAt: createdAt(),
@@ -247,6 +268,8 @@ export const properties = pgTable(
       foreignColumns: [residentialComplexes.id, residentialComplexes.cityId],
     }),
     check('properties_published_has_city_check', sql`${t.statusId} <> 2 or ${t.cityId} is not null`),
+    // A listing held for a suspension stays withdrawn until it is given back.
+    check('properties_held_is_withdrawn_check', sql`${t.heldStatusId} is null or ${t.statusId} = 4`),
     // The tenant's list (GET /properties): its filters narrow a tenant's rows, newest first.
     index('properties_tenant_recent_idx').on(t.tenantId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     // The moderation queue: only rows waiting for the check are in it.

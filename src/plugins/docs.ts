@@ -55,6 +55,7 @@ export default fp(
       },
       tags: [
         { name: 'Registration', description: 'Becoming a tenant and getting an API key.' },
+        { name: 'API keys', description: 'An agency’s own API keys: list, create (rotation without downtime), revoke.' },
         { name: 'Properties', description: 'An agency’s own listings: submit, change, withdraw.' },
         { name: 'Images', description: 'Photos of an agency’s properties: upload, add by URL, order, delete.' },
         { name: 'Webhooks', description: 'Event subscriptions, signed deliveries (Standard Webhooks), test events, delivery logs.' },
@@ -84,7 +85,7 @@ export const adminDocsPlugin = fp(
       securitySchemes: {
         AdminKey: { type: 'apiKey', in: 'header', name: ADMIN_KEY_HEADER, description: 'The operators’ key, ADMIN_API_KEY.' },
       },
-      tags: [{ name: 'Admin', description: 'Registration requests, places and listings under review.' }],
+      tags: [{ name: 'Admin', description: 'Registration requests, agencies (suspension, API keys), places and listings under review.' }],
       describes: isAdminRoute,
     })
     app.get(`${ADMIN_PREFIX}openapi.json`, { schema: { hide: true, security: adminKeySecurity } }, async () => app.adminSwagger!())

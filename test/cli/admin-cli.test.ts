@@ -5,12 +5,13 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { eq } from 'drizzle-orm'
+import { loadConfig } from '../../src/config.js'
 import { openDatabase, type DatabaseHandle } from '../../src/db/client.js'
 import { migrateDatabase } from '../../src/db/migrate.js'
 import { registrationRequests } from '../../src/db/schema.js'
-import { SecretBox } from '../../src/lib/secrets.js'
-import type { RegistrationStatus } from '../../src/modules/tenants/tenants.schemas.js'
-import { TenantsService } from '../../src/modules/tenants/tenants.service.js'
+import type { AdminTenant, ApiKey, CreatedApiKey, RegistrationStatus } from '../../src/modules/tenants/tenants.schemas.js'
+import type { TenantsService } from '../../src/modules/tenants/tenants.service.js'
+import { createServices } from '../../src/services.js'
 import { emptyServerDatabase, engine } from '../helpers/database.js'
 import type { AdminRegistrationPage, ApprovedRegistration } from '../helpers/responses.js'
 
@@ -46,6 +47,18 @@ describe('npm run admin -- registrations', () => {
     }
   }
 
+  /** The tenants service on the CLI's database, as the service process builds it. */
+  function withTenants<T>(work: (tenants: TenantsService, handle: DatabaseHandle) => Promise<T>): Promise<T> {
+    return withDatabase(async (handle) => {
+      const services = createServices({ config: loadConfig({ DATA_DIR: dataDir, SECRET_KEY }), database: handle })
+      try {
+        return await work(services.tenants, handle)
+      } finally {
+        await services.close()
+      }
+    })
+  }
+
   function admin(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
     return new Promise((resolve) => {
       const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/admin.ts', ...args], { env: { ...process.env, ...env } })
@@ -58,8 +71,7 @@ describe('npm run admin -- registrations', () => {
   }
 
   it('lists, approves and rejects requests', async () => {
-    const [first, second] = await withDatabase(async (handle) => {
-      const service = new TenantsService(handle.db, new SecretBox(SECRET_KEY))
+    const [first, second] = await withTenants(async (service) => {
       return [
         await service.register({ company_name: 'Через консоль', email: 'cli@agency.example' }),
         await service.register({ company_name: 'Отказ', email: 'no@agency.example' }),
@@ -86,15 +98,55 @@ describe('npm run admin -- registrations', () => {
     assert.equal(again.code, 1)
     assert.match(again.stderr, /already approved/)
 
-    await withDatabase(async (handle) => {
+    await withTenants(async (service, handle) => {
       const [row] = await handle.db.select().from(registrationRequests).where(eq(registrationRequests.requestCode, second.request_code))
       assert.equal(row?.rejectReason, 'Не агентство')
       // The key the CLI printed is the one the public status lookup will reveal.
-      const service = new TenantsService(handle.db, new SecretBox(SECRET_KEY))
       const lookup = await service.statusForApplicant(first.request_code, 'CLI@agency.example')
       assert.ok(lookup.status === 'approved')
       assert.equal(lookup.api_key, status.api_key)
     })
+  })
+
+  it('suspends and unsuspends an agency, creates, revokes and lists its keys', async () => {
+    const tenantId = await withTenants(async (service) => {
+      const { request_code: code } = await service.register({ company_name: 'Ключи через консоль', email: 'keys@agency.example' })
+      const approved = await service.approve(code)
+      assert.ok(approved.status === 'approved')
+      return approved.tenant_id
+    })
+
+    const suspended = await admin('tenants', 'suspend', String(tenantId))
+    assert.equal(suspended.code, 0, suspended.stderr)
+    const suspendedAt = (JSON.parse(suspended.stdout) as AdminTenant).suspended_at
+    assert.ok(suspendedAt)
+    const unsuspended = await admin('tenants', 'unsuspend', String(tenantId))
+    assert.equal(unsuspended.code, 0, unsuspended.stderr)
+    assert.equal((JSON.parse(unsuspended.stdout) as AdminTenant).suspended_at, null)
+
+    const created = await admin('api-keys', 'create', String(tenantId), '--name', 'Выгрузка', '--expires-in-days', '30')
+    assert.equal(created.code, 0, created.stderr)
+    const key = JSON.parse(created.stdout) as CreatedApiKey
+    assert.match(key.key, /^mls_live_/)
+    assert.equal(key.name, 'Выгрузка')
+    assert.ok(key.expires_at)
+    await withTenants(async (service) => assert.equal((await service.authenticate(key.key))?.id, tenantId))
+
+    const revoked = await admin('api-keys', 'revoke', String(tenantId), String(key.id))
+    assert.equal(revoked.code, 0, revoked.stderr)
+    assert.ok((JSON.parse(revoked.stdout) as ApiKey).revoked_at)
+    const listed = await admin('api-keys', 'list', String(tenantId))
+    assert.equal(listed.code, 0, listed.stderr)
+    const page = JSON.parse(listed.stdout) as { items: ApiKey[]; total: number }
+    assert.equal(page.total, 2)
+    assert.equal(page.items[0]?.id, key.id)
+    assert.ok(page.items[0]?.revoked_at)
+    assert.equal(page.items[1]?.revoked_at, null)
+    await withTenants(async (service) => assert.equal(await service.authenticate(key.key), undefined))
+
+    const notANumber = await admin('tenants', 'suspend', 'first')
+    assert.equal(notANumber.code, 1)
+    assert.match(notANumber.stderr, /tenant id must be a positive whole number/)
   })
 
   it('prints usage and exits 2 on a wrong command, 1 on an unknown code', async () => {
@@ -104,5 +156,8 @@ describe('npm run admin -- registrations', () => {
     const unknown = await admin('registrations', 'approve', 'reg_unknown')
     assert.equal(unknown.code, 1)
     assert.match(unknown.stderr, /Registration request not found/)
+    const noTenant = await admin('tenants', 'suspend', '999999')
+    assert.equal(noTenant.code, 1)
+    assert.match(noTenant.stderr, /Tenant not found/)
   })
 })

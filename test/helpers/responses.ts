@@ -13,6 +13,7 @@ import type {
 } from '../../src/modules/reference/reference.schemas.js'
 import type {
   AdminRegistrationPage as AdminRegistrationPageSchema,
+  ApiKeyPage as ApiKeyPageSchema,
   RegistrationCreated as RegistrationCreatedSchema,
   RegistrationStatus,
   TenantMe as TenantMeSchema,
@@ -48,6 +49,7 @@ export type RegistrationCreated = Static<typeof RegistrationCreatedSchema>
 export type ApprovedRegistration = RegistrationStatus & { status: 'approved'; tenant_id: number; api_key: string }
 export type TenantMe = Static<typeof TenantMeSchema>
 export type AdminRegistrationPage = Static<typeof AdminRegistrationPageSchema>
+export type ApiKeyPage = Static<typeof ApiKeyPageSchema>
 
 export type DeliveryLogPage = Static<typeof DeliveryLogPageSchema>
 

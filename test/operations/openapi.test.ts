@@ -95,6 +95,9 @@ describe('the OpenAPI documents', () => {
       'ReferenceItem',
       'City',
       'RegistrationStatus',
+      'ApiKey',
+      'ApiKeyCreated',
+      'ApiKeyPage',
     ]) {
       assert.ok(names.includes(name), `${name} is a named schema`)
     }
@@ -114,12 +117,14 @@ describe('the OpenAPI documents', () => {
     assert.deepEqual(schemas.Webhook.properties.events.items, { $ref: '#/components/schemas/WebhookEventType' })
     assert.deepEqual(schemas.WebhookCreate.properties.events.items, { $ref: '#/components/schemas/WebhookEventType' })
 
-    // An approved status is told apart by `status`, and only it carries the key.
+    // An approved status is told apart by `status`, and only it carries the key: while that key
+    // is active, so not always.
     const status = schemas.RegistrationStatus
     assert.equal(status.oneOf.length, 3)
     assert.equal(status.discriminator.propertyName, 'status')
     assert.equal(status.discriminator.mapping.approved, '#/components/schemas/RegistrationApproved')
-    assert.ok(schemas.RegistrationApproved.required.includes('api_key'))
+    assert.ok(schemas.RegistrationApproved.properties.api_key)
+    assert.deepEqual(schemas.RegistrationApproved.required.sort(), ['request_code', 'status', 'tenant_id'])
     assert.equal(schemas.RegistrationPending.properties.api_key, undefined)
 
     const conflict = document.paths['/properties/{id}/status'].post.responses['409'].content['application/json'].schema
@@ -204,6 +209,8 @@ describe('the OpenAPI documents', () => {
       '/admin/cities',
       '/admin/properties',
       '/admin/properties/{id}/reject',
+      '/admin/tenants/{tenant_id}/suspend',
+      '/admin/tenants/{tenant_id}/api-keys/{id}/revoke',
     ]) {
       assert.ok(paths.includes(path), path)
     }

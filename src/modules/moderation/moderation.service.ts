@@ -1,6 +1,7 @@
 import type { Database } from '../../db/client.js'
 import type { ModerationReason, ModerationResult, PropertyRow } from '../../db/schema.js'
 import { seedPropertyTypes } from '../../db/seed/dictionaries.js'
+import { ApiError } from '../../lib/errors.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
 import type { CatalogueService } from '../catalogue/catalogue.service.js'
 import type { EventsService } from '../events/events.service.js'
@@ -8,6 +9,7 @@ import { ListingStatus } from '../properties/listing-status.js'
 import type { PropertiesService } from '../properties/properties.service.js'
 import type { PropertyTypeName } from '../reference/attribute-catalogue.js'
 import type { ReferenceNames } from '../reference/reference-names.js'
+import type { TenantsService } from '../tenants/tenants.service.js'
 import { checkListing } from './rules.js'
 
 const propertyTypeNames = new Map<number, PropertyTypeName>(seedPropertyTypes.map((type) => [type.id, type.name]))
@@ -29,13 +31,23 @@ export class ModerationService {
     private readonly catalogue: CatalogueService,
     private readonly events: EventsService,
     private readonly names: ReferenceNames,
+    /** A suspended agency's listings are neither checked nor published. */
+    private readonly tenants: TenantsService,
   ) {}
 
   /** Checks up to `batchSize` waiting listings, oldest first; several workers share the queue. */
   async checkWaiting(batchSize = 25): Promise<number> {
     return this.db.transaction(async (tx) => {
       const waiting = await this.properties.claimAwaitingCheck(tx, batchSize)
+      // The claim passes over suspended agencies; an agency suspended since (or being suspended
+      // now, which this waits for) keeps its listings waiting. Its lock keeps a suspension from
+      // committing, and missing what this publishes, until this transaction ends.
+      const unsuspended = await this.tenants.lockUnsuspended(
+        tx,
+        waiting.map(({ listing }) => listing.tenantId),
+      )
       for (const { listing, country } of waiting) {
+        if (!unsuspended.has(listing.tenantId)) continue
         const reasons = checkListing({
           listing,
           propertyType: propertyTypeNames.get(listing.propertyTypeId)!,
@@ -50,9 +62,18 @@ export class ModerationService {
     })
   }
 
-  /** An operator publishes a listing waiting for review (manual mode, or overruling the check). */
+  /**
+   * An operator publishes a listing waiting for review (manual mode, or overruling the check);
+   * not while its agency is suspended.
+   */
   async approve(id: number): Promise<void> {
-    await this.db.transaction(async (tx) => this.publishListing(tx, await this.properties.lockUndecided(tx, id)))
+    await this.db.transaction(async (tx) => {
+      const listing = await this.properties.lockUndecided(tx, id)
+      if (!(await this.tenants.lockUnsuspended(tx, [listing.tenantId])).has(listing.tenantId)) {
+        throw ApiError.conflict('The listing’s agency is suspended; its listings cannot be published until it is unsuspended.')
+      }
+      await this.publishListing(tx, listing)
+    })
   }
 
   /** An operator rejects a waiting listing; the check's findings are kept beside the reason. */

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, getTableColumns, isNotNull, lt, ne, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, getTableColumns, isNotNull, isNull, lt, ne, or, sql, type SQL } from 'drizzle-orm'
 import type { CountryCode } from 'libphonenumber-js'
 import { queryRows, type Database } from '../../db/client.js'
 import { rowsWithTotal } from '../../db/paging.js'
@@ -259,14 +259,14 @@ const spelledAddress = (address: string) => address.replace(/\s+/gu, ' ').trim()
 /**
  * Up to `limit` listings waiting for the internal check, oldest first, with their agency's
  * country, locked for this transaction. FOR UPDATE SKIP LOCKED: several workers share the
- * queue without checking one listing twice.
+ * queue without checking one listing twice. Listings of suspended agencies wait.
  */
 export async function claimAwaitingCheck(tx: Database, limit: number): Promise<{ listing: PropertyRow; country: CountryCode }[]> {
   const rows = await tx
     .select({ listing: properties, country: tenants.country })
     .from(properties)
     .innerJoin(tenants, eq(tenants.id, properties.tenantId))
-    .where(and(isNotNull(properties.reviewRequestedAt), eq(properties.statusId, ListingStatus.PendingReview)))
+    .where(and(isNotNull(properties.reviewRequestedAt), eq(properties.statusId, ListingStatus.PendingReview), isNull(tenants.suspendedAt)))
     .orderBy(asc(properties.reviewRequestedAt))
     .limit(limit)
     .for('update', { of: properties, skipLocked: true })
@@ -301,6 +301,30 @@ export async function recordDecision(
     .where(and(eq(properties.tenantId, tenantId), eq(properties.id, id)))
     .returning()
   return row!
+}
+
+/**
+ * An agency's suspension: its published listings are withdrawn, out of the catalogue, and
+ * remember that they were published. Nothing the agency sees changes (`updated_at` stays), so
+ * giving them back leaves them as they were. How many.
+ */
+export async function holdPublishedListings(tx: Database, tenantId: number): Promise<number> {
+  const held = await tx
+    .update(properties)
+    .set({ statusId: ListingStatus.Withdrawn, heldStatusId: ListingStatus.Published })
+    .where(and(eq(properties.tenantId, tenantId), eq(properties.statusId, ListingStatus.Published)))
+    .returning({ id: properties.id })
+  return held.length
+}
+
+/** The end of a suspension: listings held by it get their status back. How many. */
+export async function releaseHeldListings(tx: Database, tenantId: number): Promise<number> {
+  const released = await tx
+    .update(properties)
+    .set({ statusId: sql`${properties.heldStatusId}`, heldStatusId: null })
+    .where(and(eq(properties.tenantId, tenantId), isNotNull(properties.heldStatusId)))
+    .returning({ id: properties.id })
+  return released.length
 }
 
 /** Listings of every agency in one status, oldest change first, for operators. */

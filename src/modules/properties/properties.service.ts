@@ -251,6 +251,19 @@ export class PropertiesService {
     await repository.recordDecision(tx, listing.tenantId, listing.id, { moderation: findings, statusId: ListingStatus.Rejected })
   }
 
+  /**
+   * An agency is suspended: its published listings leave the catalogue until it is unsuspended,
+   * in the caller's transaction. See docs/architecture.md#api-keys-and-suspension.
+   */
+  holdPublishedListings(tx: Database, tenantId: number): Promise<number> {
+    return repository.holdPublishedListings(tx, tenantId)
+  }
+
+  /** The agency is unsuspended: what the suspension held is published again, without a new check or event. */
+  releaseHeldListings(tx: Database, tenantId: number): Promise<number> {
+    return repository.releaseHeldListings(tx, tenantId)
+  }
+
   /** Listings of every agency in one status, oldest change first, for operators. */
   listByStatus(statusId: number, page: { limit: number; offset: number }): Promise<{ rows: PropertyRow[]; total: number }> {
     return repository.listByStatus(this.db, statusId, page)

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { Id, Nullable, OneOf, Page, PageQuery, Timestamp } from '../../lib/schemas.js'
+import { Id, Int32, Nullable, OneOf, Page, PageQuery, Timestamp } from '../../lib/schemas.js'
 import { API_KEY_PREFIX } from '../../lib/secrets.js'
 
 export const RegistrationStatusValue = Type.Enum(['pending', 'approved', 'rejected'], {
@@ -64,11 +64,13 @@ const RegistrationApproved = Type.Object(
     request_code: RequestCode,
     status: Type.Literal('approved'),
     tenant_id: Id,
-    api_key: Type.String({
-      maxLength: 200,
-      pattern: `^${API_KEY_PREFIX}[A-Za-z0-9_-]+$`,
-      description: `The tenant’s API key; send it as \`X-API-Key\`.`,
-    }),
+    api_key: Type.Optional(
+      Type.String({
+        maxLength: 200,
+        pattern: `^${API_KEY_PREFIX}[A-Za-z0-9_-]+$`,
+        description: `The API key issued on approval; send it as \`X-API-Key\`. Present while that key is active: once it is revoked (or has expired), the lookup no longer shows it.`,
+      }),
+    ),
   },
   {
     title: 'RegistrationApproved',
@@ -79,7 +81,7 @@ const RegistrationApproved = Type.Object(
 /** The registration status: `tenant_id` and `api_key` only when approved, told apart by `status`. */
 export const RegistrationStatus = OneOf([RegistrationPending, RegistrationApproved, RegistrationRejected], 'status', {
   title: 'RegistrationStatus',
-  description: 'The request’s state; an approved one carries the tenant’s id and API key.',
+  description: 'The request’s state; an approved one carries the tenant’s id and, while it is active, the API key issued on approval.',
 })
 export type RegistrationStatus = Static<typeof RegistrationStatus>
 
@@ -123,3 +125,105 @@ export const RejectBody = Type.Object(
   { reason: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'Why; kept for the operators.' })) },
   { title: 'RegistrationRejection', additionalProperties: false },
 )
+
+// ---------------------------------------------------------------------------------------
+// API keys and suspension.
+
+/** The most active (neither revoked nor expired) keys an agency may hold at once. */
+export const MAX_ACTIVE_KEYS = 20
+
+/** A time that may be absent, with what it means. */
+const NullableTimestamp = (description: string) => Type.Union([Timestamp, Type.Null()], { description })
+
+const KeyPrefix = Type.String({
+  maxLength: 20,
+  description: `The key’s first 13 characters (\`${API_KEY_PREFIX}\` and four more), enough to tell keys apart; never the key.`,
+  examples: [`${API_KEY_PREFIX}Qm9y`],
+})
+
+const apiKeyFields = {
+  id: Id,
+  name: Nullable(Type.String({ maxLength: 100, description: 'The agency’s label for the key; null for the key issued on approval.' })),
+  prefix: KeyPrefix,
+  created_at: Timestamp,
+  last_used_at: NullableTimestamp('When the key last authenticated a request, to within a minute; null if never.'),
+  expires_at: NullableTimestamp('From then on the key is refused; null never expires.'),
+  revoked_at: NullableTimestamp('When the key was revoked; null while it is not.'),
+}
+
+export const ApiKey = Type.Object(apiKeyFields, {
+  title: 'ApiKey',
+  description: 'An API key as its agency sees it: never the key itself, which is shown once, at creation.',
+  examples: [
+    {
+      id: 7,
+      name: 'CRM export',
+      prefix: `${API_KEY_PREFIX}Qm9y`,
+      created_at: '2026-11-22T09:15:02.123+00:00',
+      last_used_at: '2026-11-23T18:40:11.000+00:00',
+      expires_at: '2027-11-22T09:15:02.123+00:00',
+      revoked_at: null,
+    },
+  ],
+})
+export type ApiKey = Static<typeof ApiKey>
+
+export const CreatedApiKey = Type.Object(
+  {
+    ...apiKeyFields,
+    key: Type.String({
+      maxLength: 200,
+      pattern: `^${API_KEY_PREFIX}[A-Za-z0-9_-]+$`,
+      description: 'The key, shown this once: only its digest is stored. Send it as `X-API-Key`.',
+    }),
+  },
+  {
+    title: 'ApiKeyCreated',
+    examples: [
+      {
+        id: 8,
+        name: 'Rotation 2026-11',
+        prefix: `${API_KEY_PREFIX}b3Bl`,
+        created_at: '2026-11-22T09:15:02.123+00:00',
+        last_used_at: null,
+        expires_at: null,
+        revoked_at: null,
+        key: `${API_KEY_PREFIX}b3Blbl9tbHNfcm90YXRpb25fZXhhbXBsZV8wMTIzNDU2`,
+      },
+    ],
+  },
+)
+export type CreatedApiKey = Static<typeof CreatedApiKey>
+
+export const ApiKeyCreateBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'A label to tell the key apart (“CRM export”).' })),
+    expires_in_days: Type.Optional(
+      Int32({ minimum: 1, maximum: 3650, description: 'Days until the key expires, 1 to 3650; without it the key does not expire.' }),
+    ),
+  },
+  { title: 'ApiKeyCreate', additionalProperties: false, examples: [{ name: 'CRM export', expires_in_days: 365 }] },
+)
+export type ApiKeyCreateBody = Static<typeof ApiKeyCreateBody>
+
+export const ApiKeyPage = Page(ApiKey, 'ApiKeyPage')
+export const ApiKeyListQuery = Type.Object(PageQuery)
+export const ApiKeyIdParams = Type.Object({ id: Id })
+
+export const TenantIdParams = Type.Object({ tenant_id: Id })
+export const TenantApiKeyParams = Type.Object({ tenant_id: Id, id: Id })
+
+export const AdminTenant = Type.Object(
+  {
+    tenant_id: Id,
+    company_name: CompanyName,
+    email: Email,
+    country: Country,
+    contact_name: Nullable(Type.String({ maxLength: 200 })),
+    phone: Nullable(Phone),
+    created_at: Timestamp,
+    suspended_at: NullableTimestamp('Since when the agency is suspended; null while it is not.'),
+  },
+  { title: 'AdminTenant', description: 'An agency as operators see it.' },
+)
+export type AdminTenant = Static<typeof AdminTenant>

@@ -6,36 +6,227 @@ import { digestSecret, generateApiKey, generateRequestCode, type SecretBox } fro
 import { toOffsetTimestamp } from '../../lib/time.js'
 import type { AuthenticatedTenant } from './authenticated-tenant.js'
 import * as repository from './tenants.repository.js'
-import type { RegistrationRequestRow } from './tenants.repository.js'
-import type { AdminRegistration, RegistrationCreateBody, RegistrationStatus } from './tenants.schemas.js'
+import type { ApiKeyRow, RegistrationRequestRow, TenantRow } from './tenants.repository.js'
+import {
+  MAX_ACTIVE_KEYS,
+  type AdminRegistration,
+  type AdminTenant,
+  type ApiKey,
+  type ApiKeyCreateBody,
+  type CreatedApiKey,
+  type RegistrationCreateBody,
+  type RegistrationStatus,
+} from './tenants.schemas.js'
 
 export type { AuthenticatedTenant } from './authenticated-tenant.js'
 
 export const REGISTRATION_NOT_FOUND = 'Registration request not found'
-/** How long a process trusts a key it has looked up; a revoked key works that long at most. */
+export const TENANT_NOT_FOUND = 'Tenant not found'
+export const API_KEY_NOT_FOUND = 'API key not found'
+/**
+ * How long a process trusts a key it has looked up without hearing otherwise. Revocations and
+ * suspensions reach every API process at once (see KEY_REVOCATIONS_CHANNEL); this bounds how
+ * long a revoked key may still work on a process that missed the notice.
+ */
 export const KEY_CACHE_TTL_MS = 10_000
+/** A key's `last_used_at` is written at most this often. */
+export const KEY_USE_RECORD_INTERVAL_MS = 60_000
+/**
+ * The PostgreSQL channel on which a revocation or a suspension tells every API process which
+ * cached keys to forget: `{"key_id": n}` or `{"tenant_id": n}`, sent in the transaction that
+ * makes the change, so it arrives when it commits. See docs/architecture.md#api-keys-and-suspension.
+ */
+export const KEY_REVOCATIONS_CHANNEL = 'mls_api_key_revocations'
+/** What a key's `prefix` shows of it: `mls_live_` and four characters. */
+const DISPLAY_PREFIX_LENGTH = 13
+
+/** A key this process has found active: which one, and whose. */
+interface KnownKey {
+  keyId: number
+  tenant: AuthenticatedTenant
+}
 
 /**
- * Registration, approval, the agencies and their API keys. Shared by the HTTP routes and the
- * admin CLI; the only writer of tenants, registration requests and API keys.
+ * What else changes when an agency is suspended or unsuspended, in the same transaction as its
+ * row. The modules that own those rows do it; services.ts wires them in.
+ */
+export interface SuspensionEffects {
+  /** Its published listings leave the catalogue; its pending webhook deliveries are given up. */
+  suspended(tx: Database, tenantId: number): Promise<void>
+  /** Its listings come back to the catalogue as they were. */
+  unsuspended(tx: Database, tenantId: number): Promise<void>
+}
+
+/**
+ * Registration, approval, the agencies, their suspension and their API keys. Shared by the HTTP
+ * routes and the admin CLI; the only writer of tenants, registration requests and API keys.
  */
 export class TenantsService {
-  // Known keys are remembered briefly, sparing a query on every authenticated request.
-  private readonly knownKeys = new LRUCache<string, AuthenticatedTenant>({ max: 10_000, ttl: KEY_CACHE_TTL_MS })
+  // Active keys are remembered briefly, sparing a query on every authenticated request.
+  private readonly knownKeys = new LRUCache<string, KnownKey>({ max: 10_000, ttl: KEY_CACHE_TTL_MS })
+  /** Keys whose use this process recorded within the last minute. */
+  private readonly recordedUses = new LRUCache<number, true>({ max: 10_000, ttl: KEY_USE_RECORD_INTERVAL_MS })
+  /**
+   * Raised by every eviction. A lookup that started before a revocation committed may answer
+   * after the eviction it caused: if an eviction happened meanwhile, what it found is not kept.
+   */
+  private evictions = 0
 
   constructor(
     private readonly db: Database,
     private readonly secrets: SecretBox,
+    private readonly effects: SuspensionEffects,
   ) {}
 
-  /** The agency whose API key this is, or undefined for a key that is unknown or revoked. */
+  /**
+   * The agency whose API key this is, or undefined for a key that is unknown, revoked or
+   * expired, or whose agency is suspended: all are refused alike.
+   */
   async authenticate(apiKey: string): Promise<AuthenticatedTenant | undefined> {
     const digest = digestSecret(apiKey)
-    const known = this.knownKeys.get(digest)
-    if (known) return known
-    const tenant = await repository.findTenantByKeyDigest(this.db, digest)
-    if (tenant) this.knownKeys.set(digest, tenant)
-    return tenant
+    let known = this.knownKeys.get(digest)
+    if (!known) {
+      const evictions = this.evictions
+      const found = await repository.findActiveKeyByDigest(this.db, digest)
+      if (!found) return undefined
+      known = { keyId: found.keyId, tenant: found.tenant }
+      // A key that expires sooner than the cache would forget it is forgotten when it expires.
+      const ttl = Math.min(KEY_CACHE_TTL_MS, found.expiresAt ? found.expiresAt.getTime() - Date.now() : KEY_CACHE_TTL_MS)
+      if (evictions === this.evictions && ttl > 0) this.knownKeys.set(digest, known, { ttl })
+    }
+    this.recordUse(known.keyId)
+    return known.tenant
+  }
+
+  /**
+   * Applies a notice of KEY_REVOCATIONS_CHANNEL from another process. One this version does not
+   * understand forgets every key: a lookup too many is cheaper than a revoked key that works.
+   */
+  applyRevocationNotice(payload: string): void {
+    let notice: { key_id?: unknown; tenant_id?: unknown } = {}
+    try {
+      notice = JSON.parse(payload) as typeof notice
+    } catch {
+      // not ours to read: forget everything below
+    }
+    if (typeof notice.key_id === 'number') this.forgetKey(notice.key_id)
+    else if (typeof notice.tenant_id === 'number') this.forgetTenant(notice.tenant_id)
+    else this.forgetAllKeys()
+  }
+
+  /** Forgets every cached key: notices sent while this process was not listening are lost. */
+  forgetAllKeys(): void {
+    this.evictions++
+    this.knownKeys.clear()
+  }
+
+  /** An agency's keys, newest first, revoked and expired ones included. */
+  async listKeys(tenantId: number, page: { limit: number; offset: number }): Promise<{ items: ApiKey[]; total: number; limit: number; offset: number }> {
+    const { rows, total } = await repository.listApiKeys(this.db, tenantId, page)
+    return { items: rows.map(toApiKey), total, limit: page.limit, offset: page.offset }
+  }
+
+  /** An agency's keys for operators: an unknown agency is a 404, not an empty list. */
+  async listKeysOfTenant(tenantId: number, page: { limit: number; offset: number }) {
+    if (!(await repository.findTenant(this.db, tenantId))) throw ApiError.notFound(TENANT_NOT_FOUND)
+    return this.listKeys(tenantId, page)
+  }
+
+  /** A new key for the agency, shown this once; at most MAX_ACTIVE_KEYS may be active. */
+  async createKey(tenantId: number, input: ApiKeyCreateBody): Promise<CreatedApiKey> {
+    const name = input.name?.trim()
+    if (name === '') throw ApiError.validation([{ loc: ['body', 'name'], msg: 'must not be blank' }])
+    const key = generateApiKey()
+    const row = await this.db.transaction(async (tx) => {
+      await this.lockTenant(tx, tenantId)
+      if ((await repository.countActiveKeys(tx, tenantId)) >= MAX_ACTIVE_KEYS) {
+        throw ApiError.conflict(`An agency may have at most ${MAX_ACTIVE_KEYS} active API keys; revoke one before creating another.`)
+      }
+      return repository.insertApiKey(tx, {
+        tenantId,
+        name: name ?? null,
+        displayPrefix: key.slice(0, DISPLAY_PREFIX_LENGTH),
+        digest: digestSecret(key),
+        expiresInDays: input.expires_in_days,
+      })
+    })
+    return { ...toApiKey(row), key }
+  }
+
+  /**
+   * The agency revokes one of its keys. Revoking a revoked key changes nothing; revoking the
+   * last active one is refused, as the agency would lock itself out.
+   */
+  async revokeOwnKey(tenantId: number, id: number): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await this.lockTenant(tx, tenantId)
+      const key = await repository.findApiKey(tx, tenantId, id)
+      if (!key) throw ApiError.notFound(API_KEY_NOT_FOUND)
+      if (key.revokedAt) return
+      if ((await repository.isActiveKeyOf(tx, tenantId, id)) && (await repository.countActiveKeys(tx, tenantId)) <= 1) {
+        throw ApiError.conflict('This is the agency’s last active API key; create another one before revoking it.')
+      }
+      await this.revokeIn(tx, tenantId, id)
+    })
+    this.forgetKey(id)
+  }
+
+  /** An operator revokes any key of an agency, its last one too (a leaked key must stop working). */
+  async revokeKey(tenantId: number, id: number): Promise<ApiKey> {
+    const row = await this.db.transaction(async (tx) => {
+      await this.lockTenant(tx, tenantId)
+      const revoked = await this.revokeIn(tx, tenantId, id)
+      if (!revoked) throw ApiError.notFound(API_KEY_NOT_FOUND)
+      return revoked
+    })
+    this.forgetKey(id)
+    return toApiKey(row)
+  }
+
+  /** The agency as operators see it. */
+  async tenant(tenantId: number): Promise<AdminTenant> {
+    const row = await repository.findTenant(this.db, tenantId)
+    if (!row) throw ApiError.notFound(TENANT_NOT_FOUND)
+    return toAdminTenant(row)
+  }
+
+  /**
+   * Suspends the agency: its keys are refused at once on every API process, its published
+   * listings leave the catalogue, and nothing of it is published or delivered until it is
+   * unsuspended. Suspending a suspended agency changes nothing.
+   */
+  async suspend(tenantId: number): Promise<AdminTenant> {
+    const row = await this.db.transaction(async (tx) => {
+      const current = await this.lockTenant(tx, tenantId)
+      if (current.suspendedAt) return current
+      const suspended = await repository.setSuspended(tx, tenantId, true)
+      await this.effects.suspended(tx, tenantId)
+      await repository.notify(tx, KEY_REVOCATIONS_CHANNEL, JSON.stringify({ tenant_id: tenantId }))
+      return suspended!
+    })
+    this.forgetTenant(tenantId)
+    return toAdminTenant(row)
+  }
+
+  /** Lifts a suspension: its keys work again and its listings are back as they were. Idempotent. */
+  async unsuspend(tenantId: number): Promise<AdminTenant> {
+    const row = await this.db.transaction(async (tx) => {
+      const current = await this.lockTenant(tx, tenantId)
+      if (!current.suspendedAt) return current
+      const unsuspended = await repository.setSuspended(tx, tenantId, false)
+      await this.effects.unsuspended(tx, tenantId)
+      return unsuspended!
+    })
+    return toAdminTenant(row)
+  }
+
+  /**
+   * Of these agencies, those not suspended, locked until the transaction ends so that none is
+   * suspended meanwhile: the internal check publishes only their listings. A suspension that
+   * is committing is waited for and then seen.
+   */
+  lockUnsuspended(tx: Database, tenantIds: readonly number[]): Promise<Set<number>> {
+    return repository.lockActiveTenants(tx, [...new Set(tenantIds)])
   }
 
   async register(input: RegistrationCreateBody) {
@@ -85,7 +276,7 @@ export class TenantsService {
       const apiKey = generateApiKey()
       await repository.insertApiKey(tx, {
         tenantId: tenant.id,
-        displayPrefix: apiKey.slice(0, 13),
+        displayPrefix: apiKey.slice(0, DISPLAY_PREFIX_LENGTH),
         digest: digestSecret(apiKey),
       })
       return repository.decideRegistrationRequest(tx, request.id, {
@@ -95,7 +286,7 @@ export class TenantsService {
         rejectReason: null,
       })
     })
-    return this.statusOf(approved)
+    return this.statusOf(approved, true)
   }
 
   async reject(requestCode: string, reason: string | undefined): Promise<RegistrationStatus> {
@@ -113,7 +304,7 @@ export class TenantsService {
 
   async me(tenantId: number) {
     const tenant = await repository.findTenant(this.db, tenantId)
-    if (!tenant) throw ApiError.notFound('Tenant not found')
+    if (!tenant) throw ApiError.notFound(TENANT_NOT_FOUND)
     return {
       tenant_id: tenant.id,
       company_name: tenant.companyName,
@@ -132,14 +323,81 @@ export class TenantsService {
     return request
   }
 
-  private statusOf(row: RegistrationRequestRow): RegistrationStatus {
+  /**
+   * The status as the applicant reads it. The key issued on approval is shown while it is
+   * active (also while the agency is suspended: the key is not revoked, only refused meanwhile);
+   * `keyActive` when the caller knows.
+   */
+  private async statusOf(row: RegistrationRequestRow, keyActive?: boolean): Promise<RegistrationStatus> {
     if (row.status !== 'approved') return { request_code: row.requestCode, status: row.status }
-    return {
-      request_code: row.requestCode,
-      status: 'approved',
-      tenant_id: row.tenantId!,
-      api_key: this.secrets.open(row.apiKeyEncrypted!),
-    }
+    const apiKey = this.secrets.open(row.apiKeyEncrypted!)
+    const shown = keyActive ?? (await repository.isKeyActive(this.db, digestSecret(apiKey)))
+    return { request_code: row.requestCode, status: 'approved', tenant_id: row.tenantId!, ...(shown ? { api_key: apiKey } : {}) }
+  }
+
+  /** The agency's row, locked for a change of its keys or its suspension; 404 if there is none. */
+  private async lockTenant(tx: Database, tenantId: number): Promise<TenantRow> {
+    const tenant = await repository.lockTenant(tx, tenantId)
+    if (!tenant) throw ApiError.notFound(TENANT_NOT_FOUND)
+    return tenant
+  }
+
+  /** Revokes the key and tells the other API processes to forget it once this commits. */
+  private async revokeIn(tx: Database, tenantId: number, id: number): Promise<ApiKeyRow | undefined> {
+    const revoked = await repository.revokeApiKey(tx, tenantId, id)
+    if (revoked) await repository.notify(tx, KEY_REVOCATIONS_CHANNEL, JSON.stringify({ key_id: id }))
+    return revoked
+  }
+
+  private forgetKey(keyId: number): void {
+    this.forgetWhere((known) => known.keyId === keyId)
+  }
+
+  private forgetTenant(tenantId: number): void {
+    this.forgetWhere((known) => known.tenant.id === tenantId)
+  }
+
+  /** Walks the cache (at most 10,000 keys, on a revocation or a suspension, which are rare). */
+  private forgetWhere(matches: (known: KnownKey) => boolean): void {
+    this.evictions++
+    const digests = [...this.knownKeys.entries()].filter(([, known]) => matches(known)).map(([digest]) => digest)
+    for (const digest of digests) this.knownKeys.delete(digest)
+  }
+
+  /**
+   * Records the key's use, at most once a minute per key from this process. Not awaited: the
+   * request neither waits for this bookkeeping nor fails with it; a write that fails is tried
+   * again on the next use.
+   */
+  private recordUse(keyId: number): void {
+    if (this.recordedUses.has(keyId)) return
+    this.recordedUses.set(keyId, true)
+    repository.recordKeyUse(this.db, keyId).catch(() => this.recordedUses.delete(keyId))
+  }
+}
+
+function toApiKey(row: ApiKeyRow): ApiKey {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.displayPrefix,
+    created_at: toOffsetTimestamp(row.createdAt),
+    last_used_at: row.lastUsedAt && toOffsetTimestamp(row.lastUsedAt),
+    expires_at: row.expiresAt && toOffsetTimestamp(row.expiresAt),
+    revoked_at: row.revokedAt && toOffsetTimestamp(row.revokedAt),
+  }
+}
+
+function toAdminTenant(row: TenantRow): AdminTenant {
+  return {
+    tenant_id: row.id,
+    company_name: row.companyName,
+    email: row.email,
+    country: row.country,
+    contact_name: row.contactName,
+    phone: row.phone,
+    created_at: toOffsetTimestamp(row.createdAt),
+    suspended_at: row.suspendedAt && toOffsetTimestamp(row.suspendedAt),
   }
 }
 

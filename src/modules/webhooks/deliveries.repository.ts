@@ -8,7 +8,7 @@
  * only the claim's holder (its `lease_token`) may record the outcome.
  */
 import { randomUUID } from 'node:crypto'
-import { and, eq, isNotNull, sql } from 'drizzle-orm'
+import { and, eq, isNotNull, sql, type SQL } from 'drizzle-orm'
 import { queryRows, type Database } from '../../db/client.js'
 import { webhookAttempts, webhookDeliveries, webhookSubscriptions } from '../../db/schema.js'
 import { MLS_WIDE_EVENT } from '../events/event-types.js'
@@ -31,12 +31,22 @@ export interface ClaimedDelivery {
 }
 
 /**
+ * The advisory lock between fan-out and suspension: every fan-out holds it shared, a suspension
+ * takes it alone, so that no fan-out that read the agency before its suspension can add
+ * deliveries after the suspension gave up the agency's pending ones.
+ */
+const FAN_OUT_LOCK_ID = 0x6d6c7366 // "mlsf"
+
+/**
  * Creates the deliveries of events just claimed for fan-out: the MLS-wide event to every
- * active subscription for it, of every tenant; the others to the owning tenant's only.
+ * active subscription for it, of every tenant; the others to the owning tenant's only. A
+ * suspended agency's subscriptions get none.
  */
 export async function createDeliveries(tx: Database, batch: readonly UndispatchedEvent[]): Promise<number> {
   if (batch.length === 0) return 0
   const ids = `{${batch.map((event) => event.id).join(',')}}`
+  // Taken before the insert, whose snapshot therefore sees any suspension that held the lock.
+  await tx.execute(sql`select pg_advisory_xact_lock_shared(${FAN_OUT_LOCK_ID})`)
   const [row] = await queryRows<{ deliveries: number }>(
     tx,
     sql`with fanned as (
@@ -47,6 +57,7 @@ export async function createDeliveries(tx: Database, batch: readonly Undispatche
             on s.is_active
            and s.events @> array[e.type]
            and (e.type = ${MLS_WIDE_EVENT} or s.tenant_id = e.tenant_id)
+          join tenants t on t.id = s.tenant_id and t.suspended_at is null
           where e.id = any(${ids}::bigint[])
           on conflict (event_id, subscription_id) do nothing
           returning 1
@@ -264,16 +275,32 @@ async function disableSubscription(tx: Database, subscriptionId: number, reason:
 }
 
 /**
- * Gives up a subscription's pending deliveries: the last log entry of each no longer names a
- * next attempt, while earlier entries keep the time their retry was due. One whose attempt is
- * in flight is left to its worker's recordAttempt, which sees the subscription inactive
- * through its next claim.
+ * An agency is suspended: its pending deliveries are given up, as a switched-off subscription's
+ * are, and no fan-out running now adds more (see FAN_OUT_LOCK_ID); fan-outs after this
+ * transaction pass the agency over. An attempt in flight finishes.
+ */
+export async function giveUpDeliveriesOfTenant(tx: Database, tenantId: number): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(${FAN_OUT_LOCK_ID})`)
+  await giveUpPendingDeliveries(tx, sql`subscription_id in (select id from webhook_subscriptions where tenant_id = ${tenantId}::int)`)
+}
+
+/**
+ * Gives up a subscription's pending deliveries. One whose attempt is in flight is left to its
+ * worker's recordAttempt, which sees the subscription inactive through its next claim.
  */
 async function cancelPendingDeliveries(tx: Database, subscriptionId: number): Promise<void> {
+  await giveUpPendingDeliveries(tx, sql`subscription_id = ${subscriptionId}::int`)
+}
+
+/**
+ * Gives up the pending deliveries `which` selects: the last log entry of each no longer names a
+ * next attempt, while earlier entries keep the time their retry was due.
+ */
+async function giveUpPendingDeliveries(tx: Database, which: SQL): Promise<void> {
   await tx.execute(sql`
     with cancelled as (
       update webhook_deliveries set status = 'failed'
-      where subscription_id = ${subscriptionId}::int and status = 'pending'
+      where ${which} and status = 'pending'
       returning id
     )
     update webhook_attempts a set next_attempt_at = null

@@ -161,6 +161,14 @@ export class WebhooksService {
   }
 
   /**
+   * An agency is suspended, in the caller's transaction: its pending deliveries are given up and
+   * it receives nothing until it is unsuspended. See docs/api.md#suspension.
+   */
+  giveUpDeliveriesOfTenant(tx: Database, tenantId: number): Promise<void> {
+    return deliveries.giveUpDeliveriesOfTenant(tx, tenantId)
+  }
+
+  /**
    * Claims up to `limit` due deliveries for this worker, at most `perSubscription` of any one
    * subscription and none of `busySubscriptions`; each is held for a lease.
    */

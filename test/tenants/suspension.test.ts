@@ -1,0 +1,221 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { sql } from 'drizzle-orm'
+import { queryRows } from '../../src/db/client.js'
+import type { CatalogueDetail } from '../../src/modules/catalogue/catalogue.schemas.js'
+import type { Property } from '../../src/modules/properties/properties.schemas.js'
+import type { AdminTenant, CreatedApiKey } from '../../src/modules/tenants/tenants.schemas.js'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { adminHeaders, createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
+import { runInternalCheck } from '../helpers/moderation.js'
+import type { CataloguePage, ErrorBody, ListingUnderReviewPage, PropertyPage } from '../helpers/responses.js'
+import {
+  deliveryLog,
+  distinctMessages,
+  startReceiver,
+  startWebhookWorker,
+  subscribe,
+  waitFor,
+  waitForOutboxDrained,
+  type Receiver,
+  type RunningWorker,
+  type WebhookMessage,
+} from '../helpers/webhooks.js'
+
+const INVALID_KEY = '{"detail":"Invalid or missing API key"}'
+
+describe('suspending an agency', () => {
+  let t: TestApp
+  let worker: RunningWorker
+  const receivers: Receiver[] = []
+
+  before(async () => {
+    // A failed delivery is retried only after an hour: whatever is still pending meanwhile is
+    // what a suspension found pending.
+    t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true', WEBHOOK_RETRY_SCHEDULE: '1h', WEBHOOK_TIMEOUT_MS: '5000' })
+    worker = startWebhookWorker(t.database.handle, t.config)
+  })
+  after(async () => {
+    await worker.stop()
+    await t.close()
+    await Promise.all(receivers.map((receiver) => receiver.close()))
+  })
+
+  const suspend = (tenantId: number | string, headers: Record<string, string> = adminHeaders) =>
+    t.app.inject({ method: 'POST', url: `/admin/tenants/${tenantId}/suspend`, headers })
+  const unsuspend = (tenantId: number | string, headers: Record<string, string> = adminHeaders) =>
+    t.app.inject({ method: 'POST', url: `/admin/tenants/${tenantId}/unsuspend`, headers })
+  const adminView = async (response: Awaited<ReturnType<typeof suspend>>) => {
+    assert.equal(response.statusCode, 200, response.body)
+    return response.json<AdminTenant>()
+  }
+  const me = (key: string) => t.app.inject({ url: '/tenants/me', headers: { 'x-api-key': key } })
+  const get = async <T>(url: string, headers: Record<string, string> = {}): Promise<T> => {
+    const response = await t.app.inject({ url, headers })
+    assert.equal(response.statusCode, 200, `${url}: ${response.body}`)
+    return response.json<T>()
+  }
+  const catalogueOf = (tenant: Tenant) => get<CataloguePage>(`/mls/properties?tenant_id=${tenant.tenantId}`)
+  async function publish(tenant: Tenant): Promise<number> {
+    const { id } = await submitProperty(t.app, tenant)
+    await runInternalCheck(t.app)
+    return id
+  }
+
+  it('refuses its keys and takes its listings out of the catalogue; unsuspended, all is as it was', async () => {
+    const agency = await createTenant(t.app)
+    const other = await createTenant(t.app)
+    const spare = await t.app.inject({ method: 'POST', url: '/tenants/me/api-keys', headers: agency.headers, payload: { name: 'Запасной' } })
+    const spareKey = spare.json<CreatedApiKey>().key
+    const published = [await publish(agency), await publish(agency)]
+    const withdrawn = await publish(agency)
+    const moved = await t.app.inject({ method: 'POST', url: `/properties/${withdrawn}/status`, headers: agency.headers, payload: { status_id: 4 } })
+    assert.equal(moved.statusCode, 200, moved.body)
+    const othersListing = await publish(other)
+
+    const ownViews = async () => Promise.all([...published, withdrawn].map((id) => get<Property>(`/properties/${id}`, agency.headers)))
+    const ownBefore = await ownViews()
+    const ownListBefore = await get<PropertyPage>('/properties', agency.headers)
+    const catalogueBefore = await catalogueOf(agency)
+    const detailBefore = await get<CatalogueDetail>(`/mls/properties/${published[0]}`)
+    const totalBefore = (await get<CataloguePage>('/mls/properties')).total
+    assert.equal(catalogueBefore.total, 2)
+
+    const suspended = await adminView(await suspend(agency.tenantId))
+    assert.equal(suspended.tenant_id, agency.tenantId)
+    assert.match(suspended.suspended_at ?? '', /\+00:00$/)
+
+    // Every key of the agency is refused exactly as an unknown key is.
+    for (const key of [agency.apiKey, spareKey]) {
+      const refused = await me(key)
+      assert.equal(refused.statusCode, 401)
+      assert.equal(refused.body, INVALID_KEY)
+      assert.equal((await t.app.inject({ url: '/properties', headers: { 'x-api-key': key } })).body, INVALID_KEY)
+    }
+    // Its listings are out of the catalogue, lists, totals and details alike; others' stay.
+    assert.deepEqual(await catalogueOf(agency), { items: [], total: 0, limit: 50, offset: 0 })
+    assert.equal((await get<CataloguePage>('/mls/properties')).total, totalBefore - 2)
+    const hidden = await t.app.inject(`/mls/properties/${published[0]}`)
+    assert.equal(hidden.statusCode, 404)
+    assert.deepEqual(hidden.json<ErrorBody>(), { detail: 'Property not found' })
+    assert.equal((await t.app.inject(`/mls/properties/${othersListing}`)).statusCode, 200)
+    assert.equal((await me(other.apiKey)).statusCode, 200)
+
+    // Suspending again changes nothing.
+    assert.deepEqual(await adminView(await suspend(agency.tenantId)), suspended)
+    assert.deepEqual(await get<AdminTenant>(`/admin/tenants/${agency.tenantId}`, adminHeaders), suspended)
+
+    const unsuspended = await adminView(await unsuspend(agency.tenantId))
+    assert.deepEqual(unsuspended, { ...suspended, suspended_at: null })
+    assert.equal((await me(agency.apiKey)).statusCode, 200)
+    assert.equal((await me(spareKey)).statusCode, 200)
+    // The agency's own view, the catalogue's lists and details: exactly as before.
+    assert.deepEqual(await ownViews(), ownBefore)
+    assert.deepEqual(await get<PropertyPage>('/properties', agency.headers), ownListBefore)
+    assert.deepEqual(await catalogueOf(agency), catalogueBefore)
+    assert.deepEqual(await get<CatalogueDetail>(`/mls/properties/${published[0]}`), detailBefore)
+    assert.equal((await get<CataloguePage>('/mls/properties')).total, totalBefore)
+    // Back without a second announcement.
+    const [announced] = await queryRows<{ events: number }>(
+      t.db,
+      sql`select count(*)::int as events from events where type = 'mls.new_listing' and (data ->> 'id')::int = ${published[0]}::int`,
+    )
+    assert.equal(announced!.events, 1)
+
+    assert.deepEqual(await adminView(await unsuspend(agency.tenantId)), unsuspended, 'unsuspending again changes nothing')
+  })
+
+  it('keeps its listings waiting for the check, and operators from publishing them, until it is unsuspended', async () => {
+    const agency = await createTenant(t.app)
+    const { id } = await submitProperty(t.app, agency)
+    await adminView(await suspend(agency.tenantId))
+
+    await runInternalCheck(t.app)
+    const waiting = await get<ListingUnderReviewPage>('/admin/properties?status_id=1&limit=100', adminHeaders)
+    assert.equal(waiting.items.find((item) => item.id === id)?.waiting_for_check, true)
+    const approved = await t.app.inject({ method: 'POST', url: `/admin/properties/${id}/approve`, headers: adminHeaders })
+    assert.equal(approved.statusCode, 409)
+    assert.deepEqual(approved.json<ErrorBody>(), {
+      detail: 'The listing’s agency is suspended; its listings cannot be published until it is unsuspended.',
+    })
+    assert.equal((await catalogueOf(agency)).total, 0)
+
+    await adminView(await unsuspend(agency.tenantId))
+    await runInternalCheck(t.app)
+    assert.equal((await get<Property>(`/properties/${id}`, agency.headers)).status_id, 2)
+    assert.deepEqual(
+      (await catalogueOf(agency)).items.map((item) => item.id),
+      [id],
+    )
+  })
+
+  it('delivers nothing to it: pending deliveries are given up, events meanwhile never sent, later ones are', async () => {
+    const agency = await createTenant(t.app)
+    const publisher = await createTenant(t.app)
+    const answering = await startReceiver()
+    const failing = await startReceiver(() => ({ status: 500 }))
+    receivers.push(answering, failing)
+    await subscribe(t.app, agency, { url: answering.url, events: ['mls.new_listing'] })
+    const failingSubscription = await subscribe(t.app, agency, { url: failing.url, events: ['mls.new_listing'] })
+    const about = (receiver: Receiver, id: number) =>
+      distinctMessages(receiver.requests).filter((request) => (JSON.parse(request.body) as WebhookMessage).data.id === id)
+
+    const before = await publish(publisher)
+    await waitFor(() => about(answering, before).length === 1 && about(failing, before).length === 1, 30_000, 'the deliveries before the suspension')
+    // The failed one waits an hour for its retry.
+    await waitFor(
+      async () => (await deliveryLog(t.app, agency, failingSubscription.id)).items[0]?.next_attempt_at != null,
+      30_000,
+      'the failure in the log, with its retry due',
+    )
+
+    await adminView(await suspend(agency.tenantId))
+    const during = await publish(publisher)
+    // Nothing is left to send, the retry given up included: what the agency did not get, it never will.
+    await waitForOutboxDrained(t.db)
+    assert.equal(about(answering, during).length, 0)
+    assert.equal(failing.requests.length, 1)
+
+    await adminView(await unsuspend(agency.tenantId))
+    const afterwards = await publish(publisher)
+    await waitFor(() => about(answering, afterwards).length === 1, 30_000, 'the delivery after the suspension')
+    assert.equal(about(answering, during).length, 0)
+    // Given up: the failed attempt before the suspension (the oldest entry) no longer names a next one.
+    const given = (await deliveryLog(t.app, agency, failingSubscription.id)).items.at(-1)
+    assert.equal(given?.status, 'failed')
+    assert.equal(given?.next_attempt_at, null)
+  })
+
+  it('answers 404 for an unknown agency and 422 for an id that is not one', async () => {
+    for (const response of [
+      await suspend(2_000_000_000),
+      await unsuspend(2_000_000_000),
+      await t.app.inject({ url: '/admin/tenants/2000000000', headers: adminHeaders }),
+    ]) {
+      assert.equal(response.statusCode, 404)
+      assert.deepEqual(response.json<ErrorBody>(), { detail: 'Tenant not found' })
+    }
+    for (const response of [await suspend('first'), await unsuspend(0), await t.app.inject({ url: '/admin/tenants/1.5', headers: adminHeaders })]) {
+      assert.equal(response.statusCode, 422, response.body)
+    }
+  })
+
+  for (const [what, headers] of [
+    ['no admin key', {}],
+    ['a wrong admin key', { 'x-admin-key': 'wrong-key-wrong-key-wrong' }],
+  ] as const) {
+    it(`answers 401 to ${what}, changing nothing`, async () => {
+      const agency = await createTenant(t.app)
+      const responses = [
+        await suspend(agency.tenantId, headers),
+        await unsuspend(agency.tenantId, headers),
+        await t.app.inject({ url: `/admin/tenants/${agency.tenantId}`, headers }),
+      ]
+      for (const response of responses) {
+        assert.equal(response.statusCode, 401)
+        assert.deepEqual(response.json<ErrorBody>(), { detail: 'Invalid or missing admin key' })
+      }
+      assert.equal((await me(agency.apiKey)).statusCode, 200)
+    })
+  }
+})

@@ -2,7 +2,17 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses, header, locationHeader, withResponseHeaders } from '../../lib/schemas.js'
 import { adminKeySecurity } from '../../plugins/auth.js'
 import { allowEmptyBody } from '../../plugins/validation.js'
-import { AdminTenant, ApiKey, ApiKeyCreateBody, ApiKeyListQuery, ApiKeyPage, CreatedApiKey, TenantApiKeyParams, TenantIdParams } from './tenants.schemas.js'
+import {
+  AdminTenant,
+  ApiKey,
+  ApiKeyCreateBody,
+  ApiKeyListQuery,
+  ApiKeyPage,
+  CreatedApiKey,
+  MAX_ACTIVE_KEYS,
+  TenantApiKeyParams,
+  TenantIdParams,
+} from './tenants.schemas.js'
 
 const admin = { tags: ['Admin'], security: adminKeySecurity }
 
@@ -81,8 +91,7 @@ const tenantAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...admin,
         operationId: 'createTenantApiKey',
         summary: 'Create an API key for an agency',
-        description:
-          'For an agency whose keys an operator revoked (a leak), to hand over a new one. Answers with the key in `key`, shown this once; the same rules as the agency’s own creation (at most 20 active keys, 409 beyond).',
+        description: `For an agency whose keys an operator revoked (a leak), to hand over a new one. Answers with the key in \`key\`, shown this once; the same rules as the agency’s own creation (at most ${MAX_ACTIVE_KEYS} active keys, 409 beyond).`,
         params: TenantIdParams,
         body: ApiKeyCreateBody,
         response: {

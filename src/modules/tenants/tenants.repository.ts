@@ -69,10 +69,12 @@ export async function findApiKey(db: Database, tenantId: number, id: number): Pr
 
 /**
  * Locks the agency's row until the transaction ends: changes to its keys (the cap on active
- * keys, never revoking the last one) and its suspension happen one after the other.
+ * keys, never revoking the last one) and its suspension happen one after the other, and a
+ * suspension waits for the internal check's transactions that hold the row (lockActiveTenants).
+ * No key update: rows that merely refer to the agency are not held up.
  */
 export async function lockTenant(tx: Database, tenantId: number): Promise<TenantRow | undefined> {
-  const [row] = await tx.select().from(tenants).where(eq(tenants.id, tenantId)).for('update')
+  const [row] = await tx.select().from(tenants).where(eq(tenants.id, tenantId)).for('no key update')
   return row
 }
 

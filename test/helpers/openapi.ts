@@ -48,6 +48,8 @@ export interface JsonSchema {
   properties?: Record<string, JsonSchema>
   required?: string[]
   items?: JsonSchema
+  minimum?: number
+  maximum?: number
   anyOf?: JsonSchema[]
   oneOf?: JsonSchema[]
   $ref?: string

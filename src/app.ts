@@ -16,6 +16,7 @@ import registrationRoutes from './modules/tenants/registration.routes.js'
 import propertiesRoutes from './modules/properties/properties.routes.js'
 import webhooksRoutes from './modules/webhooks/webhooks.routes.js'
 import authPlugin from './plugins/auth.js'
+import browserPolicyPlugin, { limitToListedOrigins } from './plugins/browser-policy.js'
 import docsPlugin, { adminDocsPlugin } from './plugins/docs.js'
 import failureThrottlePlugin from './plugins/failure-throttle.js'
 import { clientErrorHandler, frameworkErrors, installErrorHandlers } from './plugins/error-handler.js'
@@ -77,6 +78,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
   await app.register(servicesPlugin, { database, services })
 
   await app.register(metricsPlugin)
+  await app.register(browserPolicyPlugin)
   await app.register(rateLimitPlugin)
   await app.register(failureThrottlePlugin)
   await app.register(authPlugin)
@@ -92,6 +94,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
   // Routes for tenants: every one needs X-API-Key and counts against the tenant's rate limit.
   // An address past its failed key checks is refused before its key is looked up.
   await app.register(async (tenantScope) => {
+    limitToListedOrigins(tenantScope)
     tenantScope.addHook('onRequest', tenantScope.failureThrottle.check)
     tenantScope.addHook('onRequest', tenantScope.authenticate)
     tenantScope.addHook('onRequest', tenantScope.tenantRateLimit)
@@ -103,6 +106,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
 
   // Routes for operators: every one needs X-Admin-Key.
   await app.register(async (adminScope) => {
+    limitToListedOrigins(adminScope)
     adminScope.addHook('onRequest', adminScope.failureThrottle.check)
     adminScope.addHook('onRequest', adminScope.authenticateAdmin)
     await adminScope.register(adminDocsPlugin)

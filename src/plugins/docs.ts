@@ -30,6 +30,10 @@ Rate limits answer 429 with \`Retry-After\` and \`RateLimit-*\` headers.
 as Standard Webhooks describes.
 `.trim()
 
+/** The interactive reference's policy; every other answer gets `default-src 'none'` (browser-policy.ts). */
+const DOCS_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
 const info = { title: 'Open MLS API', version: SERVICE_VERSION, contact: { name: SERVICE_NAME } }
 const ADMIN_PREFIX = '/admin/'
 const isAdminRoute = (url: string) => url.startsWith(ADMIN_PREFIX)
@@ -65,7 +69,15 @@ export default fp(
       describes: (url) => !isAdminRoute(url),
       webhooks: webhooksSection,
     })
-    await app.register(swaggerUi, { routePrefix: '/docs' })
+    await app.register(swaggerUi, {
+      routePrefix: '/docs',
+      // The page's own scripts, styles and images (swagger-ui's CSS draws with data: URLs); its
+      // calls go to this origin only.
+      staticCSP: DOCS_CSP,
+      // "Try it out" calls the origin the page was opened at (localhost or 127.0.0.1, a proxy's
+      // name or the process's), never an absolute URL that may not be that origin.
+      transformSpecification: (document: Record<string, unknown>) => ({ ...document, servers: [{ url: '/', description: 'This service.' }] }),
+    })
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   },
   { name: 'docs', decorators: { fastify: ['config'] } },

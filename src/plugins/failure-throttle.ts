@@ -94,5 +94,6 @@ function clientKey(ip: string): string {
   if (!ipaddr.isValid(ip)) return ip
   const address = ipaddr.process(ip)
   if (address.kind() === 'ipv4') return address.toString()
-  return `${(address as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16)).join(':')}::/64`
+  const network = (address as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16))
+  return `${network.join(':')}::/64`
 }

@@ -73,7 +73,16 @@ describe('cross-origin access with no CORS_ORIGINS', () => {
   })
 
   it('lets any origin read the reference data, the documents and the health routes, and register', async () => {
-    for (const url of ['/', '/healthz', '/readyz', '/openapi.json', '/cities', '/property-types', '/attributes', '/tenants/register/reg_unknown?email=a@b.ru']) {
+    for (const url of [
+      '/',
+      '/healthz',
+      '/readyz',
+      '/openapi.json',
+      '/cities',
+      '/property-types',
+      '/attributes',
+      '/tenants/register/reg_unknown?email=a@b.ru',
+    ]) {
       const response = await t.app.inject({ url, headers: { origin: PORTAL } })
       assert.equal(response.headers['access-control-allow-origin'], '*', url)
     }
@@ -217,7 +226,10 @@ describe('security headers', () => {
       // swagger-ui's CSS draws its icons with data: URLs: images from data: must be allowed.
       if (directive === 'style-src') {
         for (const [, target] of asset.body.matchAll(/url\(\s*["']?([^"')]+)/g)) {
-          assert.ok(target!.startsWith('data:') ? policy.get('img-src')!.includes('data:') : !/^\w+:/.test(target!), `${reference}: url(${target!.slice(0, 30)})`)
+          assert.ok(
+            target!.startsWith('data:') ? policy.get('img-src')!.includes('data:') : !/^\w+:/.test(target!),
+            `${reference}: url(${target!.slice(0, 30)})`,
+          )
         }
       }
     }

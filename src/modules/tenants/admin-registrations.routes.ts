@@ -37,7 +37,8 @@ const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
           200: withResponseHeaders(RegistrationStatus, {
             'Cache-Control': header('The answer carries an API key: never cached.', { type: 'string', enum: ['no-store'] }),
           }),
-          ...errorResponses(401, 404, 409, 422), 429: failureThrottleResponse,
+          ...errorResponses(401, 404, 409, 422),
+          429: failureThrottleResponse,
         },
       },
     },

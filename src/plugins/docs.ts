@@ -64,7 +64,7 @@ export default fp(
         { name: 'Webhooks', description: 'Event subscriptions, signed deliveries (Standard Webhooks), test events, delivery logs.' },
         { name: 'Catalogue', description: 'The public MLS catalogue: published listings, no key needed, never owner data.' },
         { name: 'Reference', description: 'Public dictionaries: types, statuses, places, the attribute catalogue.' },
-        { name: 'Operations', description: 'Health, readiness, metrics.' },
+        { name: 'Operations', description: 'The front door, health and readiness.' },
       ],
       describes: (url) => !isAdminRoute(url),
       webhooks: webhooksSection,

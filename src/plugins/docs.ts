@@ -24,7 +24,8 @@ that response carries your \`api_key\`; send it as the \`X-API-Key\` header.
 \`errors: [{loc, msg}]\`. A resource of another agency answers 404, exactly like one that does not exist.
 Lists take \`limit\` (1–100, default 50) and \`offset\`; values outside are a 422, never clamped.
 Property timestamps carry a numeric offset (\`+00:00\`), image timestamps end in \`Z\`.
-Rate limits answer 429 with \`Retry-After\` and \`RateLimit-*\` headers.
+Rate limits answer 429 with \`Retry-After\` and \`RateLimit-*\` headers. An address with too many failed
+key checks or unknown routes in a minute gets 429 with \`Retry-After\` on the routes behind a key.
 
 **Events.** Subscriptions (\`POST /webhooks\`) receive the events of the \`webhooks\` section, signed
 as Standard Webhooks describes.

@@ -56,8 +56,14 @@ export default fp(
     if (token) {
       // For Prometheus, not for pages: no CORS headers.
       app.get('/metrics', { schema: { hide: true }, config: { cors: false } }, async (request, reply) => {
+        // Answered and counted as a URL no route serves would be; an address past its failures
+        // is refused even the right token, or guessing would go on at full speed.
+        await app.failureThrottle.check(request)
         const given = bearerToken(request)
-        if (given === undefined || !secretsEqual(given, token)) return reply.callNotFound()
+        if (given === undefined || !secretsEqual(given, token)) {
+          await app.failureThrottle.record(request)
+          return reply.callNotFound()
+        }
         return reply
           .type(registry.contentType)
           .header('cache-control', 'no-store')

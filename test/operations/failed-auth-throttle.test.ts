@@ -78,6 +78,15 @@ describe('failed key checks and unknown routes, counted per client address', () 
     assert.equal((await t.app.inject({ url: '/cities/1', remoteAddress: scanner })).statusCode, 200)
   })
 
+  it('does not count a route that found nothing, such as a photo since deleted', async () => {
+    const viewer = '198.51.100.24'
+    for (let i = 0; i <= LIMIT; i++) {
+      const missing = await t.app.inject({ url: `/media/photos/deleted-${i}.jpg`, remoteAddress: viewer })
+      assert.equal(missing.statusCode, 404, missing.body)
+    }
+    assert.equal((await wrongApiKey(t, viewer)).statusCode, 401)
+  })
+
   it('adds every kind of failure to one count', async () => {
     const attacker = '203.0.113.14'
     for (let i = 0; i < LIMIT / 3; i++) {

@@ -50,22 +50,29 @@ describe('metrics on the public port, without METRICS_TOKEN', () => {
 describe('metrics on the public port, with METRICS_TOKEN', () => {
   let t: TestApp
   before(async () => {
-    t = await buildTestApp({ METRICS_TOKEN: TOKEN })
+    t = await buildTestApp({ METRICS_TOKEN: TOKEN, RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_FAILURES_PER_MINUTE: '3' })
   })
   after(() => t.close())
 
   it('are a 404 without the token', async () => {
-    for (const authorization of [
-      undefined,
-      'Bearer not-the-token-0123456789',
-      `Basic ${Buffer.from(`x:${TOKEN}`).toString('base64')}`,
-      TOKEN,
-      `Bearer ${TOKEN}x`,
-    ]) {
-      const response = await t.app.inject({ url: '/metrics', headers: authorization ? { authorization } : {} })
+    const wrong = [undefined, 'Bearer not-the-token-0123456789', `Basic ${Buffer.from(`x:${TOKEN}`).toString('base64')}`, TOKEN, `Bearer ${TOKEN}x`]
+    for (const [index, authorization] of wrong.entries()) {
+      // An address each: these are failures, and three would use up an address's allowance here.
+      const response = await t.app.inject({ url: '/metrics', headers: authorization ? { authorization } : {}, remoteAddress: `203.0.113.${60 + index}` })
       assert.equal(response.statusCode, 404, String(authorization))
       assert.deepEqual(response.json<ErrorBody>(), NOT_FOUND)
     }
+  })
+
+  it('count a wrong token as a failure of the address, like an unknown route', async () => {
+    const guesser = '203.0.113.70'
+    for (let i = 0; i < 3; i++) {
+      const response = await t.app.inject({ url: '/metrics', headers: { authorization: `Bearer guess-${i}-0123456789abcdef` }, remoteAddress: guesser })
+      assert.equal(response.statusCode, 404)
+    }
+    const refused = await t.app.inject({ url: '/metrics', headers: { authorization: `Bearer ${TOKEN}` }, remoteAddress: guesser })
+    assert.equal(refused.statusCode, 429)
+    assert.ok(refused.headers['retry-after'])
   })
 
   it('are Prometheus text by route template, not by raw URL, with the token', async () => {

@@ -18,7 +18,9 @@ import registrationRoutes from './modules/tenants/registration.routes.js'
 import propertiesRoutes from './modules/properties/properties.routes.js'
 import webhooksRoutes from './modules/webhooks/webhooks.routes.js'
 import authPlugin from './plugins/auth.js'
+import browserPolicyPlugin, { limitToListedOrigins } from './plugins/browser-policy.js'
 import docsPlugin, { adminDocsPlugin } from './plugins/docs.js'
+import failureThrottlePlugin from './plugins/failure-throttle.js'
 import { clientErrorHandler, frameworkErrors, installErrorHandlers } from './plugins/error-handler.js'
 import { installJsonBodyParser } from './plugins/json-body.js'
 import keyRevocationsPlugin from './plugins/key-revocations.js'
@@ -79,7 +81,9 @@ export async function buildApp({ config, database, services, logger }: AppOption
   await app.register(servicesPlugin, { database, services })
 
   await app.register(metricsPlugin)
+  await app.register(browserPolicyPlugin)
   await app.register(rateLimitPlugin)
+  await app.register(failureThrottlePlugin)
   await app.register(authPlugin)
   await app.register(keyRevocationsPlugin, { database })
   await app.register(docsPlugin)
@@ -92,7 +96,10 @@ export async function buildApp({ config, database, services, logger }: AppOption
   if (config.storageDriver === 'local') await app.register(mediaRoutes)
 
   // Routes for tenants: every one needs X-API-Key and counts against the tenant's rate limit.
+  // An address past its failed key checks is refused before its key is looked up.
   await app.register(async (tenantScope) => {
+    limitToListedOrigins(tenantScope)
+    tenantScope.addHook('onRequest', tenantScope.failureThrottle.check)
     tenantScope.addHook('onRequest', tenantScope.authenticate)
     tenantScope.addHook('onRequest', tenantScope.tenantRateLimit)
     await tenantScope.register(meRoutes)
@@ -104,6 +111,8 @@ export async function buildApp({ config, database, services, logger }: AppOption
 
   // Routes for operators: every one needs X-Admin-Key.
   await app.register(async (adminScope) => {
+    limitToListedOrigins(adminScope)
+    adminScope.addHook('onRequest', adminScope.failureThrottle.check)
     adminScope.addHook('onRequest', adminScope.authenticateAdmin)
     await adminScope.register(adminDocsPlugin)
     await adminScope.register(registrationAdminRoutes)

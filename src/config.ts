@@ -44,6 +44,18 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   rateLimits: RateLimitConfig
   retention: RetentionConfig
+  /** Browser origins allowed to call the agency and operator routes (the public ones allow any). */
+  corsOrigins: string[]
+  metrics: MetricsConfig
+}
+
+/** Where Prometheus reads `/metrics` (docs/operations.md#metrics). */
+export interface MetricsConfig {
+  /** The port of the process's own metrics listener; 0 starts none. */
+  port: number
+  host: string
+  /** When set, the public port answers `GET /metrics` too, to `Authorization: Bearer <token>`. */
+  token: string | undefined
 }
 
 export interface S3Config {
@@ -76,6 +88,8 @@ export interface RateLimitConfig {
   registrationStatusPerMinute: number
   cataloguePerMinute: number
   apiKeyPerMinute: number
+  /** Failed key checks and unknown routes allowed per client address before its 429s. */
+  failuresPerMinute: number
 }
 
 /** What the worker's sweeps delete, and when (docs/operations.md#retention). */
@@ -150,10 +164,18 @@ export function loadConfig(env: Env = process.env): Config {
       registrationStatusPerMinute: read('RATE_LIMIT_REGISTRATION_STATUS_PER_MINUTE', 30, integerIn(1, 1_000_000)),
       cataloguePerMinute: read('RATE_LIMIT_CATALOGUE_PER_MINUTE', 600, integerIn(1, 1_000_000)),
       apiKeyPerMinute: read('RATE_LIMIT_API_KEY_PER_MINUTE', 1200, integerIn(1, 1_000_000)),
+      failuresPerMinute: read('RATE_LIMIT_FAILURES_PER_MINUTE', 30, integerIn(1, 1_000_000)),
     },
     retention: {
       eventDays: read('EVENT_RETENTION_DAYS', 30, integerIn(1, 36_500)),
       orphanFileMinAgeMs: read('ORPHAN_FILE_MIN_AGE', 3_600_000, durationIn(1000, 30 * 86_400_000)),
+    },
+    corsOrigins: read('CORS_ORIGINS', [], originList),
+    metrics: {
+      // The port OpenTelemetry's Prometheus exporter uses: apart from the API's and the common exporters'.
+      port: read('METRICS_PORT', 9464, integerIn(0, 65535)),
+      host: read('METRICS_HOST', '127.0.0.1', (v) => v),
+      token: read('METRICS_TOKEN', undefined, minLength(16)),
     },
   }
 
@@ -258,6 +280,19 @@ function redisUrl(raw: string): string {
 function redisKeyPrefix(raw: string): string {
   if (!/^[\w.:-]{1,64}$/.test(raw)) throw new Error('expected up to 64 letters, digits and . _ : -')
   return raw
+}
+
+/** `https://portal.example,http://localhost:5173`: origins exactly as a browser sends them. */
+function originList(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '')
+    .map((origin) => {
+      const url = parsedUrl(origin, ['http:', 'https:'], `origins such as https://portal.example, separated by commas; got "${origin}"`)
+      if (url.origin !== origin) throw new Error(`"${origin}" is not an origin: write the scheme, host and port only, as ${url.origin}`)
+      return origin
+    })
 }
 
 function httpUrl(raw: string): string {

@@ -1,5 +1,6 @@
 import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.js'
+import { startMetricsListener } from './metrics-listener.js'
 import { startRuntime } from './runtime.js'
 import { createServices } from './services.js'
 import { workerJobs } from './worker/jobs.js'
@@ -15,13 +16,16 @@ const { config, log, database } = await startRuntime(withWorker ? 'api+worker' :
 const services = createServices({ config, database })
 
 const app = await buildApp({ config, database, services, logger: log })
+const { metrics: metricsConfig } = config
+const metrics =
+  metricsConfig.port === 0 ? undefined : await startMetricsListener({ registry: app.metrics, host: metricsConfig.host, port: metricsConfig.port, log })
 const worker = withWorker ? new Worker({ services, config, log: log.child({ component: 'worker' }) }, workerJobs(), database.availability) : undefined
 
 closeWithGrace({ delay: 15_000, logger: { error: (message: string) => log.error(message) } }, async ({ signal, err }) => {
   if (err) log.error({ err }, 'closing after an unexpected error')
   else log.info({ signal }, 'closing')
   // Stop accepting and finish in-flight requests and jobs, then let go of what they used.
-  await Promise.all([app.close(), worker?.stop()])
+  await Promise.all([app.close(), worker?.stop(), metrics?.close()])
   await services.close()
   await database.close()
 })

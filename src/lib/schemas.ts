@@ -124,6 +124,17 @@ export function errorResponses<const S extends ErrorStatus>(...statuses: S[]): R
 const withHeaders = (headers: ResponseHeaders | undefined) => (headers ? { headers } : {})
 
 /**
+ * The 429 of a route that has no limit of its own but sits behind a key check: the caller's
+ * address has failed too many key checks (or asked for too many unknown routes) this minute.
+ * Only Retry-After comes with it: the request was refused before it was counted anywhere.
+ */
+export const failureThrottleResponse: TSchema = {
+  ...ErrorBody,
+  'x-response-description': 'Too many failed key checks from this address; retry after the Retry-After seconds.',
+  headers: retryAfter('Seconds to wait before retrying.'),
+}
+
+/**
  * A response body with the headers sent beside it, for the OpenAPI document (`headers` is
  * read by @fastify/swagger and ignored by serialization).
  */

@@ -31,7 +31,10 @@ export default fp(
     app.decorate('authenticate', async function authenticate(request: FastifyRequest) {
       const key = singleHeader(request, API_KEY_HEADER)
       const tenant = key === undefined ? undefined : await app.services.tenants.authenticate(key)
-      if (!tenant) throw new ApiError('unauthorized', INVALID_API_KEY)
+      if (!tenant) {
+        await app.failureThrottle.record(request)
+        throw new ApiError('unauthorized', INVALID_API_KEY)
+      }
       request.tenant = tenant
       request.log = request.log.child({ tenantId: tenant.id })
     })
@@ -41,11 +44,12 @@ export default fp(
       const given = singleHeader(request, ADMIN_KEY_HEADER)
       // Without ADMIN_API_KEY the admin routes exist but nobody can pass.
       if (!adminKey || !given || !secretsEqual(given, adminKey)) {
+        await app.failureThrottle.record(request)
         throw new ApiError('unauthorized', 'Invalid or missing admin key')
       }
     })
   },
-  { name: 'auth', dependencies: ['services'] },
+  { name: 'auth', dependencies: ['services', 'failure-throttle'] },
 )
 
 function singleHeader(request: FastifyRequest, name: string): string | undefined {

@@ -24,11 +24,16 @@ that response carries your \`api_key\`; send it as the \`X-API-Key\` header.
 \`errors: [{loc, msg}]\`. A resource of another agency answers 404, exactly like one that does not exist.
 Lists take \`limit\` (1–100, default 50) and \`offset\`; values outside are a 422, never clamped.
 Property timestamps carry a numeric offset (\`+00:00\`), image timestamps end in \`Z\`.
-Rate limits answer 429 with \`Retry-After\` and \`RateLimit-*\` headers.
+Rate limits answer 429 with \`Retry-After\` and \`RateLimit-*\` headers. An address with too many failed
+key checks or unknown routes in a minute gets 429 with \`Retry-After\` on the routes behind a key.
 
 **Events.** Subscriptions (\`POST /webhooks\`) receive the events of the \`webhooks\` section, signed
 as Standard Webhooks describes.
 `.trim()
+
+/** The interactive reference's policy; every other answer gets `default-src 'none'` (browser-policy.ts). */
+const DOCS_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 const info = { title: 'Open MLS API', version: SERVICE_VERSION, contact: { name: SERVICE_NAME } }
 const ADMIN_PREFIX = '/admin/'
@@ -61,12 +66,20 @@ export default fp(
         { name: 'Webhooks', description: 'Event subscriptions, signed deliveries (Standard Webhooks), test events, delivery logs.' },
         { name: 'Catalogue', description: 'The public MLS catalogue: published listings, no key needed, never owner data.' },
         { name: 'Reference', description: 'Public dictionaries: types, statuses, places, the attribute catalogue.' },
-        { name: 'Operations', description: 'Health, readiness, metrics.' },
+        { name: 'Operations', description: 'The front door, health and readiness.' },
       ],
       describes: (url) => !isAdminRoute(url),
       webhooks: webhooksSection,
     })
-    await app.register(swaggerUi, { routePrefix: '/docs' })
+    await app.register(swaggerUi, {
+      routePrefix: '/docs',
+      // The page's own scripts, styles and images (swagger-ui's CSS draws with data: URLs); its
+      // calls go to this origin only.
+      staticCSP: DOCS_CSP,
+      // "Try it out" calls the origin the page was opened at (localhost or 127.0.0.1, a proxy's
+      // name or the process's), never an absolute URL that may not be that origin.
+      transformSpecification: (document: Record<string, unknown>) => ({ ...document, servers: [{ url: '/', description: 'This service.' }] }),
+    })
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   },
   { name: 'docs', decorators: { fastify: ['config'] } },

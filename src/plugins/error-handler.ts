@@ -23,9 +23,17 @@ export function installErrorHandlers(app: FastifyInstance, availability: Databas
     return sendError(reply, status, body, headers)
   })
 
-  app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) =>
-    sendError(reply, 404, { detail: `There is no ${request.method} ${request.url.split('?')[0]} route.` }),
-  )
+  // Scanning for routes is a failure like guessing a key: an address past its failures gets a 429
+  // here too (the failure throttle is decorated later, by the time a request arrives). A route
+  // that found nothing to serve (a photo since deleted) is not a scan, and is not counted.
+  app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0]!
+    if (!app.findRoute({ method: request.method, url: path })) {
+      await app.failureThrottle.check(request)
+      await app.failureThrottle.record(request)
+    }
+    return sendError(reply, 404, { detail: `There is no ${request.method} ${path} route.` })
+  })
 }
 
 /**

@@ -1,6 +1,7 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { secretsEqual } from '../lib/secrets.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -13,6 +14,11 @@ declare module 'fastify' {
  * Prometheus metrics: request counts and latency by route template (never the raw URL, which
  * would give one series per id), plus the process defaults. One registry per app, so tests
  * can build several apps in a process.
+ *
+ * They are read on a port of their own (metrics-listener.ts, started by the process). The
+ * public port answers `GET /metrics` only when METRICS_TOKEN is set, and then only to
+ * `Authorization: Bearer <METRICS_TOKEN>`; to anyone else it is a 404 like any unknown route,
+ * counted as a failure like one.
  */
 export default fp(
   async function metricsPlugin(app: FastifyInstance) {
@@ -45,6 +51,29 @@ export default fp(
       requests.inc(labels)
       duration.observe(labels, reply.elapsedTime / 1000)
     })
+
+    const token = app.config.metrics.token
+    if (token) {
+      // For Prometheus, not for pages: no CORS headers.
+      app.get('/metrics', { schema: { hide: true }, config: { cors: false } }, async (request, reply) => {
+        // Answered and counted as a URL no route serves would be; an address past its failures
+        // is refused even the right token, or guessing would go on at full speed.
+        await app.failureThrottle.check(request)
+        const given = bearerToken(request)
+        if (given === undefined || !secretsEqual(given, token)) {
+          await app.failureThrottle.record(request)
+          return reply.callNotFound()
+        }
+        return reply
+          .type(registry.contentType)
+          .header('cache-control', 'no-store')
+          .send(await registry.metrics())
+      })
+    }
   },
-  { name: 'metrics' },
+  { name: 'metrics', decorators: { fastify: ['config'] } },
 )
+
+function bearerToken(request: FastifyRequest): string | undefined {
+  return /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1]
+}

@@ -15,6 +15,8 @@ declare module 'fastify' {
     tenantRateLimit: onRequestHookHandler
     /** onRequest hook for the public catalogue: one count per client address across its routes. */
     catalogueRateLimit: onRequestHookHandler
+    /** The connection counts are kept in when REDIS_URL is set, for other counters to share. */
+    rateLimitRedis: Redis | undefined
   }
 }
 
@@ -26,7 +28,12 @@ declare module 'fastify' {
 export default fp(
   async function rateLimitPlugin(app: FastifyInstance) {
     const limits = app.config.rateLimits
-    const redis = app.config.redisUrl ? new Redis(app.config.redisUrl, { connectTimeout: 500, maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined
+    // A command that gets no answer (a Redis frozen, a network partition) fails after
+    // commandTimeout, and the request goes on uncounted, rather than waiting with it.
+    const redis = app.config.redisUrl
+      ? new Redis(app.config.redisUrl, { connectTimeout: 500, commandTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false })
+      : undefined
+    app.decorate('rateLimitRedis', redis)
     if (redis) {
       redis.on('error', (error) => app.log.warn({ err: error }, 'redis for rate limits is unavailable'))
       app.addHook('onClose', async () => {

@@ -56,7 +56,8 @@ export async function startApiProcess(name: string, env: Record<string, string>)
   for (let attempt = 1; ; attempt++) {
     const port = await freePort()
     const baseUrl = `http://127.0.0.1:${port}`
-    const service = spawnService(name, ['src/server.ts', '--no-worker'], { ...env, HOST: '127.0.0.1', PORT: String(port) })
+    // No metrics listener unless the test asks for one: the fixed default port is one for the machine.
+    const service = spawnService(name, ['src/server.ts', '--no-worker'], { METRICS_PORT: '0', ...env, HOST: '127.0.0.1', PORT: String(port) })
     try {
       await waitUntil(service, () => answersReady(baseUrl), 'its /readyz to answer 200')
       return { ...service, baseUrl }

@@ -27,6 +27,9 @@ describe('configuration', () => {
     assert.equal(config.rateLimits.registrationStatusPerMinute, 30)
     assert.equal(config.rateLimits.cataloguePerMinute, 600)
     assert.equal(config.rateLimits.apiKeyPerMinute, 1200)
+    assert.equal(config.rateLimits.failuresPerMinute, 30)
+    assert.deepEqual(config.corsOrigins, [])
+    assert.deepEqual(config.metrics, { port: 9464, host: '127.0.0.1', token: undefined })
     assert.equal(config.databasePipelinedConnections, 2)
     assert.deepEqual(config.retention, { eventDays: 30, orphanFileMinAgeMs: 3_600_000 })
     rmSync(dir, { recursive: true })
@@ -56,7 +59,15 @@ describe('configuration', () => {
       DATABASE_PIPELINED_CONNECTIONS: '3',
       EVENT_RETENTION_DAYS: '90',
       ORPHAN_FILE_MIN_AGE: '90s',
+      RATE_LIMIT_FAILURES_PER_MINUTE: '5',
+      CORS_ORIGINS: 'https://agency.example, http://localhost:5173,',
+      METRICS_PORT: '0',
+      METRICS_HOST: '0.0.0.0',
+      METRICS_TOKEN: 'm'.repeat(16),
     })
+    assert.equal(config.rateLimits.failuresPerMinute, 5)
+    assert.deepEqual(config.corsOrigins, ['https://agency.example', 'http://localhost:5173'])
+    assert.deepEqual(config.metrics, { port: 0, host: '0.0.0.0', token: 'm'.repeat(16) })
     assert.equal(config.databasePipelinedConnections, 3)
     assert.deepEqual(config.retention, { eventDays: 90, orphanFileMinAgeMs: 90_000 })
     assert.equal(config.redisKeyPrefix, 'staging:')
@@ -81,6 +92,8 @@ describe('configuration', () => {
           EVENT_RETENTION_DAYS: '0',
           ORPHAN_FILE_MIN_AGE: '1h,2h',
           REDIS_KEY_PREFIX: 'with spaces',
+          CORS_ORIGINS: 'https://agency.example/app',
+          METRICS_TOKEN: 'short',
         }),
       (error: unknown) => {
         assert.ok(error instanceof ConfigError)
@@ -94,10 +107,13 @@ describe('configuration', () => {
           'EVENT_RETENTION_DAYS',
           'ORPHAN_FILE_MIN_AGE',
           'REDIS_KEY_PREFIX',
+          'CORS_ORIGINS',
+          'METRICS_TOKEN',
         ]) {
           assert.match(error.message, new RegExp(`${name}=`))
         }
         assert.match(error.message, /expected one of auto, manual/)
+        assert.match(error.message, /"https:\/\/agency\.example\/app" is not an origin: write the scheme, host and port only, as https:\/\/agency\.example/)
         return true
       },
     )

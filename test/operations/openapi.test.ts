@@ -168,12 +168,18 @@ describe('the OpenAPI documents', () => {
       const where = `${method} ${path}`
       const limited = operation.responses['429']
       if (limited) {
-        for (const name of ['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']) assert.ok(headersOf(limited).includes(name), where)
+        assert.ok(headersOf(limited).includes('Retry-After'), where)
+        // A route that counts its requests says so on its 429 as on its successes.
+        const success = Object.keys(operation.responses).find((status) => status.startsWith('2'))!
+        if (headersOf(operation.responses[success]).includes('RateLimit-Limit')) {
+          for (const name of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']) assert.ok(headersOf(limited).includes(name), where)
+        }
       }
+      // Behind a key, an address that failed too many key checks is refused with a 429.
+      if (operation.security) for (const status of ['401', '429']) assert.ok(operation.responses[status], `${where} declares ${status}`)
       assert.ok(answer(document, operation.responses['500'])?.content['application/json'], `${where} declares 500`)
-      // The liveness probe and the metrics answer without the database, so never with its 503.
-      // The front door, liveness and metrics never touch the database.
-      if (!['/', '/healthz', '/metrics'].includes(path)) assert.ok(answer(document, operation.responses['503'])?.content, `${where} declares 503`)
+      // The front door and the liveness probe never touch the database, so never answer its 503.
+      if (!['/', '/healthz'].includes(path)) assert.ok(answer(document, operation.responses['503'])?.content, `${where} declares 503`)
     }
     assert.ok(document.components.headers['Retry-After'])
   })
@@ -220,6 +226,7 @@ describe('the OpenAPI documents', () => {
     for (const { method, path, operation } of operationsOf(admin)) {
       assert.ok(operation.operationId && operation.description, `${method} ${path}`)
       assert.deepEqual(operation.security, [{ AdminKey: [] }])
+      for (const status of ['401', '429']) assert.ok(operation.responses[status], `${method} ${path} declares ${status}`)
     }
     for (const ref of new Set(refsOf(admin))) assert.ok(resolve(admin, ref), `${ref} resolves`)
   })

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errorResponses } from '../../lib/schemas.js'
+import { errorResponses, failureThrottleResponse } from '../../lib/schemas.js'
 import { adminKeySecurity } from '../../plugins/auth.js'
 import { allowEmptyBody } from '../../plugins/validation.js'
 import { ListingIdParams, ListingRejection, ListingUnderReviewPage, ReviewListQuery } from './moderation.schemas.js'
@@ -17,7 +17,7 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Listings of every agency in one status (default 1, waiting for review), with the check’s findings',
         description: 'Oldest change first, so the longest-waiting listing comes first. `moderation` holds the internal check’s findings once it has run.',
         querystring: ReviewListQuery,
-        response: { 200: ListingUnderReviewPage, ...errorResponses(401, 422) },
+        response: { 200: ListingUnderReviewPage, ...errorResponses(401, 422), 429: failureThrottleResponse },
       },
     },
     async (request) => app.services.moderation.list(request.query.status_id, request.query.limit, request.query.offset),
@@ -33,7 +33,7 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Publishes the listing whatever the check found, and announces it in the same transaction: `mls.new_listing` to the MLS, `property.published` to its agency. Only a listing in status 1 can be decided (otherwise 409).',
         params: ListingIdParams,
-        response: { 204: { type: 'null', description: 'Published.' }, ...errorResponses(401, 404, 409, 422) },
+        response: { 204: { type: 'null', description: 'Published.' }, ...errorResponses(401, 404, 409, 422), 429: failureThrottleResponse },
       },
     },
     async (request, reply) => {
@@ -54,7 +54,7 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Moves the listing to status 3 with the check’s findings and a `rejected_by_moderator` reason carrying `reason`, and sends `property.rejected` to its agency. The body is optional. Only a listing in status 1 can be decided (otherwise 409).',
         params: ListingIdParams,
         body: ListingRejection,
-        response: { 204: { type: 'null', description: 'Rejected.' }, ...errorResponses(400, 401, 404, 409, 415, 422) },
+        response: { 204: { type: 'null', description: 'Rejected.' }, ...errorResponses(400, 401, 404, 409, 415, 422), 429: failureThrottleResponse },
       },
     },
     async (request, reply) => {

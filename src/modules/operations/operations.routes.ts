@@ -20,7 +20,7 @@ const ServiceIndex = Type.Object(
   { title: 'ServiceIndex' },
 )
 
-/** The service's front door, liveness, readiness and metrics for orchestrators and Prometheus. */
+/** The service's front door, and liveness and readiness for orchestrators. Metrics have a port of their own (metrics-listener.ts). */
 const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const index = {
     name: SERVICE_NAME,
@@ -76,29 +76,6 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         request.log.warn({ err: error }, 'readiness check failed')
         return reply.code(503).send({ status: 'not_ready', detail: 'The database is unreachable.' })
       }
-    },
-  )
-
-  app.get(
-    '/metrics',
-    {
-      schema: {
-        ...ops,
-        operationId: 'getMetrics',
-        summary: 'Prometheus metrics (text format)',
-        description: 'Request counts and durations by route template and status, and the process’s own metrics, in the Prometheus text format.',
-        response: {
-          200: {
-            description: 'The Prometheus text exposition format.',
-            content: { 'text/plain': { schema: { type: 'string', maxLength: 10_000_000 } } },
-          },
-          500: errorResponses()[500],
-        },
-      },
-    },
-    async (_request, reply) => {
-      reply.type(app.metrics.contentType)
-      return app.metrics.metrics()
     },
   )
 }

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errorResponses, withResponseHeaders, header } from '../../lib/schemas.js'
+import { errorResponses, failureThrottleResponse, withResponseHeaders, header } from '../../lib/schemas.js'
 import { adminKeySecurity } from '../../plugins/auth.js'
 import { allowEmptyBody } from '../../plugins/validation.js'
 import { AdminRegistrationListQuery, AdminRegistrationPage, RegistrationCodeParams, RegistrationStatus, RejectBody } from './tenants.schemas.js'
@@ -17,7 +17,7 @@ const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'List registration requests, newest first',
         description: 'Every request, or those in one `status`, with the applicant’s details and the decision once made.',
         querystring: AdminRegistrationListQuery,
-        response: { 200: AdminRegistrationPage, ...errorResponses(401, 422) },
+        response: { 200: AdminRegistrationPage, ...errorResponses(401, 422), 429: failureThrottleResponse },
       },
     },
     async (request) => app.services.tenants.list(request.query),
@@ -38,6 +38,7 @@ const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
             'Cache-Control': header('The answer carries an API key: never cached.', { type: 'string', enum: ['no-store'] }),
           }),
           ...errorResponses(401, 404, 409, 422),
+          429: failureThrottleResponse,
         },
       },
     },
@@ -59,7 +60,7 @@ const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: 'The optional `reason` is kept for the operators; the applicant sees only `rejected`. A request already decided is a 409.',
         params: RegistrationCodeParams,
         body: RejectBody,
-        response: { 200: RegistrationStatus, ...errorResponses(400, 401, 404, 409, 415, 422) },
+        response: { 200: RegistrationStatus, ...errorResponses(400, 401, 404, 409, 415, 422), 429: failureThrottleResponse },
       },
     },
     async (request) => app.services.tenants.reject(request.params.request_code, request.body.reason),

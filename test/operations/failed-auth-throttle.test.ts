@@ -1,0 +1,162 @@
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import { after, before, describe, it } from 'node:test'
+import type { LightMyRequestResponse } from 'fastify'
+import { ADMIN_KEY, buildTestApp, type TestApp } from '../helpers/app.js'
+import { createTenant, type Tenant } from '../helpers/factories.js'
+import type { ErrorBody } from '../helpers/responses.js'
+import { freePort } from '../helpers/service-process.js'
+
+const LIMIT = 30
+const throttled = { RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_FAILURES_PER_MINUTE: String(LIMIT) }
+const WRONG_KEY = 'mls_live_this-key-was-never-issued-000000000000'
+
+function assertThrottled(response: LightMyRequestResponse, what: string): void {
+  assert.equal(response.statusCode, 429, `${what}: ${response.body}`)
+  assert.match(response.headers['content-type'] as string, /^application\/json/)
+  assert.match(response.json<ErrorBody>().detail, /^Too many failed requests from this address .*; retry in \d+ seconds\.$/)
+  const retryAfter = Number(response.headers['retry-after'])
+  assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `Retry-After ${response.headers['retry-after']}`)
+}
+
+const wrongApiKey = (t: TestApp, remoteAddress: string) => t.app.inject({ url: '/tenants/me', headers: { 'x-api-key': WRONG_KEY }, remoteAddress })
+const wrongAdminKey = (t: TestApp, remoteAddress: string) =>
+  t.app.inject({ url: '/admin/registrations', headers: { 'x-admin-key': 'not-the-admin-key-000000' }, remoteAddress })
+const unknownRoute = (t: TestApp, remoteAddress: string) => t.app.inject({ url: `/wp-admin/${randomUUID()}.php`, remoteAddress })
+
+describe('failed key checks and unknown routes, counted per client address', () => {
+  let t: TestApp
+  let agency: Tenant
+  before(async () => {
+    t = await buildTestApp(throttled)
+    agency = await createTenant(t.app)
+  })
+  after(() => t.close())
+
+  it('refuses an address past its wrong API keys with 429, before its key is looked up', async () => {
+    const attacker = '203.0.113.10'
+    for (let i = 1; i <= LIMIT; i++) assert.equal((await wrongApiKey(t, attacker)).statusCode, 401, `wrong key ${i}`)
+    assertThrottled(await wrongApiKey(t, attacker), `wrong key ${LIMIT + 1}`)
+    // A valid key from that address is refused too: the count is read before the key is.
+    assertThrottled(await t.app.inject({ url: '/tenants/me', headers: agency.headers, remoteAddress: attacker }), 'a valid key from the blocked address')
+
+    // The agency, from its own address, is not slowed; nor is another address's first mistake.
+    const own = await t.app.inject({ url: '/tenants/me', headers: agency.headers, remoteAddress: '198.51.100.20' })
+    assert.equal(own.statusCode, 200, own.body)
+    assert.equal((await wrongApiKey(t, '198.51.100.21')).statusCode, 401)
+  })
+
+  it('counts requests without any key as failed key checks', async () => {
+    const attacker = '203.0.113.11'
+    for (let i = 1; i <= LIMIT; i++) assert.equal((await t.app.inject({ url: '/properties', remoteAddress: attacker })).statusCode, 401)
+    assertThrottled(await t.app.inject({ url: '/properties', remoteAddress: attacker }), 'no key')
+  })
+
+  it('refuses an address past its wrong admin keys, the right key included', async () => {
+    const attacker = '203.0.113.12'
+    for (let i = 1; i <= LIMIT; i++) assert.equal((await wrongAdminKey(t, attacker)).statusCode, 401, `wrong admin key ${i}`)
+    assertThrottled(await wrongAdminKey(t, attacker), 'wrong admin key')
+    assertThrottled(
+      await t.app.inject({ url: '/admin/registrations', headers: { 'x-admin-key': ADMIN_KEY }, remoteAddress: attacker }),
+      'the right admin key from the blocked address',
+    )
+    const operator = await t.app.inject({ url: '/admin/registrations', headers: { 'x-admin-key': ADMIN_KEY }, remoteAddress: '198.51.100.22' })
+    assert.equal(operator.statusCode, 200, operator.body)
+  })
+
+  it('refuses an address scanning for routes, and leaves it the public catalogue', async () => {
+    const scanner = '203.0.113.13'
+    for (let i = 1; i <= LIMIT; i++) {
+      const response = await unknownRoute(t, scanner)
+      assert.equal(response.statusCode, 404, `unknown route ${i}`)
+      assert.match(response.json<ErrorBody>().detail, /^There is no GET \/wp-admin\/.* route\.$/)
+    }
+    assertThrottled(await unknownRoute(t, scanner), 'unknown route')
+    assertThrottled(await t.app.inject({ url: '/properties', headers: agency.headers, remoteAddress: scanner }), 'a keyed route')
+    // The catalogue and reference data touch no key; they keep their own limits.
+    assert.equal((await t.app.inject({ url: '/mls/properties', remoteAddress: scanner })).statusCode, 200)
+    assert.equal((await t.app.inject({ url: '/cities/1', remoteAddress: scanner })).statusCode, 200)
+  })
+
+  it('does not count a route that found nothing, such as a photo since deleted', async () => {
+    const viewer = '198.51.100.24'
+    for (let i = 0; i <= LIMIT; i++) {
+      const missing = await t.app.inject({ url: `/media/photos/deleted-${i}.jpg`, remoteAddress: viewer })
+      assert.equal(missing.statusCode, 404, missing.body)
+    }
+    assert.equal((await wrongApiKey(t, viewer)).statusCode, 401)
+  })
+
+  it('adds every kind of failure to one count', async () => {
+    const attacker = '203.0.113.14'
+    for (let i = 0; i < LIMIT / 3; i++) {
+      assert.equal((await wrongApiKey(t, attacker)).statusCode, 401)
+      assert.equal((await wrongAdminKey(t, attacker)).statusCode, 401)
+      assert.equal((await unknownRoute(t, attacker)).statusCode, 404)
+    }
+    assertThrottled(await wrongApiKey(t, attacker), 'the next failure of any kind')
+  })
+
+  it('counts an IPv6 client by its /64, which one holder can fill with addresses', async () => {
+    for (let i = 1; i <= LIMIT; i++) assert.equal((await wrongApiKey(t, `2001:db8:7:1::${i.toString(16)}`)).statusCode, 401)
+    assertThrottled(await wrongApiKey(t, '2001:db8:7:1:abcd::1'), 'another address of the same /64')
+    assert.equal((await wrongApiKey(t, '2001:db8:7:2::1')).statusCode, 401)
+  })
+
+  it('counts nothing successful', async () => {
+    const busy = '198.51.100.23'
+    for (let i = 0; i <= LIMIT; i++) assert.equal((await t.app.inject({ url: '/tenants/me', headers: agency.headers, remoteAddress: busy })).statusCode, 200)
+    assert.equal((await wrongApiKey(t, busy)).statusCode, 401)
+  })
+})
+
+describe('the failure throttle switched off with the rate limits', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp({ RATE_LIMIT_ENABLED: 'false', RATE_LIMIT_FAILURES_PER_MINUTE: '2' })
+  })
+  after(() => t.close())
+
+  it('lets every failure be answered for what it is', async () => {
+    for (let i = 0; i < 5; i++) assert.equal((await wrongApiKey(t, '203.0.113.20')).statusCode, 401)
+    for (let i = 0; i < 5; i++) assert.equal((await unknownRoute(t, '203.0.113.20')).statusCode, 404)
+  })
+})
+
+describe('the failure throttle while Redis is unreachable', () => {
+  let t: TestApp
+  before(async () => {
+    // Nothing listens there: every Redis command fails at once.
+    t = await buildTestApp({ ...throttled, REDIS_URL: `redis://127.0.0.1:${await freePort()}` })
+  })
+  after(() => t.close())
+
+  it('keeps answering, and counts in the process meanwhile', async () => {
+    const attacker = '203.0.113.30'
+    for (let i = 1; i <= LIMIT; i++) assert.equal((await wrongApiKey(t, attacker)).statusCode, 401, `wrong key ${i}`)
+    assertThrottled(await wrongApiKey(t, attacker), 'past the limit, counted in the process')
+    assert.equal((await t.app.inject({ url: '/healthz', remoteAddress: attacker })).statusCode, 200)
+  })
+})
+
+describe('the failure throttle shared through Redis', { skip: !process.env.REDIS_URL && 'needs REDIS_URL' }, () => {
+  const apps: TestApp[] = []
+  before(async () => {
+    // Counts stay in Redis between runs: a prefix of its own keeps this run's apart.
+    const env = { ...throttled, REDIS_URL: process.env.REDIS_URL!, REDIS_KEY_PREFIX: `test-${randomUUID()}:` }
+    apps.push(await buildTestApp(env), await buildTestApp(env))
+  })
+  after(() => Promise.all(apps.map((t) => t.close())))
+
+  it('counts one address’s failures across two API processes', async () => {
+    const [first, second] = apps as [TestApp, TestApp]
+    const attacker = '203.0.113.40'
+    for (let i = 0; i < LIMIT / 2; i++) {
+      assert.equal((await wrongApiKey(first, attacker)).statusCode, 401)
+      assert.equal((await unknownRoute(second, attacker)).statusCode, 404)
+    }
+    assertThrottled(await wrongAdminKey(first, attacker), 'on the first process')
+    assertThrottled(await wrongApiKey(second, attacker), 'on the second process')
+    assert.equal((await wrongApiKey(second, '203.0.113.41')).statusCode, 401)
+  })
+})

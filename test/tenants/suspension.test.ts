@@ -169,13 +169,16 @@ describe('suspending an agency', () => {
       'the failure in the log, with its retry due',
     )
 
+    // Events of earlier tests fanned out after these subscriptions were made may have arrived too.
+    const receivedBefore = distinctMessages(failing.requests).length
     await adminView(await suspend(agency.tenantId))
     const during = await publish(publisher)
     // Nothing is left to send, the retry given up included: what the agency did not get, it never will.
     await waitForOutboxDrained(t.db)
     assert.equal(about(answering, during).length, 0)
-    // At least once: a repeat of the first delivery (same webhook-id) is allowed, a new one is not.
-    assert.equal(distinctMessages(failing.requests).length, 1)
+    // At least once: a repeat of a delivery (same webhook-id) is allowed, a new one is not.
+    assert.equal(distinctMessages(failing.requests).length, receivedBefore)
+    assert.equal(about(failing, during).length, 0)
 
     await adminView(await unsuspend(agency.tenantId))
     const afterwards = await publish(publisher)

@@ -170,6 +170,7 @@ describe('two API processes and two workers, one of each killed mid-run', { skip
     const status = await publicApi.GET('/tenants/register/{request_code}', { params: { path: { request_code: code }, query: { email } } })
     assert.ok(status.data?.status === 'approved', 'the approved registration shows the key')
     const { tenant_id: tenantId, api_key: apiKey } = status.data
+    assert.ok(apiKey, 'the approval key is still active, so the status carries it')
 
     const client = createMlsClient({ baseUrl: second.baseUrl, apiKey })
     const subscribe = async (events: ('mls.new_listing' | 'property.published' | 'property.rejected')[]): Promise<Subscription> => {

@@ -65,26 +65,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/metrics": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Prometheus metrics (text format)
-         * @description Request counts and durations by route template and status, and the process’s own metrics, in the Prometheus text format.
-         */
-        get: operations["getMetrics"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/property-types": {
         parameters: {
             query?: never;
@@ -380,6 +360,50 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tenants/me/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The agency’s API keys, newest first
+         * @description Every key of the agency, revoked and expired ones included (see `revoked_at` and `expires_at`), never the keys themselves: `prefix` tells them apart. `last_used_at` is written at most once a minute per key. To rotate without downtime: create a new key, deploy it, check that the old key’s `last_used_at` no longer moves, then revoke the old key.
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Create an API key
+         * @description Answers with the new key in `key`, shown this once: only its digest is kept. It works at once, beside the agency’s other keys. With `expires_in_days` it is refused from then on, like an unknown key. An agency may have at most 20 active keys (neither revoked nor expired); one more is a 409. To rotate without downtime: create a new key, deploy it, check that the old key’s `last_used_at` no longer moves, then revoke the old key.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tenants/me/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key
+         * @description The key is refused from now on, on every API process within a second; it stays in the list with its `revoked_at`. Revoking a revoked key answers 204 again and changes nothing. The agency’s last active key cannot be revoked (409): create another first. Another agency’s key is a 404, like a missing one.
+         */
+        delete: operations["revokeApiKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1020,8 +1044,8 @@ export interface components {
             status: "approved";
             /** Format: int32 */
             tenant_id: number;
-            /** @description The tenant’s API key; send it as `X-API-Key`. */
-            api_key: string;
+            /** @description The API key issued on approval; send it as `X-API-Key`. Present while that key is active: once it is revoked (or has expired), the lookup no longer shows it. */
+            api_key?: string;
         };
         /** RegistrationRejected */
         RegistrationRejected: {
@@ -1035,7 +1059,7 @@ export interface components {
         };
         /**
          * RegistrationStatus
-         * @description The request’s state; an approved one carries the tenant’s id and API key.
+         * @description The request’s state; an approved one carries the tenant’s id and, while it is active, the API key issued on approval.
          */
         RegistrationStatus: components["schemas"]["RegistrationPending"] | components["schemas"]["RegistrationApproved"] | components["schemas"]["RegistrationRejected"];
         /** CataloguePage */
@@ -1097,6 +1121,105 @@ export interface components {
              * @example 2026-11-22T09:15:02.123+00:00
              */
             created_at: string;
+        };
+        /**
+         * ApiKey
+         * @description An API key as its agency sees it: never the key itself, which is shown once, at creation.
+         * @example {
+         *       "id": 7,
+         *       "name": "CRM export",
+         *       "prefix": "mls_live_Qm9y",
+         *       "created_at": "2026-11-22T09:15:02.123+00:00",
+         *       "last_used_at": "2026-11-23T18:40:11.000+00:00",
+         *       "expires_at": "2027-11-22T09:15:02.123+00:00",
+         *       "revoked_at": null
+         *     }
+         */
+        ApiKey: {
+            /** Format: int32 */
+            id: number;
+            name: string | null;
+            /**
+             * @description The key’s first 13 characters (`mls_live_` and four more), enough to tell keys apart; never the key.
+             * @example mls_live_Qm9y
+             */
+            prefix: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            created_at: string;
+            /** @description When the key last authenticated a request, to within a minute; null if never. */
+            last_used_at: string | null;
+            /** @description From then on the key is refused; null never expires. */
+            expires_at: string | null;
+            /** @description When the key was revoked; null while it is not. */
+            revoked_at: string | null;
+        };
+        /** ApiKeyPage */
+        ApiKeyPage: {
+            items: components["schemas"]["ApiKey"][];
+            /**
+             * Format: int64
+             * @description Number of items matching the filters, over all pages.
+             */
+            total: number;
+            /** Format: int32 */
+            limit: number;
+            /** Format: int64 */
+            offset: number;
+        };
+        /**
+         * ApiKeyCreate
+         * @example {
+         *       "name": "CRM export",
+         *       "expires_in_days": 365
+         *     }
+         */
+        ApiKeyCreate: {
+            /** @description A label to tell the key apart (“CRM export”). */
+            name?: string;
+            /**
+             * Format: int32
+             * @description Days until the key expires, 1 to 3650; without it the key does not expire.
+             */
+            expires_in_days?: number;
+        };
+        /**
+         * ApiKeyCreated
+         * @example {
+         *       "id": 8,
+         *       "name": "Rotation 2026-11",
+         *       "prefix": "mls_live_b3Bl",
+         *       "created_at": "2026-11-22T09:15:02.123+00:00",
+         *       "last_used_at": null,
+         *       "expires_at": null,
+         *       "revoked_at": null,
+         *       "key": "mls_live_b3Blbl9tbHNfcm90YXRpb25fZXhhbXBsZV8wMTIzNDU2"
+         *     }
+         */
+        ApiKeyCreated: {
+            /** Format: int32 */
+            id: number;
+            name: string | null;
+            /**
+             * @description The key’s first 13 characters (`mls_live_` and four more), enough to tell keys apart; never the key.
+             * @example mls_live_Qm9y
+             */
+            prefix: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            created_at: string;
+            /** @description When the key last authenticated a request, to within a minute; null if never. */
+            last_used_at: string | null;
+            /** @description From then on the key is refused; null never expires. */
+            expires_at: string | null;
+            /** @description When the key was revoked; null while it is not. */
+            revoked_at: string | null;
+            /** @description The key, shown this once: only its digest is stored. Send it as `X-API-Key`. */
+            key: string;
         };
         /**
          * DealTypeName
@@ -1531,10 +1654,10 @@ export interface components {
              */
             attempt: number;
             /**
-             * @description `succeeded`: a 2xx answer. `pending`: this attempt failed and another is due at `next_attempt_at`. `failed`: this attempt failed and the delivery was given up.
+             * @description This attempt’s own outcome. `succeeded`: a 2xx answer. `failed`: any other answer, a timeout or a connection error; `next_attempt_at` is when the delivery is tried again, null when it was given up (a test event is never tried again).
              * @enum {string}
              */
-            status: "succeeded" | "failed" | "pending";
+            status: "succeeded" | "failed";
             response_status_code: number | null;
             response_body: string | null;
             error: string | null;
@@ -1764,27 +1887,6 @@ export interface operations {
                     "application/json": components["schemas"]["NotReady"];
                 };
             };
-        };
-    };
-    getMetrics: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The Prometheus text exposition format. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/plain": string;
-                };
-            };
-            500: components["responses"]["InternalError"];
         };
     };
     listPropertyTypes: {
@@ -2171,7 +2273,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The request’s state; an approved one carries the tenant’s id and API key. */
+            /** @description The request’s state; an approved one carries the tenant’s id and, while it is active, the API key issued on approval. */
             200: {
                 headers: {
                     /** @description The answer may carry an API key: never cached. */
@@ -2332,6 +2434,108 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Number of items skipped. */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyCreate"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    /** @description The agency’s keys, `/tenants/me/api-keys` (a key has no page of its own). */
+                    Location?: string;
+                    /** @description The answer carries an API key: never cached. */
+                    "Cache-Control"?: "no-store";
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

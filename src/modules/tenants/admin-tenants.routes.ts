@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errorResponses, header, locationHeader, withResponseHeaders } from '../../lib/schemas.js'
+import { errorResponses, failureThrottleResponse, header, locationHeader, withResponseHeaders } from '../../lib/schemas.js'
 import { adminKeySecurity } from '../../plugins/auth.js'
 import { allowEmptyBody } from '../../plugins/validation.js'
 import {
@@ -30,7 +30,7 @@ const tenantAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'An agency, with its suspension',
         description: 'The agency’s record as operators see it; `suspended_at` is set while it is suspended.',
         params: TenantIdParams,
-        response: { 200: AdminTenant, ...errorResponses(401, 404, 422) },
+        response: { 200: AdminTenant, ...errorResponses(401, 404, 422), 429: failureThrottleResponse },
       },
     },
     async (request) => app.services.tenants.tenant(request.params.tenant_id),
@@ -45,7 +45,7 @@ const tenantAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Suspend an agency',
         description: `${SUSPENSION} Suspending a suspended agency answers 200 and keeps the first \`suspended_at\`.`,
         params: TenantIdParams,
-        response: { 200: AdminTenant, ...errorResponses(401, 404, 422) },
+        response: { 200: AdminTenant, ...errorResponses(401, 404, 422), 429: failureThrottleResponse },
       },
     },
     async (request) => app.services.tenants.suspend(request.params.tenant_id),
@@ -61,7 +61,7 @@ const tenantAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Its keys work again (those not revoked or expired meanwhile); the listings the suspension took out of the catalogue are back, as they were, without a new check and without a new `mls.new_listing`; the internal check takes up its waiting listings. Events raised while it was suspended are not delivered to it. Unsuspending an agency that is not suspended answers 200 and changes nothing.',
         params: TenantIdParams,
-        response: { 200: AdminTenant, ...errorResponses(401, 404, 422) },
+        response: { 200: AdminTenant, ...errorResponses(401, 404, 422), 429: failureThrottleResponse },
       },
     },
     async (request) => app.services.tenants.unsuspend(request.params.tenant_id),
@@ -77,7 +77,7 @@ const tenantAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: 'The same list the agency reads at `/tenants/me/api-keys`: revoked and expired keys included, never the keys themselves.',
         params: TenantIdParams,
         querystring: ApiKeyListQuery,
-        response: { 200: ApiKeyPage, ...errorResponses(401, 404, 422) },
+        response: { 200: ApiKeyPage, ...errorResponses(401, 404, 422), 429: failureThrottleResponse },
       },
     },
     async (request) => app.services.tenants.listKeysOfTenant(request.params.tenant_id, request.query),
@@ -100,6 +100,7 @@ const tenantAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
             'Cache-Control': header('The answer carries an API key: never cached.', { type: 'string', enum: ['no-store'] }),
           }),
           ...errorResponses(400, 401, 404, 409, 415, 422),
+          429: failureThrottleResponse,
         },
       },
     },
@@ -119,7 +120,7 @@ const tenantAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'The key is refused from now on, on every API process within a second. Unlike the agency, an operator may revoke its last active key; the agency then needs a new one from `POST /admin/tenants/{tenant_id}/api-keys`. Revoking a revoked key answers 200 and keeps the first `revoked_at`. A key of another agency is a 404.',
         params: TenantApiKeyParams,
-        response: { 200: ApiKey, ...errorResponses(401, 404, 422) },
+        response: { 200: ApiKey, ...errorResponses(401, 404, 422), 429: failureThrottleResponse },
       },
     },
     async (request) => app.services.tenants.revokeKey(request.params.tenant_id, request.params.id),

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { isDatabaseUnavailable, type DatabaseAvailability } from '../db/availability.js'
+import { clientHasGone } from '../lib/client-connection.js'
 import { ApiError, errorStatus } from '../lib/errors.js'
 import { describeValidationFailure } from './validation.js'
 
@@ -8,10 +9,17 @@ import { describeValidationFailure } from './validation.js'
  * The one place that turns anything thrown into the `{"detail": ...}` body of every error. Deliberate
  * errors are ApiErrors; Fastify's own 4xx errors get a sentence of ours; database errors are
  * mapped by SQLSTATE; a database that cannot be reached is a 503, logged once for the whole
- * outage by `availability`; everything else is a 500 whose message stays in the log.
+ * outage by `availability`; a client that went away mid-request is logged at info, as nothing
+ * went wrong here; everything else is a 500 whose message stays in the log.
  */
 export function installErrorHandlers(app: FastifyInstance, availability: DatabaseAvailability): void {
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    if (isClientDisconnect(request, error)) {
+      // Logged at info when the response closes (see the onRequest hook below). Nobody reads this answer; it ends the
+      // request's lifecycle like any other.
+      request.log.debug({ err: error }, 'the request body ended with the connection')
+      return sendError(reply, 400, { detail: 'The connection closed before the request arrived whole.' })
+    }
     if (!(error instanceof ApiError) && isDatabaseUnavailable(error)) {
       availability.failed(error)
       request.log.info({ status: 503 }, 'request refused: the database is unreachable')
@@ -21,6 +29,16 @@ export function installErrorHandlers(app: FastifyInstance, availability: Databas
     if (status >= 500) request.log.error({ err: error }, 'request failed')
     else request.log.info({ status, detail: body.detail }, 'request rejected')
     return sendError(reply, status, body, headers)
+  })
+
+  // A client that disconnects or aborts before its answer is written is no failure here: one
+  // line at info. (A response also closes once its answer is written, after 'finish'.)
+  app.addHook('onRequest', async (request, reply) => {
+    let answered = false
+    reply.raw.once('finish', () => (answered = true))
+    reply.raw.once('close', () => {
+      if (!answered) request.log.info('request abandoned: the client closed the connection before the answer')
+    })
   })
 
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) =>
@@ -66,6 +84,19 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
     )
   }
   socket.destroy(error)
+}
+
+/** What a request's own stream fails with when its client disconnects or aborts mid-body. */
+const DISCONNECT_CODES = new Set(['ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ERR_STREAM_PREMATURE_CLOSE', 'ERR_STREAM_DESTROYED'])
+
+/**
+ * Whether `error` is the client going away rather than something failing here: the request's
+ * body was cut off, and the error is one a stream reports when that happens. Any other error
+ * is still a failure of ours and is logged as one.
+ */
+function isClientDisconnect(request: FastifyRequest, error: FastifyError): boolean {
+  if (error instanceof ApiError || !clientHasGone(request)) return false
+  return DISCONNECT_CODES.has(error.code) || error.message === 'aborted'
 }
 
 function sendError(reply: FastifyReply, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) {

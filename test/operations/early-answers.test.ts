@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { ADMIN_KEY } from '../helpers/app.js'
+import { freshDatabase, serverUrl, type FreshDatabase } from '../helpers/database.js'
+import { propertyBody, registrationBody } from '../helpers/factories.js'
+import { photo } from '../helpers/photos.js'
+import type { ErrorBody } from '../helpers/responses.js'
+import { startApiProcess, type ApiProcess } from '../helpers/service-process.js'
+import { waitFor } from '../helpers/webhooks.js'
+
+const IMAGE_MAX_BYTES = 1024 * 1024
+const ROUNDS = 20
+
+/** fetch() says only "fetch failed"; what happened (EPIPE, ECONNRESET) is on its cause. */
+function describeFailure(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause
+  return cause ? `${cause.code ?? ''} ${cause.message ?? ''}`.trim() : String(error)
+}
+
+/**
+ * Bodies refused before they have all arrived: every client reads its 413, none gets a reset
+ * connection instead. The service runs as a process of its own, as in production: in the test's
+ * own process, client and server take turns on one event loop, and the reset that loses the
+ * answer does not happen.
+ */
+describe('answers to bodies still arriving', () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'mls-early-answers-'))
+  let database: FreshDatabase | undefined
+  let service: ApiProcess
+  let headers: { 'x-api-key': string }
+  let propertyId: number
+
+  before(async () => {
+    database = serverUrl ? await freshDatabase() : undefined
+    service = await startApiProcess('early-answers', {
+      DATA_DIR: dataDir,
+      ...(database ? { DATABASE_URL: database.url!, DATABASE_POOL_SIZE: '4' } : {}),
+      ADMIN_API_KEY: ADMIN_KEY,
+      RATE_LIMIT_ENABLED: 'false',
+      LOG_LEVEL: 'warn',
+      IMAGE_MAX_BYTES: String(IMAGE_MAX_BYTES),
+    })
+    const post = (url: string, body: unknown, extra: Record<string, string> = {}) =>
+      fetch(`${service.baseUrl}${url}`, { method: 'POST', headers: { 'content-type': 'application/json', ...extra }, body: JSON.stringify(body) })
+    const registered = (await (await post('/tenants/register', registrationBody())).json()) as { request_code: string }
+    const approved = (await (await post(`/admin/registrations/${registered.request_code}/approve`, {}, { 'x-admin-key': ADMIN_KEY })).json()) as {
+      api_key: string
+    }
+    headers = { 'x-api-key': approved.api_key }
+    propertyId = ((await (await post('/properties', propertyBody(), headers)).json()) as { id: number }).id
+  })
+  after(async () => {
+    await service?.stop()
+    await database?.drop()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  /** Sends ROUNDS requests one after another; for each, its status and detail, or what went wrong instead. */
+  async function outcomesOf(send: () => Promise<Response>): Promise<string[]> {
+    const outcomes: string[] = []
+    for (let i = 0; i < ROUNDS; i++) {
+      try {
+        const response = await send()
+        outcomes.push(`${response.status} ${((await response.json()) as ErrorBody).detail}`)
+      } catch (error) {
+        outcomes.push(`no answer: ${describeFailure(error)}`)
+      }
+    }
+    return outcomes
+  }
+
+  it(`answers ${ROUNDS} JSON bodies of 2 MB, over the 1 MiB limit, with a 413 each`, async () => {
+    const body = JSON.stringify({ ...propertyBody(), description: 'я'.repeat(1024 * 1024) })
+    const outcomes = await outcomesOf(() =>
+      fetch(`${service.baseUrl}/properties`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body }),
+    )
+    assert.deepEqual(outcomes, Array<string>(ROUNDS).fill('413 The request body is too large.'))
+  })
+
+  it(`answers ${ROUNDS} uploads over IMAGE_MAX_BYTES with a 413 each, whether cut off while read or refused on their length`, async () => {
+    const start = await photo('jpeg', 64, 64)
+    // 1.5 MiB is read until the limit cuts it off; 3 MiB is refused on its Content-Length.
+    const files = [1.5, 3].map((mib) => Buffer.concat([start, Buffer.alloc(mib * 1024 * 1024 - start.length, 1)]))
+    let round = 0
+    const outcomes = await outcomesOf(() => {
+      const form = new FormData()
+      form.set('property_id', String(propertyId))
+      form.set('file', new Blob([files[round++ % files.length]!], { type: 'image/jpeg' }), 'photo.jpg')
+      return fetch(`${service.baseUrl}/property-images/upload`, { method: 'POST', headers, body: form })
+    })
+    assert.deepEqual(outcomes, Array<string>(ROUNDS).fill('413 The photo is larger than 1 MiB, the most accepted.'))
+  })
+
+  it('closes the connection of a client that keeps sending after its answer, having answered it first', async () => {
+    const { port } = new URL(service.baseUrl)
+    const socket = connect(Number(port), '127.0.0.1')
+    let received = ''
+    let closed = false
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')))
+    socket.on('error', () => {})
+    socket.on('close', () => (closed = true))
+    socket.write(
+      `POST /properties HTTP/1.1\r\nHost: mls.test\r\nX-API-Key: ${headers['x-api-key']}\r\nContent-Type: application/json\r\nContent-Length: ${2 ** 40}\r\n\r\n`,
+    )
+    await waitFor(() => received.includes('\r\n\r\n{"detail"'), 30_000, 'the answer')
+    // Then as much as the connection takes, for as long as it is open: far more than the service reads after its answer.
+    const chunk = Buffer.alloc(64 * 1024, 0x20)
+    const sendMore = () => {
+      while (!socket.destroyed && socket.write(chunk));
+    }
+    socket.on('drain', sendMore)
+    sendMore()
+    await waitFor(() => closed, 60_000, 'the service to close the connection')
+    assert.match(received, /^HTTP\/1\.1 413 /)
+    assert.match(received, /\r\nconnection: close\r\n/i)
+    assert.match(received, /\{"detail":"The request body is too large\."\}/)
+  })
+})

@@ -17,7 +17,7 @@ import propertiesRoutes from './modules/properties/properties.routes.js'
 import webhooksRoutes from './modules/webhooks/webhooks.routes.js'
 import authPlugin from './plugins/auth.js'
 import docsPlugin, { adminDocsPlugin } from './plugins/docs.js'
-import { installLingeringClose } from './plugins/early-answers.js'
+import { installConnectionClosing } from './plugins/connection-closing.js'
 import { clientErrorHandler, frameworkErrors, installErrorHandlers } from './plugins/error-handler.js'
 import { installJsonBodyParser } from './plugins/json-body.js'
 import metricsPlugin from './plugins/metrics.js'
@@ -68,7 +68,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
   app.removeContentTypeParser('text/plain')
   installJsonBodyParser(app)
   installErrorHandlers(app, database.availability)
-  installLingeringClose(app)
+  installConnectionClosing(app)
   app.addHook('preHandler', rejectUnstorableValues)
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)

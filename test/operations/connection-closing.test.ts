@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test'
 import { ADMIN_KEY } from '../helpers/app.js'
 import { freshDatabase, serverUrl, type FreshDatabase } from '../helpers/database.js'
 import { propertyBody, registrationBody } from '../helpers/factories.js'
-import { photo } from '../helpers/photos.js'
+import { multipartBody, photo } from '../helpers/photos.js'
 import type { ErrorBody } from '../helpers/responses.js'
 import { startApiProcess, type ApiProcess } from '../helpers/service-process.js'
 import { waitFor } from '../helpers/webhooks.js'
@@ -22,12 +22,13 @@ function describeFailure(error: unknown): string {
 }
 
 /**
- * Bodies refused before they have all arrived: every client reads its 413, none gets a reset
- * connection instead. The service runs as a process of its own, as in production: in the test's
- * own process, client and server take turns on one event loop, and the reset that loses the
- * answer does not happen.
+ * Every request is answered before its connection closes: bodies refused before they have all
+ * arrived (every client reads its 413, none gets a reset connection instead), and requests whose
+ * client closed its sending side. The service runs as a process of its own, as in production:
+ * in the test's own process, client and server take turns on one event loop, and what loses the
+ * answers does not happen.
  */
-describe('answers to bodies still arriving', () => {
+describe('closing connections', () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'mls-early-answers-'))
   let database: FreshDatabase | undefined
   let service: ApiProcess
@@ -118,5 +119,40 @@ describe('answers to bodies still arriving', () => {
     assert.match(received, /^HTTP\/1\.1 413 /)
     assert.match(received, /\r\nconnection: close\r\n/i)
     assert.match(received, /\{"detail":"The request body is too large\."\}/)
+  })
+
+  it('answers requests whose client closed its sending side once they were sent', async () => {
+    const { port } = new URL(service.baseUrl)
+    const submission = JSON.stringify(propertyBody())
+    // A photo is re-encoded off the event loop, so its answer comes after Node has seen the
+    // client's side close, on either database.
+    const { payload: form, contentType } = await multipartBody({ file: await photo('jpeg', 64, 64), fields: { property_id: String(propertyId) } })
+    const key = headers['x-api-key']
+    const requests = [
+      Buffer.concat([
+        Buffer.from(
+          `POST /property-images/upload HTTP/1.1\r\nHost: mls.test\r\nX-API-Key: ${key}\r\nContent-Type: ${contentType}\r\nContent-Length: ${form.length}\r\n\r\n`,
+        ),
+        form,
+      ]),
+      Buffer.from(`GET /properties HTTP/1.1\r\nHost: mls.test\r\nX-API-Key: ${key}\r\n\r\n`),
+      Buffer.from(
+        `POST /properties HTTP/1.1\r\nHost: mls.test\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(submission)}\r\n\r\n${submission}`,
+      ),
+      Buffer.from('GET /mls/properties?limit=1 HTTP/1.1\r\nHost: mls.test\r\nConnection: keep-alive\r\n\r\n'),
+    ]
+    for (const request of requests) {
+      const socket = connect(Number(port), '127.0.0.1')
+      let received = ''
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')))
+      const closed = new Promise<void>((resolve, reject) => {
+        socket.on('close', () => resolve())
+        socket.on('error', reject)
+      })
+      // The request and the end of the client's side together, as `printf … | nc` sends them.
+      socket.end(request)
+      await closed
+      assert.match(received, /^HTTP\/1\.1 20[01] /, `${request.toString('latin1').split('\r\n')[0]}: ${JSON.stringify(received.slice(0, 300))}`)
+    }
   })
 })

@@ -44,17 +44,25 @@ function lingerOnClose(request: IncomingMessage, socket: Socket): void {
   request.unpipe()
   request.removeAllListeners('data')
   request.resume()
-  // Node ends a `Connection: close` exchange with destroySoon() once the answer is written:
-  // this socket closes its sending side only, and is destroyed when the client closes its
-  // side (Node sees the cut-short request and destroys it) or a bound is reached.
-  socket.destroySoon = () => {
-    socket.end()
-    let received = 0
-    const cutOff = setTimeout(() => socket.destroy(), LINGER_MS)
-    socket.on('data', (chunk: Buffer) => {
-      received += chunk.length
-      if (received > LINGER_MAX_BYTES) socket.destroy()
-    })
-    socket.once('close', () => clearTimeout(cutOff))
-  }
+  // Node ends a `Connection: close` exchange with destroySoon() once the answer is written;
+  // this one lingers instead.
+  socket.destroySoon = () => closeLingering(socket)
+}
+
+/**
+ * Closes the sending side of `socket` once what was written to it is out, and destroys it when
+ * the client closes its side (Node then sees any request cut short and destroys the socket
+ * itself) or after LINGER_MS or LINGER_MAX_BYTES more, whichever comes first. What arrives
+ * meanwhile is read and thrown away, so the client reads what it was sent instead of a reset.
+ */
+export function closeLingering(socket: Socket): void {
+  socket.end()
+  let received = 0
+  const cutOff = setTimeout(() => socket.destroy(), LINGER_MS)
+  socket.on('data', (chunk: Buffer) => {
+    received += chunk.length
+    if (received > LINGER_MAX_BYTES) socket.destroy()
+  })
+  socket.once('end', () => socket.destroy())
+  socket.once('close', () => clearTimeout(cutOff))
 }

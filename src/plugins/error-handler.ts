@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { isDatabaseUnavailable, type DatabaseAvailability } from '../db/availability.js'
 import { clientHasGone } from '../lib/client-connection.js'
 import { ApiError, errorStatus } from '../lib/errors.js'
+import { closeLingering } from './connection-closing.js'
 import { describeValidationFailure } from './validation.js'
 
 /**
@@ -61,14 +62,20 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
   void sendError(reply, 400, { detail })
 }
 
+/** Connections already answered by clientErrorHandler: the parser reports every later chunk too. */
+const refusedConnections = new WeakSet<Socket>()
+
 /**
  * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses (raw non-ASCII bytes in
  * the URL, a malformed header) never becomes a request, so the answer is written to the socket,
- * as Fastify's own handler does, with a `{"detail"}` body.
+ * as Fastify's own handler does, with a `{"detail"}` body. The connection then closes lingering,
+ * as the rest of what the client sends may still be arriving: destroyed at once, it would be
+ * reset, and the client would lose the answer.
  */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
   // A reset connection is gone: nothing to answer.
   if (error.code === 'ECONNRESET' || socket.destroyed) return
+  if (refusedConnections.has(socket)) return
   const [status, reason, detail] =
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
       ? [408, 'Request Timeout', 'The request did not arrive in time.']
@@ -78,12 +85,15 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
           ? [400, 'Bad Request', 'The request URL is not valid: characters outside ASCII must be percent-encoded.']
           : [400, 'Bad Request', 'The request is not valid HTTP.']
   const body = JSON.stringify({ detail })
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
-    )
+  if (!socket.writable) {
+    socket.destroy(error)
+    return
   }
-  socket.destroy(error)
+  refusedConnections.add(socket)
+  socket.write(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
+  )
+  closeLingering(socket)
 }
 
 /** What a request's own stream fails with when its client disconnects or aborts mid-body. */

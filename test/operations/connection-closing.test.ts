@@ -155,4 +155,26 @@ describe('closing connections', () => {
       assert.match(received, /^HTTP\/1\.1 20[01] /, `${request.toString('latin1').split('\r\n')[0]}: ${JSON.stringify(received.slice(0, 300))}`)
     }
   })
+
+  it('answers requests the HTTP parser refuses while more is still arriving, none reset', async () => {
+    const { port } = new URL(service.baseUrl)
+    const exchange = async (bytes: Buffer) => {
+      const socket = connect(Number(port), '127.0.0.1')
+      let received = ''
+      let failure: string | undefined
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')))
+      socket.on('error', (error: NodeJS.ErrnoException) => (failure = error.code))
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()))
+      socket.end(bytes)
+      await closed
+      return failure ? `reset: ${failure}` : received.split('\r\n')[0]!
+    }
+    // Headers far over Node's 16 KiB, and 5 MB that is not HTTP after a request: both are refused
+    // on their first bytes, with megabytes still to come.
+    const hugeHeaders = Buffer.from(`GET /healthz HTTP/1.1\r\nHost: mls.test\r\nX-Padding: ${'a'.repeat(2_000_000)}\r\n\r\n`)
+    const garbageAfter = Buffer.concat([Buffer.from('GET /healthz HTTP/1.1\r\nHost: mls.test\r\n\r\n'), Buffer.alloc(5_000_000, 1)])
+    const outcomes: string[] = []
+    for (let i = 0; i < 10; i++) outcomes.push(await exchange(hugeHeaders), await exchange(garbageAfter))
+    assert.deepEqual(outcomes, Array.from({ length: 10 }, () => ['HTTP/1.1 431 Request Header Fields Too Large', 'HTTP/1.1 400 Bad Request']).flat())
+  })
 })

@@ -19,9 +19,10 @@ import propertiesRoutes from './modules/properties/properties.routes.js'
 import webhooksRoutes from './modules/webhooks/webhooks.routes.js'
 import authPlugin from './plugins/auth.js'
 import browserPolicyPlugin, { limitToListedOrigins } from './plugins/browser-policy.js'
+import { installConnectionClosing } from './plugins/connection-closing.js'
 import docsPlugin, { adminDocsPlugin } from './plugins/docs.js'
-import failureThrottlePlugin from './plugins/failure-throttle.js'
 import { clientErrorHandler, frameworkErrors, installErrorHandlers } from './plugins/error-handler.js'
+import failureThrottlePlugin from './plugins/failure-throttle.js'
 import { installJsonBodyParser } from './plugins/json-body.js'
 import keyRevocationsPlugin from './plugins/key-revocations.js'
 import metricsPlugin from './plugins/metrics.js'
@@ -72,6 +73,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
   app.removeContentTypeParser('text/plain')
   installJsonBodyParser(app)
   installErrorHandlers(app, database.availability)
+  installConnectionClosing(app)
   app.addHook('preHandler', rejectUnstorableValues)
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)

@@ -1,15 +1,15 @@
 import type { Logger } from 'pino'
 
-/** Node and PostgreSQL codes meaning the database cannot be reached right now (not that a statement is wrong). */
-const UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EPIPE',
+/**
+ * Node's codes for a connection that failed or dropped. They say nothing of what was at the other
+ * end, so they count only on a system error (one with a `syscall`: connect, read, write,
+ * getaddrinfo), which a socket of the process's own raises: the database driver's. An HTTP request
+ * whose client went away fails with ECONNRESET too ("aborted"), but without a syscall, and it
+ * is no sign of the database.
+ */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE'])
+/** PostgreSQL's codes meaning the database cannot be reached right now (not that a statement is wrong). */
+const UNAVAILABLE_SQLSTATES = new Set([
   '57P01', // admin_shutdown: the backend was terminated
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now: starting up or shutting down
@@ -27,8 +27,9 @@ const UNAVAILABLE_MESSAGES =
 export function isDatabaseUnavailable(error: unknown): boolean {
   let current: unknown = error
   for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
-    const code = (current as { code?: unknown }).code
-    if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true
+    const { code, syscall } = current as { code?: unknown; syscall?: unknown }
+    if (typeof code === 'string' && UNAVAILABLE_SQLSTATES.has(code)) return true
+    if (typeof code === 'string' && NETWORK_CODES.has(code) && typeof syscall === 'string') return true
     if (UNAVAILABLE_MESSAGES.test(current.message)) return true
     current = current.cause
   }

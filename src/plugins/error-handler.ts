@@ -1,17 +1,26 @@
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { isDatabaseUnavailable, type DatabaseAvailability } from '../db/availability.js'
+import { clientHasGone } from '../lib/client-connection.js'
 import { ApiError, errorStatus } from '../lib/errors.js'
+import { closeLingering } from './connection-closing.js'
 import { describeValidationFailure } from './validation.js'
 
 /**
  * The one place that turns anything thrown into the `{"detail": ...}` body of every error. Deliberate
  * errors are ApiErrors; Fastify's own 4xx errors get a sentence of ours; database errors are
  * mapped by SQLSTATE; a database that cannot be reached is a 503, logged once for the whole
- * outage by `availability`; everything else is a 500 whose message stays in the log.
+ * outage by `availability`; a client that went away mid-request is logged at info, as nothing
+ * went wrong here; everything else is a 500 whose message stays in the log.
  */
 export function installErrorHandlers(app: FastifyInstance, availability: DatabaseAvailability): void {
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    if (isClientDisconnect(request, error)) {
+      // Logged at info when the response closes (see the onRequest hook below). Nobody reads this answer; it ends the
+      // request's lifecycle like any other.
+      request.log.debug({ err: error }, 'the request body ended with the connection')
+      return sendError(reply, 400, { detail: 'The connection closed before the request arrived whole.' })
+    }
     if (!(error instanceof ApiError) && isDatabaseUnavailable(error)) {
       availability.failed(error)
       request.log.info({ status: 503 }, 'request refused: the database is unreachable')
@@ -21,6 +30,16 @@ export function installErrorHandlers(app: FastifyInstance, availability: Databas
     if (status >= 500) request.log.error({ err: error }, 'request failed')
     else request.log.info({ status, detail: body.detail }, 'request rejected')
     return sendError(reply, status, body, headers)
+  })
+
+  // A client that disconnects or aborts before its answer is written is no failure here: one
+  // line at info. (A response also closes once its answer is written, after 'finish'.)
+  app.addHook('onRequest', async (request, reply) => {
+    let answered = false
+    reply.raw.once('finish', () => (answered = true))
+    reply.raw.once('close', () => {
+      if (!answered) request.log.info('request abandoned: the client closed the connection before the answer')
+    })
   })
 
   // Scanning for routes is a failure like guessing a key: an address past its failures gets a 429
@@ -51,14 +70,20 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
   void sendError(reply, 400, { detail })
 }
 
+/** Connections already answered by clientErrorHandler: the parser reports every later chunk too. */
+const refusedConnections = new WeakSet<Socket>()
+
 /**
  * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses (raw non-ASCII bytes in
  * the URL, a malformed header) never becomes a request, so the answer is written to the socket,
- * as Fastify's own handler does, with a `{"detail"}` body.
+ * as Fastify's own handler does, with a `{"detail"}` body. The connection then closes lingering,
+ * as the rest of what the client sends may still be arriving: destroyed at once, it would be
+ * reset, and the client would lose the answer.
  */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
   // A reset connection is gone: nothing to answer.
   if (error.code === 'ECONNRESET' || socket.destroyed) return
+  if (refusedConnections.has(socket)) return
   const [status, reason, detail] =
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
       ? [408, 'Request Timeout', 'The request did not arrive in time.']
@@ -68,12 +93,28 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
           ? [400, 'Bad Request', 'The request URL is not valid: characters outside ASCII must be percent-encoded.']
           : [400, 'Bad Request', 'The request is not valid HTTP.']
   const body = JSON.stringify({ detail })
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
-    )
+  if (!socket.writable) {
+    socket.destroy(error)
+    return
   }
-  socket.destroy(error)
+  refusedConnections.add(socket)
+  socket.write(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
+  )
+  closeLingering(socket)
+}
+
+/** What a request's own stream fails with when its client disconnects or aborts mid-body. */
+const DISCONNECT_CODES = new Set(['ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ERR_STREAM_PREMATURE_CLOSE', 'ERR_STREAM_DESTROYED'])
+
+/**
+ * Whether `error` is the client going away rather than something failing here: the request's
+ * body was cut off, and the error is one a stream reports when that happens. Any other error
+ * is still a failure of ours and is logged as one.
+ */
+function isClientDisconnect(request: FastifyRequest, error: FastifyError): boolean {
+  if (error instanceof ApiError || !clientHasGone(request)) return false
+  return DISCONNECT_CODES.has(error.code) || error.message === 'aborted'
 }
 
 function sendError(reply: FastifyReply, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) {

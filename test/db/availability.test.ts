@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { createServer } from 'node:http'
+import { connect, type AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
-import { DatabaseAvailability } from '../../src/db/availability.js'
+import { DatabaseAvailability, isDatabaseUnavailable } from '../../src/db/availability.js'
+import { freePort } from '../helpers/service-process.js'
 
 const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })
 
@@ -54,5 +58,29 @@ describe('database availability', () => {
     const waiting = availability.whenAvailable()
     availability.close()
     await waiting
+  })
+
+  it('takes a connection the process could not open for the database gone, and a client that went away for nothing of the kind', async () => {
+    const nobody = await freePort()
+    const socket = connect(nobody, '127.0.0.1')
+    const [refusedHere] = (await once(socket, 'error')) as [Error]
+    assert.equal(isDatabaseUnavailable(refusedHere), true, String(refusedHere))
+    assert.equal(isDatabaseUnavailable(new Error('Failed query: select 1', { cause: refusedHere })), true)
+
+    // A request whose client disconnects mid-body fails with ECONNRESET too, on the server's side.
+    const server = createServer()
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    try {
+      const requestError = new Promise<Error>((resolve) => server.on('request', (request) => request.on('error', resolve)))
+      const client = connect((server.address() as AddressInfo).port, '127.0.0.1')
+      client.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nhalf')
+      server.once('request', () => client.destroy())
+      const aborted = await requestError
+      assert.equal((aborted as NodeJS.ErrnoException).code, 'ECONNRESET')
+      assert.equal(isDatabaseUnavailable(aborted), false)
+    } finally {
+      server.close()
+    }
   })
 })

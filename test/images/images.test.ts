@@ -194,6 +194,36 @@ describe('photos of a property', () => {
     assert.match(json.json<ErrorBody>().detail, /multipart\/form-data/)
   })
 
+  it('says what is wrong with a form that cannot be read: no boundary, cut short, too many parts, a reserved name', async () => {
+    const send = (contentType: string, payload: string | Buffer) =>
+      t.app.inject({ method: 'POST', url: '/property-images/upload', headers: { ...agency.headers, 'content-type': contentType }, payload })
+    for (const contentType of ['multipart/form-data', 'multipart/form-data; charset=utf-8', `multipart/form-data; boundary=${'b'.repeat(71)}`]) {
+      const response = await send(contentType, 'x')
+      assert.equal(response.statusCode, 400, `${contentType}: ${response.body}`)
+      assert.match(response.json<ErrorBody>().detail, /^The Content-Type multipart\/form-data needs a boundary of 1 to 70 characters/)
+    }
+
+    const part = (name: string, value: string, file = false) =>
+      `--cut\r\nContent-Disposition: form-data; name="${name}"${file ? '; filename="photo.jpg"\r\nContent-Type: image/jpeg' : ''}\r\n\r\n${value}\r\n`
+    const jpeg = (await photo('jpeg', 50, 50)).toString('latin1')
+    const cutShort = await send(
+      'multipart/form-data; boundary=cut',
+      `${part('property_id', String(propertyId))}--cut\r\nContent-Disposition: form-data; name="file"; filename="photo.jpg"\r\n\r\n${jpeg.slice(0, 300)}`,
+    )
+    assert.equal(cutShort.statusCode, 400, cutShort.body)
+    assert.equal(cutShort.json<ErrorBody>().detail, 'The multipart/form-data body ends inside a part, before its closing boundary.')
+
+    const twoFiles = await send('multipart/form-data; boundary=cut', Buffer.from(`${part('file', jpeg, true)}${part('file', jpeg, true)}--cut--\r\n`, 'latin1'))
+    assert.equal(twoFiles.statusCode, 422, twoFiles.body)
+    assert.match(twoFiles.json<ErrorBody>().detail, /more parts than it takes/)
+
+    for (const name of ['__proto__', 'constructor']) {
+      const reserved = await send('multipart/form-data; boundary=cut', `${part(name, '1')}--cut--\r\n`)
+      assert.equal(reserved.statusCode, 422, `${name}: ${reserved.body}`)
+      assert.match(reserved.json<ErrorBody>().detail, /__proto__, constructor/)
+    }
+  })
+
   it('needs a valid key', async () => {
     const anonymous = await upload(t.app, undefined, { file: await photo('jpeg', 50, 50), fields: { property_id: String(propertyId) } })
     assert.equal(anonymous.statusCode, 401)

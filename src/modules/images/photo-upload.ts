@@ -1,21 +1,37 @@
-import type { Readable } from 'node:stream'
+import type { MultipartFile } from '@fastify/multipart'
 import type { FastifyRequest } from 'fastify'
+import { clientHasGone } from '../../lib/client-connection.js'
 import { ApiError, type FieldError } from '../../lib/errors.js'
 import { detectImageType, tooLarge, TYPE_SNIFF_BYTES } from './image-processing.js'
 import { SORT_ORDER_RANGE } from './images.schemas.js'
 import type { NewPhoto } from './images.service.js'
 
 const UPLOAD_FIELDS = new Set(['file', 'property_id', 'sort_order'])
+/**
+ * What a form may add to its file: two short fields and the parts' headers. A request whose
+ * Content-Length exceeds the photo limit by more than this is refused before it is read.
+ */
+const FORM_OVERHEAD_BYTES = 1024 * 1024
+/** RFC 2046: a boundary is 1 to 70 characters. */
+const BOUNDARY = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;"]{1,70}))\s*(?:;|$)/i
 
 /**
  * Reads POST /property-images/upload's multipart form: one `file`, `property_id` and an
  * optional `sort_order` (default 0). Every problem with the fields is reported at once; a file
- * that is not a photo is refused on its first bytes, and one over `maxBytes` is a 413.
+ * that is not a photo is refused on its first bytes, and one over `maxBytes` is a 413 as soon as
+ * the limit is passed (the rest of the body is not waited for).
  */
 export async function readUploadForm(request: FastifyRequest, maxBytes: number): Promise<NewPhoto> {
   if (!request.isMultipart()) {
     throw new ApiError('unsupported_media_type', 'Send the photo as multipart/form-data with the fields file, property_id and sort_order.')
   }
+  if (!BOUNDARY.test(request.headers['content-type'] ?? '')) {
+    throw new ApiError(
+      'bad_request',
+      'The Content-Type multipart/form-data needs a boundary of 1 to 70 characters (multipart/form-data; boundary=...), the line that separates the parts of the body.',
+    )
+  }
+  if (Number(request.headers['content-length']) > maxBytes + FORM_OVERHEAD_BYTES) throw tooLarge(maxBytes)
   const fields = new Map<string, string>()
   let bytes: Buffer | undefined
   const errors: FieldError[] = []
@@ -26,15 +42,13 @@ export async function readUploadForm(request: FastifyRequest, maxBytes: number):
         if (part.type === 'file') part.file.resume()
       } else if (part.type === 'file') {
         if (part.fieldname !== 'file') throw ApiError.validation([{ loc: ['body', part.fieldname], msg: 'must be a form field, not a file' }])
-        bytes = await readPhoto(part.file)
+        bytes = await readPhoto(part.file, maxBytes)
       } else {
         fields.set(part.fieldname, String(part.value))
       }
     }
   } catch (error) {
-    // busboy stops at IMAGE_MAX_BYTES and @fastify/multipart reports it with this code.
-    if ((error as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge(maxBytes)
-    throw error
+    throw formError(error, request, maxBytes)
   }
   const propertyId = integerField(fields.get('property_id'), 'property_id', errors, { min: 1, max: SORT_ORDER_RANGE.max })
   const sortOrder = fields.has('sort_order') ? integerField(fields.get('sort_order'), 'sort_order', errors, SORT_ORDER_RANGE) : 0
@@ -44,16 +58,53 @@ export async function readUploadForm(request: FastifyRequest, maxBytes: number):
 }
 
 /**
- * Reads the uploaded file into memory, at most IMAGE_MAX_BYTES (busboy cuts the stream
- * there). The type is checked on the first bytes, so a file that is not a photo is refused
- * (415) before the rest of it is read.
+ * What a client is told when the form could not be read. @fastify/multipart's own errors carry
+ * a code; busboy's complaints about the body itself (a boundary it cannot use, a part cut short)
+ * are plain Errors without one, and a file part the body ends inside of ends its stream
+ * prematurely: the client's to fix, a 400. When the client has gone, its stream error passes
+ * through, as does anything else.
  */
-async function readPhoto(file: Readable): Promise<Buffer> {
+function formError(error: unknown, request: FastifyRequest, maxBytes: number): unknown {
+  if (error instanceof ApiError || !(error instanceof Error) || clientHasGone(request)) return error
+  const code = (error as { code?: unknown }).code
+  switch (code) {
+    case 'FST_REQ_FILE_TOO_LARGE':
+      return tooLarge(maxBytes)
+    case 'FST_FILES_LIMIT':
+    case 'FST_FIELDS_LIMIT':
+    case 'FST_PARTS_LIMIT':
+      return ApiError.validation(
+        [{ loc: ['body'], msg: 'has more parts than this form takes: one file, property_id and sort_order' }],
+        'The form has more parts than it takes: one file, property_id and sort_order.',
+      )
+    case 'FST_PROTO_VIOLATION':
+      return ApiError.validation(
+        [{ loc: ['body'], msg: 'names a field after a property every object has, such as __proto__ or constructor' }],
+        'The form names a field __proto__, constructor or another name every object has, which this form does not have.',
+      )
+    case 'FST_INVALID_JSON_FIELD_ERROR':
+      return ApiError.validation([{ loc: ['body'], msg: 'has a field labelled application/json that is not valid JSON' }])
+    case 'ERR_STREAM_PREMATURE_CLOSE':
+      return new ApiError('bad_request', 'The multipart/form-data body ends inside a part, before its closing boundary.')
+  }
+  if (code === undefined && Object.getPrototypeOf(error) === Error.prototype) {
+    return new ApiError('bad_request', `The multipart/form-data body is malformed: ${lowerFirst(error.message.replace(/\.$/, ''))}.`)
+  }
+  return error
+}
+
+/**
+ * Reads the uploaded file into memory, at most `maxBytes`: busboy stops filling the stream
+ * there and marks it truncated, which is a 413 at once. The type is checked on the first
+ * bytes, so a file that is not a photo is refused (415) before the rest of it is read.
+ */
+async function readPhoto(file: MultipartFile['file'], maxBytes: number): Promise<Buffer> {
   const chunks: Buffer[] = []
   let size = 0
   let sniffed = false
   try {
     for await (const chunk of file as AsyncIterable<Buffer>) {
+      if (file.truncated) throw tooLarge(maxBytes)
       chunks.push(chunk)
       size += chunk.length
       if (!sniffed && size >= TYPE_SNIFF_BYTES) {
@@ -65,8 +116,13 @@ async function readPhoto(file: Readable): Promise<Buffer> {
     file.resume()
     throw error
   }
+  if (file.truncated) throw tooLarge(maxBytes)
   if (!sniffed) await detectImageType(Buffer.concat(chunks))
   return Buffer.concat(chunks, size)
+}
+
+function lowerFirst(text: string): string {
+  return text.charAt(0).toLowerCase() + text.slice(1)
 }
 
 function integerField(raw: string | undefined, name: string, errors: FieldError[], range: { min: number; max: number }): number | undefined {

@@ -1,0 +1,293 @@
+import assert from 'node:assert/strict'
+import { connect, type AddressInfo } from 'node:net'
+import { Writable } from 'node:stream'
+import { after, before, describe, it } from 'node:test'
+import fc from 'fast-check'
+import pino from 'pino'
+import { ADMIN_KEY, buildTestApp, type TestApp } from '../helpers/app.js'
+import { badRequest, describeRequest, operationsOf, type Fixtures, type FuzzRequest } from '../helpers/bad-requests.js'
+import { adminHeaders, createTenant, propertyBody, submitProperty, submitRegistration, type Tenant } from '../helpers/factories.js'
+import type { OpenApiDocument } from '../helpers/openapi.js'
+import { photo, upload } from '../helpers/photos.js'
+import type { StoredImage } from '../helpers/responses.js'
+
+/**
+ * Bad input of every kind, generated from the OpenAPI documents, to every operation: no answer
+ * is a 5xx, every refusal is a `{"detail"}` sentence, no connection is reset, and the service is
+ * still ready afterwards. FUZZ_REQUESTS sets how many requests go through `inject` (spread over
+ * the operations), FUZZ_SEED replays a run: a failure prints the seed and the path to its case.
+ */
+const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 2000)
+const SOCKET_REQUESTS = Number(process.env.FUZZ_SOCKET_REQUESTS ?? 150)
+const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED)
+/** Long enough for any one exchange on a loaded machine; a connection left open past it is a failure. */
+const EXCHANGE_PATIENCE_MS = 20_000
+const PINO_ERROR = 50
+
+interface LogLine {
+  level: number
+  msg: string
+  reqId?: string
+}
+
+describe('bad input, generated from the OpenAPI documents', () => {
+  const errorLines: LogLine[] = []
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      const line = JSON.parse(chunk.toString('utf8')) as LogLine
+      if (line.level >= PINO_ERROR) errorLines.push(line)
+      done()
+    },
+  })
+  const log = pino({ level: 'warn' }, sink)
+  let t: TestApp
+  let agency: Tenant
+  let document: OpenApiDocument
+  let smallPhoto: Buffer
+  let port: number
+  let sent = 0
+
+  before(async () => {
+    t = await buildTestApp({}, { logger: log })
+    t.database.handle.availability.useLogger(log)
+    await t.app.listen({ host: '127.0.0.1', port: 0 })
+    port = (t.app.server.address() as AddressInfo).port
+    agency = await createTenant(t.app)
+    smallPhoto = await photo('jpeg', 32, 32)
+    const publicDocument = (await t.app.inject('/openapi.json')).json<OpenApiDocument>()
+    const adminDocument = (await t.app.inject({ url: '/admin/openapi.json', headers: adminHeaders })).json<OpenApiDocument>()
+    // The operations of both documents, with the schemas of both.
+    document = {
+      ...publicDocument,
+      paths: { ...publicDocument.paths, ...adminDocument.paths },
+      components: { ...publicDocument.components, schemas: { ...adminDocument.components.schemas, ...publicDocument.components.schemas } },
+    }
+  })
+  after(() => t.close())
+
+  /**
+   * Listings, a photo and a registration that exist, made anew for each operation: the ones
+   * before may have been deleted or decided by the requests to other operations.
+   */
+  async function freshFixtures(): Promise<Fixtures> {
+    const listings = [await submitProperty(t.app, agency), await submitProperty(t.app, agency)]
+    const image = await upload(t.app, agency, { file: smallPhoto, fields: { property_id: String(listings[0]!.id) } })
+    assert.equal(image.statusCode, 201, image.body)
+    const pending = await submitRegistration(t.app)
+    return {
+      document,
+      pathValues: {
+        id: ['1', ...listings.map((listing) => String(listing.id))],
+        image_id: [String(image.json<StoredImage>().id)],
+        request_code: [pending.request_code],
+      },
+      fieldValues: { email: [pending.email], property_id: listings.map((listing) => String(listing.id)) },
+      credentials: { ApiKey: ['x-api-key', agency.apiKey], AdminKey: ['x-admin-key', ADMIN_KEY] },
+      photo: smallPhoto,
+    }
+  }
+
+  /** Sends one request through `inject` and says what is wrong with its answer, if anything. */
+  async function check(request: FuzzRequest): Promise<void> {
+    sent++
+    const response = await t.app.inject(request)
+    const where = `${describeRequest(request)}\n→ ${response.statusCode} ${response.body.slice(0, 500)}`
+    assert.ok(response.statusCode < 500, `a ${response.statusCode}: ${where}`)
+    if (response.statusCode >= 400 && request.method !== 'HEAD') {
+      let detail: unknown
+      try {
+        detail = (JSON.parse(response.body) as { detail?: unknown }).detail
+      } catch {
+        assert.fail(`an error that is not JSON: ${where}`)
+      }
+      assert.ok(typeof detail === 'string' && detail.length > 0, `an error without a detail: ${where}`)
+    }
+  }
+
+  it(`answers ${REQUESTS} generated requests to every operation without a 5xx, each refusal with a detail`, async (context) => {
+    const routes = operationsOf(document)
+    assert.ok(routes.length >= 30, `only ${routes.length} operations in the documents`)
+    const runs = Math.ceil(REQUESTS / routes.length)
+    for (const route of routes) {
+      await context.test(`${route.method} ${route.path}`, async () => {
+        const fixtures = await freshFixtures()
+        await fc.assert(
+          fc.asyncProperty(badRequest(route, fixtures), (request) => check(request)),
+          { numRuns: runs, seed: SEED, includeErrorInReport: true },
+        )
+      })
+    }
+  })
+
+  it(`answers ${SOCKET_REQUESTS} requests with lying lengths, broken framing or cut short, over a real connection`, async () => {
+    const fixtures = await freshFixtures()
+    await fc.assert(
+      fc.asyncProperty(rawExchange(agency, fixtures), async (exchange) => {
+        sent++
+        const outcome = await exchangeOver(port, exchange)
+        const where = `${JSON.stringify({ ...exchange, body: exchange.body.length > 300 ? `${exchange.body.slice(0, 300)}…` : exchange.body })}\n→ ${outcome.received.slice(0, 600)}`
+        assert.equal(outcome.error, undefined, `the connection failed (${outcome.error}): ${where}`)
+        assert.ok(!outcome.timedOut, `no end to the exchange within ${EXCHANGE_PATIENCE_MS} ms: ${where}`)
+        const statuses = [...outcome.received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]))
+        if (exchange.ending !== 'abort') assert.ok(statuses.length > 0, `no answer: ${where}`)
+        assert.ok(
+          statuses.every((status) => status < 500),
+          `a 5xx: ${where}`,
+        )
+      }),
+      { numRuns: SOCKET_REQUESTS, seed: SEED, includeErrorInReport: true },
+    )
+  })
+
+  it('has logged no error, and is ready and serving afterwards', async (context) => {
+    context.diagnostic(`${sent} requests sent`)
+    assert.ok(sent >= REQUESTS + SOCKET_REQUESTS, `only ${sent} requests sent`)
+    const ready = await fetch(`http://127.0.0.1:${port}/readyz`)
+    assert.equal(ready.status, 200, await ready.text())
+    const next = await t.app.inject({ method: 'POST', url: '/properties', headers: agency.headers, payload: propertyBody() })
+    assert.equal(next.statusCode, 201, next.body)
+    assert.deepEqual(errorLines, [], `lines at error:\n${errorLines.map((line) => JSON.stringify(line)).join('\n')}`)
+  })
+})
+
+/** A request written byte by byte on a socket: how its body is framed, and how the client ends. */
+interface RawExchange {
+  method: string
+  path: string
+  headers: string[]
+  body: string
+  /** How the body's length is declared: truthfully, too long, too short, malformed, chunked. */
+  framing: 'exact' | 'declares more' | 'declares less' | 'malformed length' | 'two lengths' | 'chunked' | 'bad chunks' | 'chunked and length' | 'none'
+  /** `end`: the client sends all and closes its side; `abort`: it destroys the connection halfway. */
+  ending: 'end' | 'abort'
+  offBy: number
+}
+
+function rawExchange(agency: Tenant, fixtures: Fixtures): fc.Arbitrary<RawExchange> {
+  const id = fixtures.pathValues.id?.[1] ?? '1'
+  return fc.record({
+    method: fc.constantFrom('POST', 'PATCH', 'PUT', 'GET', 'DELETE'),
+    path: fc.constantFrom(
+      '/properties',
+      `/properties/${id}`,
+      `/properties/${id}/status`,
+      '/tenants/register',
+      '/property-images/upload',
+      '/mls/properties',
+      '/nowhere',
+    ),
+    headers: fc.subarray([
+      `X-API-Key: ${agency.apiKey}`,
+      'Content-Type: application/json',
+      'Content-Type: multipart/form-data; boundary=fuzz',
+      'Content-Type: multipart/form-data',
+      'Connection: keep-alive',
+      'Connection: close',
+      'Expect: 100-continue',
+      'Content-Encoding: gzip',
+      'Transfer-Encoding: gzip, chunked',
+    ]),
+    body: fc.oneof(
+      fc.constant(JSON.stringify(propertyBody())),
+      fc.constantFrom(
+        '{"status_id":4}',
+        '{',
+        '',
+        '--fuzz\r\nContent-Disposition: form-data; name="file"; filename="a.jpg"\r\n\r\n\u00ff\u00d8\u00ff',
+        'x'.repeat(70_000),
+      ),
+      fc.string({ maxLength: 200 }),
+    ),
+    framing: fc.constantFrom(
+      'exact',
+      'declares more',
+      'declares less',
+      'malformed length',
+      'two lengths',
+      'chunked',
+      'bad chunks',
+      'chunked and length',
+      'none',
+    ),
+    ending: fc.constantFrom('end', 'end', 'end', 'abort'),
+    offBy: fc.integer({ min: 1, max: 100_000 }),
+  })
+}
+
+function frame(exchange: RawExchange): Buffer {
+  const body = Buffer.from(exchange.body, 'latin1')
+  const lines = [`${exchange.method} ${exchange.path} HTTP/1.1`, 'Host: mls.test', ...exchange.headers]
+  let payload = body
+  switch (exchange.framing) {
+    case 'exact':
+      lines.push(`Content-Length: ${body.length}`)
+      break
+    case 'declares more':
+      lines.push(`Content-Length: ${body.length + exchange.offBy}`)
+      break
+    case 'declares less':
+      lines.push(`Content-Length: ${Math.max(0, body.length - exchange.offBy)}`)
+      break
+    case 'malformed length':
+      lines.push(`Content-Length: ${['-1', '1e3', `${body.length}x`, ' ', '0x10', '99999999999999999999999'][exchange.offBy % 6]}`)
+      break
+    case 'two lengths':
+      lines.push(`Content-Length: ${body.length}`, `Content-Length: ${body.length + 1}`)
+      break
+    case 'chunked':
+      lines.push('Transfer-Encoding: chunked')
+      payload = Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')])
+      break
+    case 'bad chunks':
+      lines.push('Transfer-Encoding: chunked')
+      payload = Buffer.concat([
+        Buffer.from(`${['zz', '-1', 'ffffffffffffffff', `${body.length.toString(16)};${'e'.repeat(20_000)}`][exchange.offBy % 4]}\r\n`),
+        body,
+      ])
+      break
+    case 'chunked and length':
+      lines.push('Transfer-Encoding: chunked', `Content-Length: ${body.length}`)
+      payload = Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')])
+      break
+    case 'none':
+      break
+  }
+  return Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), payload])
+}
+
+interface ExchangeOutcome {
+  received: string
+  /** The client's socket error, when the service reset the connection or refused a write. */
+  error?: string
+  timedOut: boolean
+}
+
+/**
+ * Writes the exchange on a new connection. Ended: everything is sent, the sending side closed,
+ * and everything read until the service closes. Aborted: half is sent and the connection destroyed.
+ */
+async function exchangeOver(port: number, exchange: RawExchange): Promise<ExchangeOutcome> {
+  const bytes = frame(exchange)
+  const socket = connect(port, '127.0.0.1')
+  const chunks: Buffer[] = []
+  let error: string | undefined
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+  socket.on('error', (failure: NodeJS.ErrnoException) => (error = failure.code ?? failure.message))
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
+  if (exchange.ending === 'abort') {
+    socket.write(bytes.subarray(0, Math.ceil(bytes.length / 2)))
+    socket.destroy()
+    await closed
+    return { received: '', timedOut: false }
+  }
+  socket.end(bytes)
+  let timer: NodeJS.Timeout | undefined
+  const timedOut = await Promise.race([
+    closed.then(() => false),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), EXCHANGE_PATIENCE_MS))),
+  ])
+  clearTimeout(timer)
+  socket.destroy()
+  return { received: Buffer.concat(chunks).toString('latin1'), error, timedOut }
+}

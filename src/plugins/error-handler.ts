@@ -16,8 +16,8 @@ import { describeValidationFailure } from './validation.js'
 export function installErrorHandlers(app: FastifyInstance, availability: DatabaseAvailability): void {
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     if (isClientDisconnect(request, error)) {
-      // Logged at info when the response closes (see the onRequest hook below). Nobody reads this answer; it ends the
-      // request's lifecycle like any other.
+      // Logged at info when the response closes (the onRequest hook below). Nobody reads this
+      // answer; it ends the request's lifecycle like any other.
       request.log.debug({ err: error }, 'the request body ended with the connection')
       return sendError(reply, 400, { detail: 'The connection closed before the request arrived whole.' })
     }

@@ -40,6 +40,7 @@ export function installConnectionClosing(app: FastifyInstance): void {
 }
 
 function lingerOnClose(request: IncomingMessage, socket: Socket): void {
+  answered.add(socket)
   // Whatever was reading the body (a multipart parser) stops; from now on it is thrown away.
   request.unpipe()
   request.removeAllListeners('data')
@@ -49,13 +50,26 @@ function lingerOnClose(request: IncomingMessage, socket: Socket): void {
   socket.destroySoon = () => closeLingering(socket)
 }
 
+/** Sockets whose last answer is written or on its way: all that is left is to close them. */
+const answered = new WeakSet<Socket>()
+/** Sockets closing lingering already: once is enough. */
+const lingering = new WeakSet<Socket>()
+
+/** Whether `socket` has had its last answer and is closing (see closeLingering). */
+export function isAnsweredAndClosing(socket: Socket): boolean {
+  return answered.has(socket)
+}
+
 /**
  * Closes the sending side of `socket` once what was written to it is out, and destroys it when
- * the client closes its side (Node then sees any request cut short and destroys the socket
- * itself) or after LINGER_MS or LINGER_MAX_BYTES more, whichever comes first. What arrives
- * meanwhile is read and thrown away, so the client reads what it was sent instead of a reset.
+ * the client closes its side or after LINGER_MS or LINGER_MAX_BYTES more, whichever comes
+ * first. What arrives meanwhile is read and thrown away, so the client reads what it was sent
+ * instead of a reset.
  */
 export function closeLingering(socket: Socket): void {
+  answered.add(socket)
+  if (lingering.has(socket)) return
+  lingering.add(socket)
   socket.end()
   let received = 0
   const cutOff = setTimeout(() => socket.destroy(), LINGER_MS)

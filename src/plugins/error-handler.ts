@@ -3,7 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { isDatabaseUnavailable, type DatabaseAvailability } from '../db/availability.js'
 import { clientHasGone } from '../lib/client-connection.js'
 import { ApiError, errorStatus } from '../lib/errors.js'
-import { closeLingering } from './connection-closing.js'
+import { closeLingering, isAnsweredAndClosing } from './connection-closing.js'
 import { describeValidationFailure } from './validation.js'
 
 /**
@@ -16,8 +16,8 @@ import { describeValidationFailure } from './validation.js'
 export function installErrorHandlers(app: FastifyInstance, availability: DatabaseAvailability): void {
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     if (isClientDisconnect(request, error)) {
-      // Logged at info when the response closes (see the onRequest hook below). Nobody reads this answer; it ends the
-      // request's lifecycle like any other.
+      // Logged at info when the response closes (the onRequest hook below). Nobody reads this
+      // answer; it ends the request's lifecycle like any other.
       request.log.debug({ err: error }, 'the request body ended with the connection')
       return sendError(reply, 400, { detail: 'The connection closed before the request arrived whole.' })
     }
@@ -70,9 +70,6 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
   void sendError(reply, 400, { detail })
 }
 
-/** Connections already answered by clientErrorHandler: the parser reports every later chunk too. */
-const refusedConnections = new WeakSet<Socket>()
-
 /**
  * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses (raw non-ASCII bytes in
  * the URL, a malformed header) never becomes a request, so the answer is written to the socket,
@@ -81,9 +78,9 @@ const refusedConnections = new WeakSet<Socket>()
  * reset, and the client would lose the answer.
  */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
-  // A reset connection is gone: nothing to answer.
-  if (error.code === 'ECONNRESET' || socket.destroyed) return
-  if (refusedConnections.has(socket)) return
+  // A reset connection is gone: nothing to answer. One that has had its last answer (the parser
+  // reports every later chunk too) is closing already.
+  if (error.code === 'ECONNRESET' || socket.destroyed || isAnsweredAndClosing(socket)) return
   const [status, reason, detail] =
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
       ? [408, 'Request Timeout', 'The request did not arrive in time.']
@@ -97,7 +94,6 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
     socket.destroy(error)
     return
   }
-  refusedConnections.add(socket)
   socket.write(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
   )

@@ -173,8 +173,12 @@ describe('closing connections', () => {
     // on their first bytes, with megabytes still to come.
     const hugeHeaders = Buffer.from(`GET /healthz HTTP/1.1\r\nHost: mls.test\r\nX-Padding: ${'a'.repeat(2_000_000)}\r\n\r\n`)
     const garbageAfter = Buffer.concat([Buffer.from('GET /healthz HTTP/1.1\r\nHost: mls.test\r\n\r\n'), Buffer.alloc(5_000_000, 1)])
+    // A body longer than its Content-Length, sent to a route that refuses it before reading it
+    // (no key): the 401 goes out, then the excess is refused as a request of its own.
+    const excess = Buffer.from(`POST /properties HTTP/1.1\r\nHost: mls.test\r\nContent-Length: 65466\r\n\r\n${'x'.repeat(70_000)}`)
     const outcomes: string[] = []
-    for (let i = 0; i < 10; i++) outcomes.push(await exchange(hugeHeaders), await exchange(garbageAfter))
-    assert.deepEqual(outcomes, Array.from({ length: 10 }, () => ['HTTP/1.1 431 Request Header Fields Too Large', 'HTTP/1.1 400 Bad Request']).flat())
+    for (let i = 0; i < 10; i++) outcomes.push(await exchange(hugeHeaders), await exchange(garbageAfter), await exchange(excess))
+    const expected = ['HTTP/1.1 431 Request Header Fields Too Large', 'HTTP/1.1 400 Bad Request', 'HTTP/1.1 401 Unauthorized']
+    assert.deepEqual(outcomes, Array.from({ length: 10 }, () => expected).flat())
   })
 })

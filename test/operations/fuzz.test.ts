@@ -1,21 +1,28 @@
 import assert from 'node:assert/strict'
-import { connect, type AddressInfo } from 'node:net'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { Writable } from 'node:stream'
 import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
 import pino from 'pino'
 import { ADMIN_KEY, buildTestApp, type TestApp } from '../helpers/app.js'
 import { badRequest, describeRequest, operationsOf, type Fixtures, type FuzzRequest } from '../helpers/bad-requests.js'
-import { adminHeaders, createTenant, propertyBody, submitProperty, submitRegistration, type Tenant } from '../helpers/factories.js'
+import { freshDatabase, serverUrl, type FreshDatabase } from '../helpers/database.js'
+import { adminHeaders, createTenant, propertyBody, registrationBody, submitProperty, submitRegistration, type Tenant } from '../helpers/factories.js'
 import type { OpenApiDocument } from '../helpers/openapi.js'
 import { photo, upload } from '../helpers/photos.js'
 import type { StoredImage } from '../helpers/responses.js'
+import { startApiProcess, type ApiProcess } from '../helpers/service-process.js'
 
 /**
  * Bad input of every kind, generated from the OpenAPI documents, to every operation: no answer
- * is a 5xx, every refusal is a `{"detail"}` sentence, no connection is reset, and the service is
- * still ready afterwards. FUZZ_REQUESTS sets how many requests go through `inject` (spread over
- * the operations), FUZZ_SEED replays a run: a failure prints the seed and the path to its case.
+ * is a 5xx, every refusal is a `{"detail"}` sentence, no connection is reset or left unanswered,
+ * nothing is logged as an error, and the service is still ready afterwards. FUZZ_REQUESTS sets
+ * how many requests go through `inject` (spread over the operations), FUZZ_SOCKET_REQUESTS how
+ * many are written on connections of their own; FUZZ_SEED replays a run: a failure prints its
+ * seed and the path to its case.
  */
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 2000)
 const SOCKET_REQUESTS = Number(process.env.FUZZ_SOCKET_REQUESTS ?? 150)
@@ -44,14 +51,27 @@ describe('bad input, generated from the OpenAPI documents', () => {
   let agency: Tenant
   let document: OpenApiDocument
   let smallPhoto: Buffer
-  let port: number
   let sent = 0
+  // The socket-level requests go to the service as a process of its own, as in production: in
+  // the test's own process, client and server share one event loop, and the timing that makes
+  // a closed connection reset, and lose its answer, does not happen.
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'mls-fuzz-'))
+  let serviceDatabase: FreshDatabase | undefined
+  let service: Promise<ApiProcess> | undefined
 
   before(async () => {
+    service = (async () => {
+      serviceDatabase = serverUrl ? await freshDatabase() : undefined
+      return startApiProcess('fuzzed', {
+        DATA_DIR: dataDir,
+        ...(serviceDatabase ? { DATABASE_URL: serviceDatabase.url!, DATABASE_POOL_SIZE: '4' } : {}),
+        ADMIN_API_KEY: ADMIN_KEY,
+        RATE_LIMIT_ENABLED: 'false',
+        LOG_LEVEL: 'error',
+      })
+    })()
     t = await buildTestApp({}, { logger: log })
     t.database.handle.availability.useLogger(log)
-    await t.app.listen({ host: '127.0.0.1', port: 0 })
-    port = (t.app.server.address() as AddressInfo).port
     agency = await createTenant(t.app)
     smallPhoto = await photo('jpeg', 32, 32)
     const publicDocument = (await t.app.inject('/openapi.json')).json<OpenApiDocument>()
@@ -63,7 +83,12 @@ describe('bad input, generated from the OpenAPI documents', () => {
       components: { ...publicDocument.components, schemas: { ...adminDocument.components.schemas, ...publicDocument.components.schemas } },
     }
   })
-  after(() => t.close())
+  after(async () => {
+    await t?.close()
+    await (await service?.catch(() => undefined))?.stop()
+    await serviceDatabase?.drop()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
 
   /**
    * Listings, a photo and a registration that exist, made anew for each operation: the ones
@@ -120,12 +145,14 @@ describe('bad input, generated from the OpenAPI documents', () => {
   })
 
   it(`answers ${SOCKET_REQUESTS} requests with lying lengths, broken framing or cut short, over a real connection`, async () => {
-    const fixtures = await freshFixtures()
+    const api = await service!
+    const { port } = new URL(api.baseUrl)
+    const target = await agencyOf(api.baseUrl)
     await fc.assert(
-      fc.asyncProperty(rawExchange(agency, fixtures), async (exchange) => {
+      fc.asyncProperty(rawExchange(target), async (exchange) => {
         sent++
-        const outcome = await exchangeOver(port, exchange)
-        const where = `${JSON.stringify({ ...exchange, body: exchange.body.length > 300 ? `${exchange.body.slice(0, 300)}…` : exchange.body })}\n→ ${outcome.received.slice(0, 600)}`
+        const outcome = await exchangeOver(Number(port), exchange)
+        const where = `${describeExchange(exchange)}\n→ ${outcome.received.slice(0, 600)}`
         assert.equal(outcome.error, undefined, `the connection failed (${outcome.error}): ${where}`)
         assert.ok(!outcome.timedOut, `no end to the exchange within ${EXCHANGE_PATIENCE_MS} ms: ${where}`)
         const statuses = [...outcome.received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]))
@@ -142,13 +169,38 @@ describe('bad input, generated from the OpenAPI documents', () => {
   it('has logged no error, and is ready and serving afterwards', async (context) => {
     context.diagnostic(`${sent} requests sent`)
     assert.ok(sent >= REQUESTS + SOCKET_REQUESTS, `only ${sent} requests sent`)
-    const ready = await fetch(`http://127.0.0.1:${port}/readyz`)
-    assert.equal(ready.status, 200, await ready.text())
+    const api = await service!
+    for (const [where, ready] of [
+      ['the app', await t.app.inject('/readyz')],
+      ['the process', await fetch(`${api.baseUrl}/readyz`).then(async (response) => ({ statusCode: response.status, body: await response.text() }))],
+    ] as const) {
+      assert.equal(ready.statusCode, 200, `${where}: ${ready.body}`)
+    }
     const next = await t.app.inject({ method: 'POST', url: '/properties', headers: agency.headers, payload: propertyBody() })
     assert.equal(next.statusCode, 201, next.body)
     assert.deepEqual(errorLines, [], `lines at error:\n${errorLines.map((line) => JSON.stringify(line)).join('\n')}`)
+    // The process logs at error only: whatever it printed is a failure.
+    assert.equal(api.recentOutput(), '', 'the process logged errors')
   })
 })
+
+/** An agency of the service process and one of its listings, made over HTTP. */
+async function agencyOf(baseUrl: string): Promise<{ apiKey: string; propertyId: number }> {
+  const post = async (url: string, body: unknown, headers: Record<string, string> = {}) => {
+    const response = await fetch(`${baseUrl}${url}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    })
+    assert.ok(response.ok, `${url}: ${response.status}`)
+    return (await response.json()) as Record<string, unknown>
+  }
+  const registered = await post('/tenants/register', registrationBody())
+  const approved = await post(`/admin/registrations/${String(registered.request_code)}/approve`, {}, adminHeaders)
+  const apiKey = String(approved.api_key)
+  const property = await post('/properties', propertyBody(), { 'x-api-key': apiKey })
+  return { apiKey, propertyId: Number(property.id) }
+}
 
 /** A request written byte by byte on a socket: how its body is framed, and how the client ends. */
 interface RawExchange {
@@ -163,55 +215,67 @@ interface RawExchange {
   offBy: number
 }
 
-function rawExchange(agency: Tenant, fixtures: Fixtures): fc.Arbitrary<RawExchange> {
-  const id = fixtures.pathValues.id?.[1] ?? '1'
-  return fc.record({
-    method: fc.constantFrom('POST', 'PATCH', 'PUT', 'GET', 'DELETE'),
-    path: fc.constantFrom(
-      '/properties',
-      `/properties/${id}`,
-      `/properties/${id}/status`,
-      '/tenants/register',
-      '/property-images/upload',
-      '/mls/properties',
-      '/nowhere',
-    ),
-    headers: fc.subarray([
-      `X-API-Key: ${agency.apiKey}`,
-      'Content-Type: application/json',
-      'Content-Type: multipart/form-data; boundary=fuzz',
-      'Content-Type: multipart/form-data',
-      'Connection: keep-alive',
-      'Connection: close',
-      'Expect: 100-continue',
-      'Content-Encoding: gzip',
-      'Transfer-Encoding: gzip, chunked',
-    ]),
-    body: fc.oneof(
-      fc.constant(JSON.stringify(propertyBody())),
-      fc.constantFrom(
-        '{"status_id":4}',
-        '{',
-        '',
-        '--fuzz\r\nContent-Disposition: form-data; name="file"; filename="a.jpg"\r\n\r\n\u00ff\u00d8\u00ff',
-        'x'.repeat(70_000),
+function rawExchange({ apiKey, propertyId: id }: { apiKey: string; propertyId: number }): fc.Arbitrary<RawExchange> {
+  return fc
+    .record({
+      method: fc.constantFrom('POST', 'PATCH', 'PUT', 'GET', 'DELETE'),
+      path: fc.constantFrom(
+        '/properties',
+        `/properties/${id}`,
+        `/properties/${id}/status`,
+        '/tenants/register',
+        '/property-images/upload',
+        '/mls/properties',
+        '/nowhere',
       ),
-      fc.string({ maxLength: 200 }),
-    ),
-    framing: fc.constantFrom(
-      'exact',
-      'declares more',
-      'declares less',
-      'malformed length',
-      'two lengths',
-      'chunked',
-      'bad chunks',
-      'chunked and length',
-      'none',
-    ),
-    ending: fc.constantFrom('end', 'end', 'end', 'abort'),
-    offBy: fc.integer({ min: 1, max: 100_000 }),
-  })
+      headers: fc.subarray([
+        `X-API-Key: ${apiKey}`,
+        'Content-Type: application/json',
+        'Content-Type: multipart/form-data; boundary=fuzz',
+        'Content-Type: multipart/form-data',
+        'Connection: keep-alive',
+        'Connection: close',
+        'Expect: 100-continue',
+        'Content-Encoding: gzip',
+        'Transfer-Encoding: gzip, chunked',
+        // Over Node's 16 KiB of headers: refused while the rest is still arriving.
+        `X-Padding: ${'a'.repeat(100_000)}`,
+      ]),
+      body: fc.oneof(
+        fc.constant(JSON.stringify(propertyBody())),
+        fc.constantFrom(
+          '{"status_id":4}',
+          '{',
+          '',
+          '--fuzz\r\nContent-Disposition: form-data; name="file"; filename="a.jpg"\r\n\r\n\u00ff\u00d8\u00ff',
+          'x'.repeat(70_000),
+          // Megabytes that are not HTTP, when the length declared is less: refused with most still to come.
+          '\u0001'.repeat(3_000_000),
+        ),
+        fc.string({ maxLength: 200 }),
+      ),
+      framing: fc.constantFrom(
+        'exact',
+        'declares more',
+        'declares less',
+        'malformed length',
+        'two lengths',
+        'chunked',
+        'bad chunks',
+        'chunked and length',
+        'none',
+      ),
+      ending: fc.constantFrom('end', 'end', 'end', 'abort'),
+      offBy: fc.integer({ min: 1, max: 100_000 }),
+    })
+    .map((exchange) => Object.defineProperty(exchange, fc.toStringMethod, { value: () => describeExchange(exchange) }))
+}
+
+/** The exchange with its long strings cut, for a failure's report. */
+function describeExchange(exchange: RawExchange): string {
+  return JSON.stringify(exchange, (_key, value: unknown) =>
+    typeof value === 'string' && value.length > 200 ? `${value.slice(0, 200)}… (${value.length} characters)` : value,
+  )
 }
 
 function frame(exchange: RawExchange): Buffer {

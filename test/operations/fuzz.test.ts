@@ -10,7 +10,7 @@ import pino from 'pino'
 import { ADMIN_KEY, buildTestApp, type TestApp } from '../helpers/app.js'
 import { badRequest, describeRequest, operationsOf, type Fixtures, type FuzzRequest } from '../helpers/bad-requests.js'
 import { freshDatabase, serverUrl, type FreshDatabase } from '../helpers/database.js'
-import { adminHeaders, createTenant, propertyBody, registrationBody, submitProperty, submitRegistration, type Tenant } from '../helpers/factories.js'
+import { adminHeaders, createTenant, propertyBody, registrationBody, submitProperty, submitRegistration } from '../helpers/factories.js'
 import type { OpenApiDocument } from '../helpers/openapi.js'
 import { photo, upload } from '../helpers/photos.js'
 import type { StoredImage } from '../helpers/responses.js'
@@ -48,7 +48,6 @@ describe('bad input, generated from the OpenAPI documents', () => {
   })
   const log = pino({ level: 'warn' }, sink)
   let t: TestApp
-  let agency: Tenant
   let document: OpenApiDocument
   let smallPhoto: Buffer
   let sent = 0
@@ -72,7 +71,6 @@ describe('bad input, generated from the OpenAPI documents', () => {
     })()
     t = await buildTestApp({}, { logger: log })
     t.database.handle.availability.useLogger(log)
-    agency = await createTenant(t.app)
     smallPhoto = await photo('jpeg', 32, 32)
     const publicDocument = (await t.app.inject('/openapi.json')).json<OpenApiDocument>()
     const adminDocument = (await t.app.inject({ url: '/admin/openapi.json', headers: adminHeaders })).json<OpenApiDocument>()
@@ -91,10 +89,12 @@ describe('bad input, generated from the OpenAPI documents', () => {
   })
 
   /**
-   * Listings, a photo and a registration that exist, made anew for each operation: the ones
-   * before may have been deleted or decided by the requests to other operations.
+   * An agency with listings and a photo, and a registration, made anew for each operation: the
+   * ones before may have been deleted, decided, suspended or had their keys revoked by the
+   * requests to other operations.
    */
   async function freshFixtures(): Promise<Fixtures> {
+    const agency = await createTenant(t.app)
     const listings = [await submitProperty(t.app, agency), await submitProperty(t.app, agency)]
     const image = await upload(t.app, agency, { file: smallPhoto, fields: { property_id: String(listings[0]!.id) } })
     assert.equal(image.statusCode, 201, image.body)
@@ -105,6 +105,7 @@ describe('bad input, generated from the OpenAPI documents', () => {
         id: ['1', ...listings.map((listing) => String(listing.id))],
         image_id: [String(image.json<StoredImage>().id)],
         request_code: [pending.request_code],
+        tenant_id: [String(agency.tenantId)],
       },
       fieldValues: { email: [pending.email], property_id: listings.map((listing) => String(listing.id)) },
       credentials: { ApiKey: ['x-api-key', agency.apiKey], AdminKey: ['x-admin-key', ADMIN_KEY] },
@@ -176,7 +177,8 @@ describe('bad input, generated from the OpenAPI documents', () => {
     ] as const) {
       assert.equal(ready.statusCode, 200, `${where}: ${ready.body}`)
     }
-    const next = await t.app.inject({ method: 'POST', url: '/properties', headers: agency.headers, payload: propertyBody() })
+    const newcomer = await createTenant(t.app)
+    const next = await t.app.inject({ method: 'POST', url: '/properties', headers: newcomer.headers, payload: propertyBody() })
     assert.equal(next.statusCode, 201, next.body)
     assert.deepEqual(errorLines, [], `lines at error:\n${errorLines.map((line) => JSON.stringify(line)).join('\n')}`)
     // The process logs at error only: whatever it printed is a failure.

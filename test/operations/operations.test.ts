@@ -162,7 +162,9 @@ describe('unexpected errors', () => {
       throw new Error('secret internal state: password=hunter2')
     })
     app.get('/test/database-down', async () => {
-      throw new Error('Failed query', { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }) })
+      // As node-postgres fails when nothing listens: Node's system error, with its syscall.
+      const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED', syscall: 'connect' })
+      throw new Error('Failed query', { cause: refused })
     })
     await app.ready()
     try {

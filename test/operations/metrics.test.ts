@@ -178,12 +178,4 @@ describe('an API process with METRICS_PORT', () => {
     assert.equal(hidden.status, 404)
     assert.deepEqual(await hidden.json(), NOT_FOUND)
   })
-
-  it('serves the API when that port is taken, with the error in its log', async () => {
-    // The first process holds the port.
-    const second = await start('metrics-api-2', metricsPort)
-    assert.equal((await fetch(`${second.baseUrl}/healthz`)).status, 200)
-    assert.ok(second.alive())
-    assert.match(second.recentOutput(), /"level":50.*Cannot serve metrics on 127\.0\.0\.1:\d+/)
-  })
 })

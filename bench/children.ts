@@ -26,7 +26,9 @@ const running = new Set<Child>()
  * that it watches: if the bench dies, the pipe closes and the child closes too.
  */
 export function startChild(name: string, script: string, env: NodeJS.ProcessEnv): Promise<Child> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', script], { cwd: REPO_ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] })
+  // BENCH_CPU_PROFILE=<dir>: the service writes a V8 CPU profile there when it stops (see docs/performance.md).
+  const profile = name === 'service' && process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : []
+  const proc = spawn(process.execPath, [...profile, '--import', 'tsx', script], { cwd: REPO_ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] })
   const forward = (line: string) => process.stderr.write(`[${name}] ${line}\n`)
   createInterface({ input: proc.stderr }).on('line', forward)
 

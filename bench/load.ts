@@ -1,5 +1,6 @@
 /** One scenario under load: autocannon's programmatic API with a fresh request every time. */
 import autocannon from 'autocannon'
+import type { CpuMeter, CpuShares } from './machine.js'
 import type { BenchRequest } from './requests.js'
 
 /** (e) is the photo uploads, (e1) and (e2) the catalogue reads alone and during them. */
@@ -32,6 +33,8 @@ export interface ScenarioResult {
   status_codes: Record<string, number>
   /** The first few non-2xx answers, to tell what went wrong without rerunning. */
   failure_samples: { status: number; body: string }[]
+  /** Where the CPU went while it was measured (Linux). */
+  cpu?: CpuShares
 }
 
 export interface LoadOptions {
@@ -44,12 +47,19 @@ export interface LoadOptions {
 
 const FAILURE_SAMPLES = 5
 
-export async function runScenario(scenario: Scenario, options: LoadOptions): Promise<ScenarioResult> {
+export async function runScenario(scenario: Scenario, options: LoadOptions, meter?: CpuMeter): Promise<ScenarioResult> {
   process.stderr.write(`(${scenario.id}) ${scenario.title}: warm-up ${options.warmup} s, then ${options.duration} s… `)
   await warmUp(scenario, options.connections, options.warmup)
-  const result = await measure(scenario, options.connections, options.duration)
+  const result = await measureCpu(meter, () => measure(scenario, options.connections, options.duration))
   process.stderr.write('done\n')
   return result
+}
+
+/** The scenario's figures with the CPU each process spent meanwhile, when a meter is given. */
+export async function measureCpu(meter: CpuMeter | undefined, work: () => Promise<ScenarioResult>): Promise<ScenarioResult> {
+  if (!meter) return work()
+  const { result, cpu } = await meter.measure(work)
+  return cpu ? { ...result, cpu } : result
 }
 
 /** Loads the scenario and throws the figures away. */

@@ -18,6 +18,10 @@ export interface BenchOptions {
   chunkSize: number
   /** The scenarios to run, in the order of SCENARIOS whatever the order given. */
   scenarios: ScenarioName[]
+  /** Interleaved rounds (ceiling, scenario, …) each ratio to the ceiling is taken from; 0 skips them. */
+  rounds: number
+  /** Seconds each side of a round is measured. */
+  roundDuration: number
 }
 
 /** What --scenarios accepts; (e) brings its catalogue reads (e1) and (e2) along; (f) needs PostgreSQL. */
@@ -39,6 +43,9 @@ const USAGE = `Usage: npm run bench -- [options]
   --scenarios LIST  comma-separated subset of ${SCENARIOS.join(',')} (default all); e.g. e for
                     the photo uploads alone. Targets of scenarios not run are left out.
                     (f), the webhook deliveries, needs PostgreSQL and is left out with --pglite.
+  --rounds N        interleaved rounds (ceiling, scenario, ceiling, scenario…) that the ratios
+                    (b)/(a) and (c)/(a1) are judged on, as their median (default 3; 0: none)
+  --round-duration S  seconds measured on each side of a round (default 10)
 
 PostgreSQL is taken from DATABASE_URL, which the bench WIPES (reference data aside):
 give it a database of its own, e.g. postgres://postgres@127.0.0.1:5432/mls_bench.`
@@ -60,6 +67,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv = process.en
         'skip-seed': { type: 'boolean', default: false },
         out: { type: 'string' },
         scenarios: { type: 'string' },
+        rounds: { type: 'string' },
+        'round-duration': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     }))
@@ -91,6 +100,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv = process.en
     out: values.out === undefined ? undefined : path.resolve(values.out),
     chunkSize: engine === 'pglite' ? 10_000 : 100_000,
     scenarios: scenarioList(values.scenarios, engine),
+    rounds: values.rounds === '0' ? 0 : positiveInteger('--rounds', values.rounds, 3),
+    roundDuration: positiveInteger('--round-duration', values['round-duration'], 10),
   }
 }
 

@@ -12,9 +12,11 @@ import { migrateDatabase } from '../src/db/migrate.js'
 import { startChild, stopAllChildren, type Child } from './children.js'
 import { fetchFixtures } from './fixtures.js'
 import { runScenario, type Scenario, type ScenarioId, type ScenarioResult } from './load.js'
+import { CpuMeter, describeMachine, machineLine } from './machine.js'
 import { defaultOutFile, parseOptions, type BenchOptions } from './options.js'
 import { printReport, writeReport, type RunInfo } from './report.js'
 import { catalogueDetail, catalogueSearch, submission, type BenchRequest } from './requests.js'
+import { interleavedRatio, type InterleavedRatio } from './rounds.js'
 import { prepareDatabase, type PreparedDatabase } from './seed.js'
 import { runUploads, type UploadFigures } from './uploads.js'
 import { runWebhooks, type WebhookFigures } from './webhooks.js'
@@ -49,6 +51,9 @@ try {
 }
 
 async function main(options: BenchOptions): Promise<void> {
+  // Before anything of the bench's own runs: how busy the machine was without it.
+  const machine = describeMachine()
+  console.error(machineLine(machine))
   const prepared = await prepare(options)
 
   const serviceEnv = serviceEnvironment(options)
@@ -61,8 +66,10 @@ async function main(options: BenchOptions): Promise<void> {
   const warmup = Math.min(3, Math.max(1, Math.round(options.duration / 5)))
   const load = { connections: options.connections, duration: options.duration, warmup }
   const scenarios = defineScenarios(service, ceiling, prepared).filter((scenario) => (options.scenarios as string[]).includes(scenario.id))
+  const meter = new CpuMeter({ service: service.pid, ceiling: ceiling.pid }, options.engine === 'postgres')
   const results: Partial<Record<ScenarioId, ScenarioResult>> = {}
-  for (const scenario of scenarios) results[scenario.id] = await runScenario(scenario, load)
+  for (const scenario of scenarios) results[scenario.id] = await runScenario(scenario, load, meter)
+  const interleaved = await ratioRounds(scenarios, options, meter)
   // (e) last: the uploads still in flight when it stops are processed after it, and would
   // weigh on whatever scenario came next.
   let uploads: UploadFigures | undefined
@@ -77,6 +84,7 @@ async function main(options: BenchOptions): Promise<void> {
   if (options.scenarios.includes('f')) webhooks = await runWebhooks(service, serviceEnv, options.databaseUrl!, load)
 
   const info: RunInfo = {
+    machine,
     engine: options.engine,
     database_version: prepared.serverVersion,
     listings: prepared.listings,
@@ -87,6 +95,7 @@ async function main(options: BenchOptions): Promise<void> {
     duration_s: options.duration,
     warmup_s: warmup,
     seeding_seconds: prepared.seedingSeconds === null ? null : Number(prepared.seedingSeconds.toFixed(1)),
+    database_bytes: prepared.databaseBytes,
     service: {
       pool_size: options.engine === 'postgres' ? loadConfig(serviceEnv).databasePoolSize : null,
       pipelined_connections: options.engine === 'postgres' ? loadConfig(serviceEnv).databasePipelinedConnections : null,
@@ -94,8 +103,28 @@ async function main(options: BenchOptions): Promise<void> {
       log_level: 'warn',
     },
   }
-  printReport(info, results, uploads, webhooks)
-  writeReport(options.out ?? defaultOutFile(options.engine, prepared.listings), info, results, uploads, webhooks)
+  printReport(info, results, uploads, webhooks, interleaved)
+  writeReport(options.out ?? defaultOutFile(options.engine, prepared.listings), info, results, uploads, webhooks, interleaved)
+}
+
+/**
+ * The ratios the targets are judged on: (b)/(a) and (c)/(a1) from interleaved rounds, for each
+ * pair whose both scenarios ran (and so are warm).
+ */
+async function ratioRounds(scenarios: Scenario[], options: BenchOptions, meter: CpuMeter): Promise<InterleavedRatio[]> {
+  const byId = new Map(scenarios.map((scenario) => [scenario.id, scenario]))
+  const ratios: InterleavedRatio[] = []
+  if (options.rounds === 0) return ratios
+  for (const [ceilingId, scenarioId] of [
+    ['a', 'b'],
+    ['a1', 'c'],
+  ] as const) {
+    const ceiling = byId.get(ceilingId)
+    const scenario = byId.get(scenarioId)
+    if (!ceiling || !scenario) continue
+    ratios.push(await interleavedRatio(ceiling, scenario, { rounds: options.rounds, seconds: options.roundDuration, connections: options.connections }, meter))
+  }
+  return ratios
 }
 
 /** Migrates and seeds (or, with --skip-seed, inspects) the database, then lets go of it. */

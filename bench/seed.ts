@@ -67,6 +67,8 @@ export interface PreparedDatabase {
   owners: number
   /** Wall time of the whole seed (wipe to VACUUM ANALYZE); null when --skip-seed reused data. */
   seedingSeconds: number | null
+  /** The whole database on disk, indexes included (`pg_database_size`). */
+  databaseBytes: number
   /** Random published listing ids, for GET /mls/properties/{id}. */
   publishedIds: number[]
   /** UPLOAD_TENANT's properties that (e) uploads photos to, unpublished ones first. */
@@ -87,10 +89,12 @@ export async function prepareDatabase(handle: DatabaseHandle, options: SeedOptio
     throw new Error('The database has no bench tenants or no published listings: run once without --skip-seed.')
   }
   const ids = await queryRows<{ id: number }>(db, sql`select id from properties where status_id = 2 order by random() limit ${SAMPLED_IDS}::int`)
+  const [size] = await queryRows<{ bytes: number }>(db, sql`select pg_database_size(current_database())::float8 as bytes`)
   return {
     serverVersion: version?.version ?? 'unknown',
     ...stats,
     seedingSeconds,
+    databaseBytes: size?.bytes ?? 0,
     publishedIds: ids.map((row) => row.id),
     uploadPropertyIds: await uploadTargets(db),
   }
@@ -112,7 +116,9 @@ async function uploadTargets(db: Database): Promise<number[]> {
   return rows.map((row) => row.id)
 }
 
-async function readStats(db: Database): Promise<Omit<PreparedDatabase, 'serverVersion' | 'seedingSeconds' | 'publishedIds' | 'uploadPropertyIds'>> {
+async function readStats(
+  db: Database,
+): Promise<Omit<PreparedDatabase, 'serverVersion' | 'seedingSeconds' | 'databaseBytes' | 'publishedIds' | 'uploadPropertyIds'>> {
   const [row] = await queryRows<{ listings: number; published: number; tenants: number; owners: number }>(
     db,
     sql`select (select count(*)::int from properties) as listings,

@@ -43,7 +43,7 @@ export interface CpuShares {
   service: number
   ceiling: number
   load_generator: number
-  /** Every process named `postgres` on this machine: the server runs beside the bench. Null on PGlite. */
+  /** PostgreSQL's own processes and the backends of the bench's database: the server runs beside the bench. Null on PGlite. */
   postgres: number | null
   /** Everything else the machine did meanwhile: other programs, the kernel's own work. */
   other: number
@@ -73,7 +73,8 @@ export class CpuMeter {
 
   constructor(
     private readonly pids: { service?: number; ceiling?: number },
-    private readonly withPostgres: boolean,
+    /** The bench's database on a PostgreSQL server on this machine; undefined on PGlite. */
+    private readonly postgresDatabase: string | undefined,
   ) {
     this.available = readMachineBusy() !== undefined
   }
@@ -91,7 +92,7 @@ export class CpuMeter {
       service: processTicks(this.pids.service),
       ceiling: processTicks(this.pids.ceiling),
       loadGenerator: ((self.user + self.system) / 1e6) * TICKS_PER_SECOND,
-      postgres: this.withPostgres ? postgresTicks() : new Map<number, number>(),
+      postgres: this.postgresDatabase ? postgresTicks(this.postgresDatabase) : new Map<number, number>(),
       machineBusy: readMachineBusy() ?? 0,
     }
   }
@@ -106,7 +107,7 @@ export class CpuMeter {
     const service = cores(after.service - before.service)
     const ceiling = cores(after.ceiling - before.ceiling)
     const loadGenerator = cores(after.loadGenerator - before.loadGenerator)
-    const postgres = this.withPostgres ? cores(postgresTicks) : null
+    const postgres = this.postgresDatabase ? cores(postgresTicks) : null
     const machine = cores(after.machineBusy - before.machineBusy)
     const other = Number(Math.max(0, machine - service - ceiling - loadGenerator - (postgres ?? 0)).toFixed(2))
     return { service, ceiling, load_generator: loadGenerator, postgres, other, machine, cores: os.availableParallelism() }
@@ -129,13 +130,21 @@ function ticksOfStat(stat: string): number {
   return Number(fields[11]) + Number(fields[12])
 }
 
-function postgresTicks(): Map<number, number> {
+/**
+ * The server's own processes (checkpointer, WAL writer…) and the backends serving `database`;
+ * backends of other databases on a shared server are another program's work. A backend names
+ * its user, database and client in its title: `postgres: 15/main: postgres mls_bench 127.0.0.1(5432) idle`.
+ */
+function postgresTicks(database: string): Map<number, number> {
   const ticks = new Map<number, number>()
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === 'postgres') ticks.set(Number(entry), ticksOfStat(stat))
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'postgres') continue
+      const title = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ')
+      const backend = /: \S+ (\S+) (\S+\(\d+\)|\[local\])/.exec(title)
+      if (!backend || backend[1] === database) ticks.set(Number(entry), ticksOfStat(stat))
     } catch {
       // the process ended while the list was read
     }
@@ -155,9 +164,15 @@ function readMachineBusy(): number | undefined {
   }
 }
 
-export function cpuLine(cpu: CpuShares): string {
-  const parts = [`service ${cpu.service}`, `ceiling ${cpu.ceiling}`, `load generator ${cpu.load_generator}`]
-  if (cpu.postgres !== null) parts.push(`PostgreSQL ${cpu.postgres}`)
+/**
+ * The shares, and with a request rate what each process spent per request: CPU microseconds
+ * per request hold much better than rates on a machine whose speed or load moves.
+ */
+export function cpuLine(cpu: CpuShares, requestsPerSecond?: number): string {
+  const perRequest = (cores: number) => (requestsPerSecond ? ` (${Math.round((cores / requestsPerSecond) * 1e6)} µs/req)` : '')
+  const parts = [`service ${cpu.service}${perRequest(cpu.service)}`, `ceiling ${cpu.ceiling}${perRequest(cpu.ceiling)}`]
+  parts.push(`load generator ${cpu.load_generator}${perRequest(cpu.load_generator)}`)
+  if (cpu.postgres !== null) parts.push(`PostgreSQL ${cpu.postgres}${perRequest(cpu.postgres)}`)
   parts.push(`other ${cpu.other}`)
   return `cores busy: ${parts.join(', ')}; machine ${cpu.machine} of ${cpu.cores}`
 }

@@ -165,7 +165,7 @@ export function printReport(
   const measured = Object.values(results).filter((result) => result.cpu)
   if (measured.length > 0) {
     console.log('\nCPU while measured (cores busy on average):')
-    for (const result of measured) console.log(`  (${result.id}) ${cpuLine(result.cpu!)}`)
+    for (const result of measured) console.log(`  (${result.id}) ${cpuLine(result.cpu!, result.requests_per_second)}`)
   }
   if (results.e && uploads) printUploads(info, results, uploads)
   if (webhooks) {
@@ -203,7 +203,7 @@ function printInterleaved(ratio: InterleavedRatio): void {
     console.log(
       `  round ${index + 1}: (${ratio.ceiling}) ${round.ceiling.requests_per_second.toFixed(1)}, ` +
         `(${ratio.scenario}) ${round.scenario.requests_per_second.toFixed(1)} req/s p99 ${round.scenario.latency_p99_ms} ms: ${percent(round.ratio)}` +
-        (round.scenario.cpu ? `; during (${ratio.scenario}) ${cpuLine(round.scenario.cpu)}` : ''),
+        (round.scenario.cpu ? `; during (${ratio.scenario}) ${cpuLine(round.scenario.cpu, round.scenario.requests_per_second)}` : ''),
     )
   }
 }

@@ -66,7 +66,7 @@ async function main(options: BenchOptions): Promise<void> {
   const warmup = Math.min(3, Math.max(1, Math.round(options.duration / 5)))
   const load = { connections: options.connections, duration: options.duration, warmup }
   const scenarios = defineScenarios(service, ceiling, prepared).filter((scenario) => (options.scenarios as string[]).includes(scenario.id))
-  const meter = new CpuMeter({ service: service.pid, ceiling: ceiling.pid }, options.engine === 'postgres')
+  const meter = new CpuMeter({ service: service.pid, ceiling: ceiling.pid }, options.databaseUrl && new URL(options.databaseUrl).pathname.slice(1))
   const results: Partial<Record<ScenarioId, ScenarioResult>> = {}
   for (const scenario of scenarios) results[scenario.id] = await runScenario(scenario, load, meter)
   const interleaved = await ratioRounds(scenarios, options, meter)

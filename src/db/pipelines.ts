@@ -3,6 +3,8 @@ import pg from 'pg'
 
 interface Connection {
   client: pg.Client
+  /** Whether this tick's statements are being gathered into one write (see holdWritesUntilTickEnds). */
+  corked: boolean
   /** Settles once the connection is open, or has failed to open. */
   opened: Promise<void>
   isOpen: boolean
@@ -59,6 +61,7 @@ export class PipelinedConnections {
     // Chosen and counted in one go: statements sent together spread over the connections.
     const connection = this.bestOpen() ?? (await this.firstToOpen())
     connection.sentAt.push(performance.now())
+    holdWritesUntilTickEnds(connection)
     try {
       return await connection.client.query(config, values)
     } finally {
@@ -102,7 +105,7 @@ export class PipelinedConnections {
 
   private open(index: number): Connection {
     const client = new pg.Client({ ...this.config, pipeline: true })
-    const connection: Connection = { client, opened: Promise.resolve(), isOpen: false, sentAt: [] }
+    const connection: Connection = { client, corked: false, opened: Promise.resolve(), isOpen: false, sentAt: [] }
     let dropped = false
     // Once per connection, on whichever of 'error', 'end' or a failed connect comes first.
     const drop = () => {
@@ -133,6 +136,25 @@ export class PipelinedConnections {
     this.connections[index] = connection
     return connection
   }
+}
+
+/**
+ * Gathers the statements sent on a connection during this tick into one socket write. node-postgres
+ * writes each statement as soon as it is queued; under load the answers to one catalogue read
+ * (the catalogue counters) release dozens of requests in one burst, and their statements would
+ * cost a system call each, in Node and in the backend that reads them. The stream is corked
+ * on the first statement of a tick and uncorked once the tick's work and promise jobs are done.
+ */
+function holdWritesUntilTickEnds(connection: Connection): void {
+  if (connection.corked) return
+  // The client's stream is node-postgres' own; it is there from the moment the client exists.
+  const stream = (connection.client as unknown as { connection: { stream: NodeJS.WritableStream & { cork(): void; uncork(): void } } }).connection.stream
+  connection.corked = true
+  stream.cork()
+  process.nextTick(() => {
+    connection.corked = false
+    stream.uncork()
+  })
 }
 
 /** Whether `a` should take the next statement rather than `b` (see PipelinedConnections). */

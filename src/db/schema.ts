@@ -418,6 +418,31 @@ export const catalogueCountsByPriceAllCities = pgTable(
 )
 
 /**
+ * The same price bands per district (migration 0016), for a price range searched with a
+ * district: counted on the listings, its total grew with the district. A district belongs to
+ * one city, which is kept beside it so that a search naming a city and another city's district
+ * stays exact (nothing matches). Listings without a district are not kept here.
+ */
+export const catalogueCountsByDistrictPrice = pgTable(
+  'catalogue_counts_by_district_price',
+  {
+    districtId: integer('district_id').notNull(),
+    cityId: integer('city_id').notNull(),
+    propertyTypeId: smallint('property_type_id').notNull(),
+    dealTypeId: smallint('deal_type_id').notNull(),
+    rooms: integer('rooms').notNull(),
+    priceBand: integer('price_band').notNull(),
+    listings: integer('listings').notNull(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'catalogue_counts_by_district_price_pk',
+      columns: [t.districtId, t.cityId, t.propertyTypeId, t.dealTypeId, t.rooms, t.priceBand],
+    }),
+  ],
+)
+
+/**
  * A counter per city (0 for a listing without one) that statement triggers on properties and
  * property_images (migration 0006) raise in the same transaction as any change to what the
  * catalogue shows of that city's published listings. A process may keep a catalogue answer as

@@ -9,13 +9,31 @@ import type { CataloguePage } from '../helpers/responses.js'
 
 /**
  * Price-range totals come from price bands plus the listings at the range's two ends
- * (catalogue.repository.ts, migration 0008). Compared here with a plain count for every pair of
+ * (catalogue.repository.ts, migrations 0008 and 0016 for districts). Compared here with a plain count for every pair of
  * bounds, on prices placed at and around the bands' edges.
  */
 describe('catalogue totals with a price range', () => {
   let t: TestApp
   const prices = [9.5, 10, 10.5, 99, 99.99, 100, 1_000, 1_099.99, 1_100, 45_000, 12_000_000, 12_999_999.99, 13_000_000, 60_000_000]
-  const bounds = [undefined, 0, 9.99, 10, 99.99, 100, 1_099.99, 1_100, 45_000, 45_000.01, 12_000_000, 12_500_000, 13_000_000, 99_000_000]
+  // Bounds in the lower and the upper half of their band: each end is counted from its smaller side.
+  const bounds = [
+    undefined,
+    0,
+    9.99,
+    10,
+    99.99,
+    100,
+    1_099.99,
+    1_100,
+    45_000,
+    45_000.01,
+    12_000_000,
+    12_400_000,
+    12_500_000,
+    12_600_000,
+    13_000_000,
+    99_000_000,
+  ]
 
   before(async () => {
     t = await buildTestApp()
@@ -48,6 +66,9 @@ describe('catalogue totals with a price range', () => {
       '&rooms=1',
       '&district_id=1',
       '&city_id=1&district_id=6&deal_type_id=1',
+      '&district_id=6&rooms=1&property_type_id=1',
+      // Another city's district: nothing matches, whatever the bands of the district hold.
+      '&city_id=2&district_id=1',
     ]) {
       for (const min of bounds) {
         for (const max of bounds) {
@@ -77,7 +98,13 @@ describe('catalogue totals with a price range', () => {
 
   // After the tests above on purpose: the price change of the one before goes through the trigger.
   it('keeps the counts tables as a rebuild from the listings would, after the price change too', async () => {
-    const tables = ['catalogue_counts', 'catalogue_counts_by_city', 'catalogue_counts_by_price', 'catalogue_counts_by_price_all_cities']
+    const tables = [
+      'catalogue_counts',
+      'catalogue_counts_by_city',
+      'catalogue_counts_by_price',
+      'catalogue_counts_by_price_all_cities',
+      'catalogue_counts_by_district_price',
+    ]
     // The trigger leaves rows counting nothing where listings left; a rebuild has none.
     const contents = async () =>
       Promise.all(

@@ -7,7 +7,14 @@
 import { and, asc, desc, eq, gte, lte, sql, type AnyColumn, type SQL } from 'drizzle-orm'
 import type { PipelinedDatabase } from '../../db/client.js'
 import { prepared } from '../../db/prepared.js'
-import { catalogueCounts, catalogueCountsByCity, catalogueCountsByPrice, catalogueCountsByPriceAllCities, properties } from '../../db/schema.js'
+import {
+  catalogueCounts,
+  catalogueCountsByCity,
+  catalogueCountsByDistrictPrice,
+  catalogueCountsByPrice,
+  catalogueCountsByPriceAllCities,
+  properties,
+} from '../../db/schema.js'
 import { offsetTimestampFromUtcText, toOffsetTimestamp } from '../../lib/time.js'
 import { ListingStatus } from '../properties/listing-status.js'
 import { isPriceBound, usedKeys, type CatalogueFilter, type CatalogueSort, type FilterKey, type PagePlan } from './catalogue-page-plan.js'
@@ -44,8 +51,8 @@ const facetConditions: Partial<Record<FilterKey, () => SQL>> = {
   rooms: () => eq(catalogueCounts.rooms, sql.placeholder('rooms')),
 }
 
-/** Filters the price-band counts tables answer, besides the price range itself. */
-const priceBandKeys = new Set<FilterKey>(['cityId', 'propertyTypeId', 'dealTypeId', 'rooms'])
+/** Filters the price-band counts tables answer, besides the price range itself (a district: its own table). */
+const priceBandKeys = new Set<FilterKey>(['cityId', 'propertyTypeId', 'dealTypeId', 'rooms', 'districtId'])
 /** Past any price numeric(15,2) holds: an open end of a price range. */
 const NO_MAX_PRICE = 1e15
 
@@ -264,13 +271,13 @@ function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort
  * (trigger-kept tables, migrations 0002, 0008 and 0009):
  * - city, type and deal (the landing page and most searches): a sum over catalogue_counts_by_city;
  * - with district or rooms: a sum over catalogue_counts;
- * - a price range with city, type, deal or rooms: a sum over the price bands wholly inside the
- *   range in catalogue_counts_by_price (without a city: catalogue_counts_by_price_all_cities),
+ * - a price range with city, district, type, deal or rooms: a sum over the price bands wholly
+ *   inside the range in catalogue_counts_by_price (with a district:
+ *   catalogue_counts_by_district_price; without either: catalogue_counts_by_price_all_cities),
  *   plus a count, on the price indexes, of the listings in the two bands at its ends (a few
  *   hundred index entries where the whole range was ~13,000 for a Moscow flat budget among
  *   1M listings);
- * - anything else (area, complex, agency, or a district with a price) is counted on the
- *   catalogue indexes (see schema.ts).
+ * - anything else (area, complex, agency) is counted on the catalogue indexes (see schema.ts).
  */
 export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFilter): Promise<number> {
   const keys = usedKeys(filter)
@@ -315,40 +322,65 @@ export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFil
 
 /**
  * A price range [min, max] is three disjoint parts: from min to the end of min's band, the
- * bands strictly between min's and max's (summed from the counts table: the city's bands, or
- * without a city the all-cities ones), and from the start of max's band to max. When both are
- * in one band the first part is the whole range and the others are empty. The end parts are
- * index range scans on the *_price_idx indexes; the bands are one range scan of the counts
- * table's range indexes (with a type, migration 0011's; without, 0009's).
+ * bands strictly between min's and max's (summed from the counts table: a district's bands,
+ * the city's, or without either the all-cities ones), and from the start of max's band to max.
+ * When both are in one band the first part is the whole range and the others are empty. The
+ * bands are one range scan of the counts table's range indexes (with a type, migration 0011's;
+ * without, 0009's; a district's, its primary key).
+ *
+ * The end parts are counted on the *_price_idx indexes, and cost what they count, which grows
+ * with the catalogue. So each end part counts the smaller side of its band: where min sits in
+ * the lower half of its band (and the range goes on past it), the listings of the band below
+ * min are counted and taken from the band's total; likewise above max in max's band. At most
+ * half a band is counted at either end, a quarter on average. (Each CASE branch is a subquery
+ * PostgreSQL runs only when the branch is taken.)
  */
 function countByPriceBands(db: PipelinedDatabase, groupKeys: FilterKey[]) {
   const min = sql.placeholder('minPrice')
   const max = sql.placeholder('maxPrice')
-  const inRange = and(publishedWhere(groupKeys), gte(properties.price, min), lte(properties.price, max))
-  const countWhere = (condition: SQL) =>
+  const count = (condition: SQL) =>
     db
       .select({ n: sql`count(*)` })
       .from(properties)
-      .where(and(inRange, condition))
-  const firstBand = countWhere(sql`${properties.price} < catalogue_price_band_end(${min})`)
-  const lastBand = countWhere(sql`${properties.price} >= catalogue_price_band_start(${max}) and ${properties.price} >= catalogue_price_band_end(${min})`)
-  const bands = groupKeys.includes('cityId') ? catalogueCountsByPrice : catalogueCountsByPriceAllCities
+      .where(and(publishedWhere(groupKeys), condition))
+  const bands = groupKeys.includes('districtId')
+    ? catalogueCountsByDistrictPrice
+    : groupKeys.includes('cityId')
+      ? catalogueCountsByPrice
+      : catalogueCountsByPriceAllCities
   const bandColumns: Partial<Record<FilterKey, AnyColumn>> = {
-    cityId: catalogueCountsByPrice.cityId,
+    districtId: catalogueCountsByDistrictPrice.districtId,
+    cityId: bands === catalogueCountsByDistrictPrice ? catalogueCountsByDistrictPrice.cityId : catalogueCountsByPrice.cityId,
     propertyTypeId: bands.propertyTypeId,
     dealTypeId: bands.dealTypeId,
     rooms: bands.rooms,
   }
+  const ofGroup = groupKeys.map((key) => eq(bandColumns[key]!, sql.placeholder(key)))
+  const bandTotal = (price: typeof min | typeof max) =>
+    db
+      .select({ n: sql`coalesce(sum(${bands.listings}), 0)` })
+      .from(bands)
+      .where(and(...ofGroup, sql`${bands.priceBand} = catalogue_price_band(${price})`))
+  const price = properties.price
+  const minBandStart = sql`catalogue_price_band_start(${min})`
+  const minBandEnd = sql`catalogue_price_band_end(${min})`
+  const maxBandStart = sql`catalogue_price_band_start(${max})`
+  const maxBandEnd = sql`catalogue_price_band_end(${max})`
+  const firstPart = sql`case
+    when ${max} >= ${minBandEnd} and ${min} - ${minBandStart} < ${minBandEnd} - ${min}
+    then (${bandTotal(min)}) - (${count(sql`${price} >= ${minBandStart} and ${price} < ${min}`)})
+    else (${count(sql`${price} >= ${min} and ${price} <= ${max} and ${price} < ${minBandEnd}`)})
+  end`
+  const lastPart = sql`case
+    when ${maxBandStart} < ${minBandEnd} then 0
+    when ${maxBandEnd} - ${max} < ${max} - ${maxBandStart}
+    then (${bandTotal(max)}) - (${count(sql`${price} > ${max} and ${price} < ${maxBandEnd}`)})
+    else (${count(sql`${price} >= ${maxBandStart} and ${price} <= ${max}`)})
+  end`
   return db
-    .select({ total: sql<number>`(coalesce(sum(${bands.listings}), 0) + (${firstBand}) + (${lastBand}))::int` })
+    .select({ total: sql<number>`(coalesce(sum(${bands.listings}), 0) + ${firstPart} + ${lastPart})::int` })
     .from(bands)
-    .where(
-      and(
-        ...groupKeys.map((key) => eq(bandColumns[key]!, sql.placeholder(key))),
-        sql`${bands.priceBand} > catalogue_price_band(${min})`,
-        sql`${bands.priceBand} < catalogue_price_band(${max})`,
-      ),
-    )
+    .where(and(...ofGroup, sql`${bands.priceBand} > catalogue_price_band(${min})`, sql`${bands.priceBand} < catalogue_price_band(${max})`))
 }
 
 /** A published listing's row with what its detail adds, or undefined. */

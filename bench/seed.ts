@@ -164,7 +164,7 @@ async function seed(db: Database, options: SeedOptions): Promise<number> {
   // Outside the transaction (VACUUM cannot run in one): fresh statistics and visibility map,
   // as a database that has been live for a while would have.
   await db.execute(
-    sql`vacuum analyze properties, owners, tenants, api_keys, catalogue_counts, catalogue_counts_by_city, catalogue_counts_by_price, catalogue_counts_by_price_all_cities, catalogue_versions`,
+    sql`vacuum analyze properties, owners, tenants, api_keys, catalogue_counts, catalogue_counts_by_city, catalogue_counts_by_price, catalogue_counts_by_price_all_cities, catalogue_counts_by_district_price, catalogue_versions`,
   )
   console.error(`VACUUM ANALYZE in ${lap()}.`)
   const seconds = (performance.now() - started) / 1000

@@ -92,3 +92,12 @@ INSERT INTO catalogue_counts_by_district_price (district_id, city_id, property_t
 SELECT district_id, city_id, property_type_id, deal_type_id, coalesce(rooms, -1), catalogue_price_band(price), count(*)
   FROM properties WHERE status_id = 2 AND price IS NOT NULL AND district_id IS NOT NULL
  GROUP BY 1, 2, 3, 4, 5, 6;
+--> statement-breakpoint
+-- A district's bands are read by deal, then band, as the city's are (migrations 0009 and 0011):
+-- with the type ahead of the band when the search has one. In the primary key the type and
+-- rooms come before the band, which read every type's and rooms' bands of the district.
+CREATE INDEX "catalogue_counts_by_district_price_range_idx" ON "catalogue_counts_by_district_price" ("district_id", "deal_type_id", "price_band")
+  INCLUDE ("city_id", "property_type_id", "rooms", "listings");
+--> statement-breakpoint
+CREATE INDEX "catalogue_counts_by_district_price_type_range_idx" ON "catalogue_counts_by_district_price" ("district_id", "property_type_id", "deal_type_id", "price_band")
+  INCLUDE ("city_id", "rooms", "listings");

@@ -72,6 +72,8 @@ export interface S3Config {
 export interface ImageLimits {
   maxBytes: number
   maxPixels: number
+  /** Longer side of the stored photo, px; a smaller photo is stored at its own size. */
+  maxEdge: number
   perProperty: number
   /** Photos re-encoded at once; the others wait, so catalogue reads keep a core. */
   processingConcurrency: number
@@ -150,6 +152,9 @@ export function loadConfig(env: Env = process.env): Config {
     images: {
       maxBytes: read('IMAGE_MAX_BYTES', 15 * 1024 * 1024, integerIn(1024, 1024 * 1024 * 1024)),
       maxPixels: read('IMAGE_MAX_PIXELS', 50_000_000, integerIn(1, 1_000_000_000)),
+      // What the listing portals serve full-screen. At least the thumbnail's width; at most
+      // WebP's largest side.
+      maxEdge: read('IMAGE_MAX_EDGE', 2560, integerIn(400, 16_383)),
       perProperty: read('IMAGE_MAX_PER_PROPERTY', 50, integerIn(1, 10_000)),
       processingConcurrency: read('IMAGE_PROCESSING_CONCURRENCY', Math.max(1, Math.floor(availableParallelism() / 2)), integerIn(1, 256)),
       queueMax: read('IMAGE_QUEUE_MAX', 8, integerIn(0, 10_000)),

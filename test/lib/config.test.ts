@@ -32,6 +32,7 @@ describe('configuration', () => {
     assert.deepEqual(config.metrics, { port: 9464, host: '127.0.0.1', token: undefined })
     assert.equal(config.databasePipelinedConnections, 2)
     assert.deepEqual(config.retention, { eventDays: 30, orphanFileMinAgeMs: 3_600_000 })
+    assert.equal(config.images.maxEdge, 2560)
     rmSync(dir, { recursive: true })
   })
 
@@ -64,7 +65,9 @@ describe('configuration', () => {
       METRICS_PORT: '0',
       METRICS_HOST: '0.0.0.0',
       METRICS_TOKEN: 'm'.repeat(16),
+      IMAGE_MAX_EDGE: '1920',
     })
+    assert.equal(config.images.maxEdge, 1920)
     assert.equal(config.rateLimits.failuresPerMinute, 5)
     assert.deepEqual(config.corsOrigins, ['https://agency.example', 'http://localhost:5173'])
     assert.deepEqual(config.metrics, { port: 0, host: '0.0.0.0', token: 'm'.repeat(16) })
@@ -94,6 +97,7 @@ describe('configuration', () => {
           REDIS_KEY_PREFIX: 'with spaces',
           CORS_ORIGINS: 'https://agency.example/app',
           METRICS_TOKEN: 'short',
+          IMAGE_MAX_EDGE: '399',
         }),
       (error: unknown) => {
         assert.ok(error instanceof ConfigError)
@@ -109,10 +113,12 @@ describe('configuration', () => {
           'REDIS_KEY_PREFIX',
           'CORS_ORIGINS',
           'METRICS_TOKEN',
+          'IMAGE_MAX_EDGE',
         ]) {
           assert.match(error.message, new RegExp(`${name}=`))
         }
         assert.match(error.message, /expected one of auto, manual/)
+        assert.match(error.message, /IMAGE_MAX_EDGE="399": expected a whole number from 400 to 16383/)
         assert.match(error.message, /"https:\/\/agency\.example\/app" is not an origin: write the scheme, host and port only, as https:\/\/agency\.example/)
         return true
       },

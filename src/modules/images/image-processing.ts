@@ -1,28 +1,37 @@
 /**
  * Turns the bytes a tenant sent into the files the service stores: the type is decided
  * from the bytes alone; the pixel count is read from the header before anything is decoded
- * (a tiny file declaring a huge image is refused without allocating it); the photo is
- * re-encoded in its own format with orientation applied and no metadata kept (no EXIF, no
- * GPS), at most FULL_SIZE px on its longer side, plus a THUMBNAIL_WIDTH px rendition.
+ * (a tiny file declaring a huge image is refused without allocating it); the upload is decoded
+ * once, upright, at most IMAGE_MAX_EDGE px on its longer side and in sRGB, and re-encoded in
+ * its own format with no metadata kept (no EXIF, no GPS, no ICC profile); the THUMBNAIL_WIDTH px
+ * thumbnail is made from that stored photo.
  *
  * sharp does the work on libuv's thread pool, off the event loop; `limit` bounds how many
  * photos are processed at once, so an upload burst leaves the API its other core.
+ * docs/performance.md#photos has what each step costs.
  */
+import { availableParallelism } from 'node:os'
 import { fileTypeFromBuffer } from 'file-type'
 import pLimit, { type LimitFunction } from 'p-limit'
 import sharp, { type Sharp } from 'sharp'
 import type { ImageLimits } from '../../config.js'
 import { ApiError } from '../../lib/errors.js'
 
+type RenditionName = 'full' | 'thumbnail'
+
 export const ACCEPTED_TYPES = {
-  'image/jpeg': { extension: 'jpg', encode: (image: Sharp) => image.jpeg({ quality: 85 }) },
+  // Huffman tables fitted to the photo only for the thumbnail, the file catalogue pages show:
+  // for the stored photo they took two thirds of its encoding time for a few per cent of its
+  // size (docs/performance.md#photos).
+  'image/jpeg': {
+    extension: 'jpg',
+    encode: (image: Sharp, rendition: RenditionName) => image.jpeg({ quality: 85, optimiseCoding: rendition === 'thumbnail' }),
+  },
   'image/png': { extension: 'png', encode: (image: Sharp) => image.png() },
   'image/webp': { extension: 'webp', encode: (image: Sharp) => image.webp({ quality: 82 }) },
 } as const
 export type AcceptedType = keyof typeof ACCEPTED_TYPES
 
-/** Longer side of the stored photo: enough for any listing page, far below a camera's. */
-export const FULL_SIZE = 2560
 export const THUMBNAIL_WIDTH = 400
 /** file-type needs at most this many leading bytes to decide. */
 export const TYPE_SNIFF_BYTES = 4100
@@ -44,8 +53,16 @@ export interface ProcessedImage {
 
 // libvips' own cache would keep decoded images around between requests; memory matters more.
 sharp.cache(false)
-// One libvips thread per photo: IMAGE_PROCESSING_CONCURRENCY then says how many cores photos take.
-sharp.concurrency(1)
+
+/**
+ * libvips threads for each photo, so that photos at once × threads each stay within half the
+ * cores and the catalogue keeps the other half: one with the default IMAGE_PROCESSING_CONCURRENCY
+ * (half the cores). A JPEG decodes on one thread whatever this says; more threads only overlap
+ * the resize and the encoding with the decode.
+ */
+export function threadsPerPhoto(processingConcurrency: number, cores = availableParallelism()): number {
+  return Math.max(1, Math.floor(cores / 2 / processingConcurrency))
+}
 
 /** The accepted type of these leading bytes, or a 415 naming what they are. */
 export async function detectImageType(head: Buffer): Promise<AcceptedType> {
@@ -64,6 +81,8 @@ export class ImageProcessor {
 
   constructor(private readonly limits: ImageLimits) {
     this.limit = pLimit(limits.processingConcurrency)
+    // libvips' setting is the process's: there is one processor per process.
+    sharp.concurrency(threadsPerPhoto(limits.processingConcurrency))
   }
 
   /**
@@ -98,7 +117,6 @@ export class ImageProcessor {
 
   private async run(bytes: Buffer): Promise<ProcessedImage> {
     const contentType = await detectImageType(bytes.subarray(0, TYPE_SNIFF_BYTES))
-    const input = () => sharp(bytes, { limitInputPixels: this.limits.maxPixels, failOn: 'truncated' })
     // The header alone, whatever size it declares, so a bomb gets its own answer below.
     const metadata = await sharp(bytes, { limitInputPixels: false })
       .metadata()
@@ -114,13 +132,13 @@ export class ImageProcessor {
     }
     const { encode, extension } = ACCEPTED_TYPES[contentType]
     try {
-      // rotate() with no angle applies the EXIF orientation; sharp writes no metadata unless
-      // asked. One after the other: a photo takes one core at a time (see sharp.concurrency).
-      const full = await encode(input().rotate().resize({ width: FULL_SIZE, height: FULL_SIZE, fit: 'inside', withoutEnlargement: true })).toBuffer({
+      // One after the other: a photo takes one core at a time (see sharp.concurrency).
+      const full = await encode(await this.decode(bytes, metadata), 'full').toBuffer({ resolveWithObject: true })
+      // From the stored photo, already upright, in sRGB and a fraction of the upload's size;
+      // JPEG and WebP decode straight to a fraction of that again (shrink-on-load).
+      const thumbnail = await encode(sharp(full.data).resize({ width: THUMBNAIL_WIDTH, withoutEnlargement: true }), 'thumbnail').toBuffer({
         resolveWithObject: true,
       })
-      // JPEG and WebP decode straight to a fraction of their size here (shrink-on-load): cheap.
-      const thumbnail = await encode(input().rotate().resize({ width: THUMBNAIL_WIDTH, withoutEnlargement: true })).toBuffer({ resolveWithObject: true })
       return {
         contentType,
         extension,
@@ -130,6 +148,28 @@ export class ImageProcessor {
     } catch {
       throw unreadable()
     }
+  }
+
+  /**
+   * The upload's one decode, ready to encode: upright (EXIF orientation applied, after the
+   * shrink), at most maxEdge px on its longer side, in sRGB. JPEG and WebP decode straight to
+   * a fraction of their size where the limit allows (shrink-on-load).
+   *
+   * A photo with an RGB profile (a phone's Display P3, or an embedded sRGB one) is shrunk in its
+   * own space and converted afterwards, at the stored size: the conversion costs about as much
+   * per pixel as the decode. An uncompressed TIFF is the buffer that carries the profile from
+   * the one to the other.
+   */
+  private async decode(bytes: Buffer, metadata: sharp.Metadata): Promise<Sharp> {
+    const edge = this.limits.maxEdge
+    const decoded = sharp(bytes, { limitInputPixels: this.limits.maxPixels, failOn: 'truncated', autoOrient: true }).resize({
+      width: edge,
+      height: edge,
+      fit: 'inside',
+      withoutEnlargement: true,
+    })
+    if (metadata.icc === undefined || metadata.space !== 'srgb') return decoded
+    return sharp(await decoded.keepIccProfile().tiff({ compression: 'none' }).toBuffer())
   }
 }
 

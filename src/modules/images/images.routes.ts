@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { locationHeader, rateLimited, rateLimitedErrorResponses, rateLimitHeaders } from '../../lib/schemas.js'
 import { apiKeySecurity } from '../../plugins/auth.js'
+import { THUMBNAIL_WIDTH } from './image-processing.js'
 import { ImageByUrl, ImageIdParams, ImageListQuery, ImageUpdate, ImageUploadForm, PropertyImage } from './images.schemas.js'
 import { readUploadForm } from './photo-upload.js'
 
@@ -36,7 +37,7 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...tenantRoute,
         operationId: 'uploadImage',
         summary: 'Upload a photo of one of the agency’s properties',
-        description: `multipart/form-data with \`file\` (JPEG, PNG or WebP, decided from the bytes; at most ${maxBytes} bytes and ${app.config.images.maxPixels} pixels), \`property_id\` and \`sort_order\` (default 0). The photo is re-encoded without metadata (no EXIF or GPS) and oriented; a ${400} px thumbnail is made. At most ${app.config.images.perProperty} photos per property.`,
+        description: `multipart/form-data with \`file\` (JPEG, PNG or WebP, decided from the bytes; at most ${maxBytes} bytes and ${app.config.images.maxPixels} pixels), \`property_id\` and \`sort_order\` (default 0). The photo is re-encoded without metadata (no EXIF or GPS), upright, at most ${app.config.images.maxEdge} px on its longer side (a smaller one keeps its size); a ${THUMBNAIL_WIDTH} px wide thumbnail is made. At most ${app.config.images.perProperty} photos per property.`,
         consumes: ['multipart/form-data'],
         body: ImageUploadForm,
         response: {

@@ -14,8 +14,10 @@ export const PropertyImage = Type.Object(
     sort_order: Int32({ description: 'Display position; 0 by default.' }),
     created_at: Type.String({ format: 'date-time', maxLength: 40, description: 'UTC, ending in Z.' }),
     thumbnail_url: Type.Optional(Url('URL of the small rendition (about 400 px wide).')),
-    width: Type.Optional(Int32({ minimum: 1, description: 'Width of the stored photo, px.' })),
-    height: Type.Optional(Int32({ minimum: 1, description: 'Height of the stored photo, px.' })),
+    width: Type.Optional(
+      Int32({ minimum: 1, description: 'Width of the stored photo, px: upright, the longer side at most IMAGE_MAX_EDGE (2560 by default), never enlarged.' }),
+    ),
+    height: Type.Optional(Int32({ minimum: 1, description: 'Height of the stored photo, px (see width).' })),
     source_url: Type.Optional(Url('The address a photo added by URL was downloaded from.')),
   },
   {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
+import { readdirSync, readFileSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import sharp from 'sharp'
+import { PHOTO_THREAD_NICENESS } from '../../src/modules/images/image-processing.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { photo, upload } from '../helpers/photos.js'
@@ -119,5 +121,24 @@ describe('the stored size of a photo (IMAGE_MAX_EDGE)', () => {
       const colour = await pixel(stored, 200, 150, { ignoreIcc: true })
       assert.ok(near(colour, [200, 100, 50], 4), `stored as rgb(${colour.join(', ')}), in sRGB rgb(200, 100, 50)`)
     }
+  })
+
+  // Linux gives each thread its own nice value, in field 19 of /proc/self/task/<id>/stat.
+  it('processes photos on libvips threads at a lower CPU priority than requests', { skip: process.platform !== 'linux' }, async () => {
+    await store(await sidewaysJpeg())
+    await store(await sidewaysJpeg())
+    const threads = readdirSync('/proc/self/task').map((id) => ({
+      id: Number(id),
+      name: readFileSync(`/proc/self/task/${id}/comm`, 'utf8').trim(),
+      nice: Number(readFileSync(`/proc/self/task/${id}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]),
+    }))
+    const photoThreads = threads.filter((thread) => thread.name === 'libvips worker')
+    assert.ok(photoThreads.length > 0, 'libvips has worker threads')
+    assert.deepEqual(
+      photoThreads.map((thread) => thread.nice),
+      photoThreads.map(() => PHOTO_THREAD_NICENESS),
+    )
+    // The rest of the process, the event loop first, is left at its own priority.
+    assert.equal(threads.find((thread) => thread.id === process.pid)!.nice, 0)
   })
 })

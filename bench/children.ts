@@ -26,7 +26,13 @@ const running = new Set<Child>()
  * that it watches: if the bench dies, the pipe closes and the child closes too.
  */
 export function startChild(name: string, script: string, env: NodeJS.ProcessEnv): Promise<Child> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', script], { cwd: REPO_ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] })
+  // Node flags NODE_OPTIONS refuses, such as `--cpu-prof --cpu-prof-dir=DIR` to profile every server (docs/performance.md).
+  const nodeFlags = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []
+  const proc = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', script], {
+    cwd: REPO_ROOT,
+    env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
   const forward = (line: string) => process.stderr.write(`[${name}] ${line}\n`)
   createInterface({ input: proc.stderr }).on('line', forward)
 

@@ -42,12 +42,22 @@ export interface WebhookFigures {
   undelivered_after_drain: number
   /** Answers the receiver saw with a webhook-id it had already accepted (retries after a timeout). */
   repeated_webhook_ids: number
-  /** Deliveries of the events written (publications × subscribers) that never reached the receiver. */
-  lost_deliveries: number
+  /**
+   * Deliveries of the events written (publications × subscribers) that never reached the
+   * receiver, once nothing is waiting any more; null while some still are (one in flight would
+   * count as both received and waiting).
+   */
+  lost_deliveries: number | null
   /** The receiver's CPU time over the measured seconds, as a share of one core. */
   receiver_cpu_share: number
   /** Each worker process's CPU time over the measured seconds, as a share of one core. */
   worker_cpu_shares: number[]
+  /**
+   * The CPU time of the PostgreSQL backends serving the bench's database (the workers', the
+   * publisher's, the service's) over the measured seconds, as a share of one core; null when the
+   * server is not on this machine.
+   */
+  database_cpu_share: number | null
   /** Single publications on the idle system: latency to each subscriber. */
   idle: { publications: number; latency_p50_ms: number; latency_p99_ms: number; latency_max_ms: number }
 }
@@ -78,15 +88,19 @@ export async function runWebhooks(
     await sleep(load.warmup * 1000)
     await receiver.startMeasuring()
     const workersAtStart = workers.map((worker) => cpuSeconds(worker.pid))
+    const databaseAtStart = await backendsCpuSeconds(client)
     await sleep(load.duration * 1000)
     const measured = await receiver.stopMeasuring()
-    const workerShares = workers.map((worker, i) => round((cpuSeconds(worker.pid) - workersAtStart[i]!) / (measured.wall_ms / 1000), 3))
+    const seconds = measured.wall_ms / 1000
+    const workerShares = workers.map((worker, i) => round((cpuSeconds(worker.pid) - workersAtStart[i]!) / seconds, 3))
+    const databaseAtEnd = await backendsCpuSeconds(client)
     publishing = false
     const written = await publisher
     const undelivered = await drain(client)
     process.stderr.write(`done; ${IDLE_PUBLICATIONS} single publications on the idle system… `)
     const idle = await publishOneAtATime(client, payloads, receiver)
     process.stderr.write('done\n')
+    const left = await waiting(client)
     const counts = await receiver.counts()
 
     const latencies = measured.latencies.sort((a, b) => a - b)
@@ -103,9 +117,10 @@ export async function runWebhooks(
       latency_max_ms: latencies.at(-1) ?? 0,
       undelivered_after_drain: undelivered,
       repeated_webhook_ids: counts.repeats,
-      lost_deliveries: (written + IDLE_PUBLICATIONS) * WEBHOOK_SUBSCRIBERS - counts.distinct,
+      lost_deliveries: left > 0 ? null : (written + IDLE_PUBLICATIONS) * WEBHOOK_SUBSCRIBERS - counts.distinct,
       receiver_cpu_share: round(measured.cpu_ms / measured.wall_ms, 3),
       worker_cpu_shares: workerShares,
+      database_cpu_share: databaseAtStart.size === 0 ? null : round(cpuSpentBy(databaseAtStart, databaseAtEnd) / seconds, 3),
       idle: {
         publications: IDLE_PUBLICATIONS,
         latency_p50_ms: quantile(idleLatencies, 0.5),
@@ -132,6 +147,24 @@ function cpuSeconds(pid: number | undefined): number {
   } catch {
     return 0
   }
+}
+
+/** The CPU time so far of each PostgreSQL backend connected to the bench's database, by pid; none if the server is elsewhere. */
+async function backendsCpuSeconds(client: pg.Client): Promise<Map<number, number>> {
+  const { rows } = await client.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database()')
+  const spent = new Map<number, number>()
+  for (const { pid } of rows) {
+    const seconds = cpuSeconds(pid)
+    if (seconds > 0) spent.set(pid, seconds)
+  }
+  return spent
+}
+
+/** CPU time spent between two readings by the backends present at the end (one that connected meanwhile counts from 0). */
+function cpuSpentBy(start: Map<number, number>, end: Map<number, number>): number {
+  let total = 0
+  for (const [pid, seconds] of end) total += seconds - (start.get(pid) ?? 0)
+  return total
 }
 
 /** Writes `mls.new_listing` events at the set rate until told to stop; how many it wrote. */
@@ -176,14 +209,19 @@ async function publishOneAtATime(client: pg.Client, payloads: unknown[], receive
 async function drain(client: pg.Client): Promise<number> {
   const deadline = Date.now() + DRAIN_TIMEOUT_MS
   for (;;) {
-    const { rows } = await client.query<{ left: number }>(
-      `select (select count(*) from events where dispatched_at is null)::int * ${WEBHOOK_SUBSCRIBERS}
-              + (select count(*) from webhook_deliveries where status = 'pending')::int as left`,
-    )
-    const left = rows[0]!.left
+    const left = await waiting(client)
     if (left === 0 || Date.now() > deadline) return left
     await sleep(200)
   }
+}
+
+/** Deliveries not made yet: those of events not fanned out, and those pending. */
+async function waiting(client: pg.Client): Promise<number> {
+  const { rows } = await client.query<{ left: number }>(
+    `select (select count(*) from events where dispatched_at is null)::int * ${WEBHOOK_SUBSCRIBERS}
+            + (select count(*) from webhook_deliveries where status = 'pending')::int as left`,
+  )
+  return rows[0]!.left
 }
 
 async function subscribe(service: Child, tenant: number, url: string): Promise<void> {

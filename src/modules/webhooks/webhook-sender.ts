@@ -46,7 +46,7 @@ export function messageBody(event: { type: string; createdAt: Date; data: unknow
 const SIGNERS_KEPT = 1024
 
 export class WebhookSender {
-  /** The opened secret of each subscription met, by its sealed form: opening it costs as much as signing. */
+  /** A signer for each subscription met, by its sealed secret, so that a secret is opened once, not for every delivery. */
   private readonly signers = new Map<string, Webhook>()
 
   constructor(

@@ -100,7 +100,8 @@ export async function runWebhooks(
     process.stderr.write(`done; ${IDLE_PUBLICATIONS} single publications on the idle system… `)
     const idle = await publishOneAtATime(client, payloads, receiver)
     process.stderr.write('done\n')
-    const left = await waiting(client)
+    // The last single publication has arrived everywhere, but may not be recorded yet.
+    const left = await drain(client)
     const counts = await receiver.counts()
 
     const latencies = measured.latencies.sort((a, b) => a - b)

@@ -26,9 +26,15 @@ const running = new Set<Child>()
  * that it watches: if the bench dies, the pipe closes and the child closes too.
  */
 export function startChild(name: string, script: string, env: NodeJS.ProcessEnv): Promise<Child> {
-  // BENCH_CPU_PROFILE=<dir>: the service writes a V8 CPU profile there when it stops (see docs/performance.md).
-  const profile = name === 'service' && process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : []
-  const proc = spawn(process.execPath, [...profile, '--import', 'tsx', script], { cwd: REPO_ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] })
+  // Node flags NODE_OPTIONS refuses, such as `--cpu-prof --cpu-prof-dir=DIR` to profile every server (docs/performance.md).
+  const nodeFlags = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []
+  const proc = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', script], {
+    cwd: REPO_ROOT,
+    env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
+  // A profile's file is named after its process: this line tells the service's from the others'.
+  if (nodeFlags.length > 0) process.stderr.write(`[${name}] pid ${proc.pid}\n`)
   const forward = (line: string) => process.stderr.write(`[${name}] ${line}\n`)
   createInterface({ input: proc.stderr }).on('line', forward)
 

@@ -1,6 +1,6 @@
 /**
  * `npm run bench:profile -- <file.cpuprofile> [--skip-seconds S]`: where a V8 CPU profile of
- * the service (BENCH_CPU_PROFILE) spent its busy time, by kind of work and by function. Idle
+ * one of the bench's servers (BENCH_NODE_FLAGS) spent its busy time, by kind of work and by function. Idle
  * samples are left out, and so is the start-up (the first S seconds, 10 by default: loading
  * modules and opening the database are not what a request costs).
  */

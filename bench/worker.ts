@@ -7,7 +7,7 @@
  */
 import pino from 'pino'
 import { loadConfig } from '../src/config.js'
-import { WebhookDeliveryJob, webhookFanOutJob } from '../src/modules/webhooks/webhooks.jobs.js'
+import { webhookJobs } from '../src/modules/webhooks/webhooks.jobs.js'
 import { openConfiguredDatabase } from '../src/runtime.js'
 import { createServices } from '../src/services.js'
 import { Worker } from '../src/worker/worker.js'
@@ -16,7 +16,11 @@ import { announce, closeWithParent } from './announce.js'
 const config = loadConfig()
 const database = await openConfiguredDatabase(config)
 const services = createServices({ config, database })
-const worker = new Worker({ services, config, log: pino({ level: config.logLevel }) }, [webhookFanOutJob, new WebhookDeliveryJob()])
+const worker = new Worker(
+  { services, config, log: pino({ level: config.logLevel }) },
+  webhookJobs({ pollIntervalMs: config.webhookPollIntervalMs, concurrency: config.webhookDeliveryConcurrency }),
+  database,
+)
 worker.start()
 
 closeWithParent(async () => {

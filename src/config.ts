@@ -29,6 +29,10 @@ export interface Config {
   /** Delays in milliseconds between webhook delivery attempts after the first. */
   webhookRetryScheduleMs: number[]
   webhookTimeoutMs: number
+  /** How often an idle worker looks for webhook work nobody announced (retries come due; PGlite has no notices). */
+  webhookPollIntervalMs: number
+  /** Webhook attempts one worker process has in flight at once. */
+  webhookDeliveryConcurrency: number
   storageDriver: 'local' | 's3'
   /** Set when storageDriver is `s3` (all but the endpoint are then required). */
   s3: S3Config | undefined
@@ -147,6 +151,8 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateNetwork: read('ALLOW_PRIVATE_NETWORK', false, boolean),
     webhookRetryScheduleMs: read('WEBHOOK_RETRY_SCHEDULE', parseDurationList('5s,5m,30m,2h,5h,10h,10h'), parseDurationList),
     webhookTimeoutMs: read('WEBHOOK_TIMEOUT_MS', 10_000, integerIn(100, 120_000)),
+    webhookPollIntervalMs: read('WEBHOOK_POLL_INTERVAL_MS', 200, integerIn(10, 3_600_000)),
+    webhookDeliveryConcurrency: read('WEBHOOK_DELIVERY_CONCURRENCY', 64, integerIn(1, 10_000)),
     storageDriver: read('STORAGE_DRIVER', 'local' as const, oneOf(['local', 's3'] as const)),
     s3: undefined,
     images: {

@@ -19,7 +19,7 @@ const app = await buildApp({ config, database, services, logger: log })
 const { metrics: metricsConfig } = config
 const metrics =
   metricsConfig.port === 0 ? undefined : await startMetricsListener({ registry: app.metrics, host: metricsConfig.host, port: metricsConfig.port, log })
-const worker = withWorker ? new Worker({ services, config, log: log.child({ component: 'worker' }) }, workerJobs(), database.availability) : undefined
+const worker = withWorker ? new Worker({ services, config, log: log.child({ component: 'worker' }) }, workerJobs(config), database) : undefined
 
 closeWithGrace({ delay: 15_000, logger: { error: (message: string) => log.error(message) } }, async ({ signal, err }) => {
   if (err) log.error({ err }, 'closing after an unexpected error')

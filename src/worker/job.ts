@@ -20,6 +20,12 @@ export interface JobContext {
 export interface Job {
   name: string
   idleDelayMs: number
+  /**
+   * NOTIFY channels whose notices end the job's idle pause at once (PostgreSQL only), so work
+   * another process announces starts without waiting for the next poll. A notice may be lost
+   * (the listening connection drops), so the pause stays what finds all work in the end.
+   */
+  wakeOn?: readonly string[]
   runOnce(context: JobContext): Promise<number>
   /** Waits for work still in flight once the job's loop has ended. */
   stop?(): Promise<void>

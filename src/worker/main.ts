@@ -7,7 +7,7 @@ import { Worker } from './worker.js'
 /** A worker process on its own (`npm run start:worker`); run as many as the load needs. */
 const { config, log, database } = await startRuntime('worker')
 const services = createServices({ config, database })
-const worker = new Worker({ services, config, log }, workerJobs(), database.availability)
+const worker = new Worker({ services, config, log }, workerJobs(config), database)
 
 closeWithGrace({ delay: 15_000, logger: { error: (message: string) => log.error(message) } }, async ({ signal, err }) => {
   if (err) log.error({ err }, 'closing after an unexpected error')

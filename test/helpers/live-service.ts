@@ -27,7 +27,7 @@ export async function startLiveService(
   const availability = service.database.handle.availability
   availability.useLogger(log)
   await service.app.listen({ host: '127.0.0.1', port: 0 })
-  const worker = new Worker({ services: service.app.services, config: service.config, log }, workerJobs(), availability)
+  const worker = new Worker({ services: service.app.services, config: service.config, log }, workerJobs(service.config), service.database.handle)
   worker.start()
   const { port } = service.app.server.address() as AddressInfo
   return {

@@ -9,7 +9,7 @@ import { Webhook } from 'standardwebhooks'
 import type { Config } from '../../src/config.js'
 import { sql } from 'drizzle-orm'
 import { queryRows, type Database, type DatabaseHandle } from '../../src/db/client.js'
-import { WebhookDeliveryJob, webhookFanOutJob } from '../../src/modules/webhooks/webhooks.jobs.js'
+import { webhookJobs } from '../../src/modules/webhooks/webhooks.jobs.js'
 import type { SubscribableEvent } from '../../src/modules/events/event-types.js'
 import type { CreatedWebhookSubscription, WebhookCreate } from '../../src/modules/webhooks/webhooks.schemas.js'
 import { createServices } from '../../src/services.js'
@@ -109,7 +109,11 @@ export async function deliveryLog(app: FastifyInstance, tenant: Tenant, subscrip
  */
 export function startWebhookWorker(database: DatabaseHandle, config: Config): RunningWorker {
   const services = createServices({ config, database })
-  const worker = new Worker({ services, config, log: pino({ level: 'silent' }) }, [webhookFanOutJob, new WebhookDeliveryJob()])
+  const worker = new Worker(
+    { services, config, log: pino({ level: 'silent' }) },
+    webhookJobs({ pollIntervalMs: config.webhookPollIntervalMs, concurrency: config.webhookDeliveryConcurrency }),
+    database,
+  )
   worker.start()
   return {
     async stop() {

@@ -159,7 +159,7 @@ describe('the internal check (auto mode)', () => {
   })
 
   it('runs in the background worker and publishes within seconds', async () => {
-    const worker = new Worker({ services: t.app.services, config: t.config, log: pino({ level: 'silent' }) }, workerJobs())
+    const worker = new Worker({ services: t.app.services, config: t.config, log: pino({ level: 'silent' }) }, workerJobs(t.config))
     worker.start()
     try {
       const created = await submitProperty(t.app, agency)

@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import { openDatabase, queryRows, type DatabaseHandle } from '../../src/db/client.js'
 import { deliveryLeaseMs } from '../../src/modules/webhooks/delivery-policy.js'
+import type { AttemptOutcome } from '../../src/modules/webhooks/webhook-sender.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { engine } from '../helpers/database.js'
 import { createTenant, type Tenant } from '../helpers/factories.js'
@@ -188,4 +189,155 @@ describe('several webhook workers on one database', () => {
       assert.ok(retried!.n >= Math.min(inFlight, 8), `${retried!.n} deliveries taken over from the dead worker`)
     },
   )
+})
+
+describe('webhook workers woken by notices', { skip: engine === 'pglite' && 'PGlite has no notices from other sessions: workers poll' }, () => {
+  let t: TestApp
+
+  before(async () => {
+    // An hour between polls: whatever arrives sooner was announced.
+    t = await buildTestApp({ ...ENV, WEBHOOK_POLL_INTERVAL_MS: '3600000' })
+  })
+  after(() => t.close())
+
+  it('delivers an event written while the worker waits, long before its next poll', async () => {
+    const agency = await createTenant(t.app, { email: 'woken@agency.example' })
+    const receiver = await startReceiver(() => ({ status: 200 }))
+    const subscription = await subscribe(t.app, agency, { url: receiver.url, events: ['property.published'] })
+    const worker = startWebhookWorker(t.database.handle, t.config)
+    try {
+      // Each event is written once the one before has been delivered, when both jobs have gone
+      // back to waiting: only the outbox's notice and then fan-out's can bring it in time.
+      for (let written = 1; written <= 3; written++) {
+        await writeEvents(t, agency, 1)
+        await waitFor(() => receiver.delivered().length === written, 30_000, `event ${written}`)
+        await waitForOutboxDrained(t.db)
+      }
+    } finally {
+      await worker.stop()
+      await receiver.close()
+    }
+    await assertEachSentOnce(t, receiver, subscription.id, 3)
+  })
+})
+
+describe('attempts recorded in one batch', () => {
+  let t: TestApp
+
+  before(async () => {
+    t = await buildTestApp(ENV)
+  })
+  after(() => t.close())
+
+  const outcome = (kind: 'succeeded' | 'failed' | 'gone'): AttemptOutcome => ({
+    succeeded: kind === 'succeeded',
+    statusCode: kind === 'succeeded' ? 200 : kind === 'gone' ? 410 : 500,
+    responseBody: '',
+    error: kind === 'succeeded' ? null : 'http_status: The receiver answered non-2xx.',
+    durationMs: 1,
+    retryAfterMs: undefined,
+    gone: kind === 'gone',
+  })
+
+  it('leaves each subscription, delivery and log as if each attempt had been recorded alone, in the order given', async () => {
+    const agency = await createTenant(t.app, { email: 'batch@agency.example' })
+    const names = ['healed', 'failing', 'too long', 'gone', 'failed then healed', 'healed then failed', 'cancelled', 'lost'] as const
+    type Name = (typeof names)[number]
+    const subscriptions = new Map<Name, number>()
+    for (const [i, name] of names.entries()) {
+      const created = await subscribe(t.app, agency, { url: `http://127.0.0.1:9/hooks/${i}`, events: ['property.published'] })
+      subscriptions.set(name, created.id)
+    }
+    const id = (name: Name) => subscriptions.get(name)!
+    await t.db.execute(sql`update webhook_subscriptions set failing_since = now() - interval '1 day' where id = ${id('healed')}::int`)
+    await t.db.execute(sql`update webhook_subscriptions set failing_since = now() - interval '5 days 1 minute' where id = ${id('too long')}::int`)
+    await writeEvents(t, agency, 3)
+    await t.app.services.webhooks.fanOut(100)
+    const claimed = await t.app.services.webhooks.claimDue({ limit: 100, perSubscription: 100, busySubscriptions: [] })
+    assert.equal(claimed.length, names.length * 3)
+    const of = (name: Name) => claimed.filter((delivery) => delivery.subscriptionId === id(name))
+
+    // Meanwhile one delivery is given up (its subscription switched off) and one claimed again by another worker.
+    const [cancelled] = of('cancelled')
+    await t.db.execute(sql`update webhook_deliveries set status = 'failed' where id = ${cancelled!.id}::bigint`)
+    const [lost] = of('lost')
+    await t.db.execute(sql`update webhook_deliveries set lease_token = 'another worker' where id = ${lost!.id}::bigint`)
+
+    const retryAt = new Date(Date.now() + 3_600_000)
+    const attempt = (name: Name, index: number, kind: 'succeeded' | 'failed' | 'gone') => ({
+      claimed: of(name)[index]!,
+      outcome: outcome(kind),
+      retryAt: kind === 'failed' ? retryAt : null,
+      updatesHealth: true,
+    })
+    const recorded = await t.app.services.webhooks.recordAttempts([
+      attempt('healed', 0, 'succeeded'),
+      attempt('failing', 0, 'failed'),
+      attempt('too long', 0, 'failed'),
+      attempt('gone', 0, 'succeeded'),
+      attempt('failed then healed', 0, 'failed'),
+      attempt('healed then failed', 0, 'succeeded'),
+      attempt('failing', 1, 'failed'),
+      attempt('gone', 1, 'gone'),
+      attempt('failed then healed', 1, 'succeeded'),
+      attempt('healed then failed', 1, 'failed'),
+      attempt('healed', 1, 'succeeded'),
+      attempt('gone', 2, 'succeeded'),
+      attempt('cancelled', 0, 'succeeded'),
+      attempt('lost', 0, 'succeeded'),
+    ])
+    assert.equal(recorded, 13, 'all but the one whose lease was lost')
+
+    const health = await queryRows<{ id: number; failing: boolean; is_active: boolean; disabled_reason: string | null }>(
+      t.db,
+      sql`select id, failing_since is not null as failing, is_active, disabled_reason from webhook_subscriptions where tenant_id = ${agency.tenantId}::int`,
+    )
+    const state = (name: Name) => health.find((row) => row.id === id(name))!
+    assert.deepEqual(
+      names.map((name) => [name, state(name).failing, state(name).is_active]),
+      [
+        ['healed', false, true],
+        ['failing', true, true],
+        ['too long', true, false],
+        ['gone', false, false],
+        ['failed then healed', false, true],
+        ['healed then failed', true, true],
+        ['cancelled', false, true],
+        ['lost', false, true],
+      ],
+    )
+    assert.match(state('too long').disabled_reason!, /5 days/)
+    assert.match(state('gone').disabled_reason!, /410/)
+
+    const deliveries = await queryRows<{ id: number; status: string; lease_token: string | null; attempts: number }>(
+      t.db,
+      sql`select d.id::float8 as id, d.status, d.lease_token, (select count(*)::int from webhook_attempts a where a.delivery_id = d.id) as attempts
+          from webhook_deliveries d join webhook_subscriptions s on s.id = d.subscription_id
+          where s.tenant_id = ${agency.tenantId}::int`,
+    )
+    const delivery = (claimedDelivery: { id: number }) => deliveries.find((row) => row.id === claimedDelivery.id)!
+    assert.equal(delivery(of('healed')[0]!).status, 'succeeded')
+    assert.equal(delivery(of('failing')[0]!).status, 'pending')
+    assert.equal(delivery(of('cancelled')[0]!).status, 'failed', 'given up meanwhile, it stays given up')
+    assert.equal(delivery(of('cancelled')[0]!).attempts, 1)
+    assert.equal(delivery(of('lost')[0]!).attempts, 0, 'nothing recorded without the lease')
+    assert.equal(delivery(of('lost')[0]!).lease_token, 'another worker')
+    // Switched off: their deliveries not yet attempted are given up.
+    for (const name of ['too long', 'gone'] as const) {
+      for (const claimedDelivery of of(name)) assert.notEqual(delivery(claimedDelivery).status, 'pending', name)
+    }
+    // A failure's log entry names its retry, unless its subscription was switched off by it.
+    const entries = await queryRows<{ subscription_id: number; status: string; next_attempt_at: Date | null }>(
+      t.db,
+      sql`select subscription_id, status, next_attempt_at from webhook_attempts where subscription_id in (${id('failing')}::int, ${id('too long')}::int)`,
+    )
+    assert.deepEqual(
+      entries.map((entry) => [entry.subscription_id === id('failing') ? 'failing' : 'too long', entry.status, entry.next_attempt_at !== null]).sort(),
+      [
+        ['failing', 'failed', true],
+        ['failing', 'failed', true],
+        ['too long', 'failed', false],
+      ],
+    )
+  })
 })

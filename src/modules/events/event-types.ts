@@ -14,3 +14,10 @@ export type EventType = (typeof EVENT_TYPES)[number]
 
 /** The MLS-wide announcement: it reaches every agency's subscriptions, not only its own agency's. */
 export const MLS_WIDE_EVENT: SubscribableEvent = 'mls.new_listing'
+
+/**
+ * The PostgreSQL channel on which the outbox announces events that await fan-out: a trigger on
+ * `events` notifies it from the transaction that writes them (migration 0017), so it arrives when
+ * they commit. It carries nothing; whoever hears it reads the outbox.
+ */
+export const EVENTS_CHANNEL = 'mls_outbox_events'

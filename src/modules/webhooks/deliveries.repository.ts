@@ -38,6 +38,12 @@ export interface ClaimedDelivery {
 const FAN_OUT_LOCK_ID = 0x6d6c7366 // "mlsf"
 
 /**
+ * The PostgreSQL channel on which fan-out announces new deliveries, from the transaction that
+ * creates them, so the workers' delivery jobs claim them as soon as it commits. It carries nothing.
+ */
+export const DELIVERIES_CHANNEL = 'mls_webhook_deliveries'
+
+/**
  * Creates the deliveries of events just claimed for fan-out: the MLS-wide event to every
  * active subscription for it, of every tenant; the others to the owning tenant's only. A
  * suspended agency's subscriptions get none.
@@ -64,7 +70,9 @@ export async function createDeliveries(tx: Database, batch: readonly Undispatche
         )
         select count(*)::int as deliveries from fanned`,
   )
-  return row?.deliveries ?? 0
+  const created = row?.deliveries ?? 0
+  if (created > 0) await tx.execute(sql`select pg_notify(${DELIVERIES_CHANNEL}, '')`)
+  return created
 }
 
 /** The delivery of a test event, claimed at once by the request that sends it (see WebhooksService.test). */
@@ -178,21 +186,25 @@ export async function deleteFinishedDeliveries(db: Database, days: number, limit
   return row?.deleted ?? 0
 }
 
+/** An attempt made, to be recorded with others by recordAttempts. */
+export interface AttemptToRecord {
+  claimed: ClaimedDelivery
+  outcome: AttemptOutcome
+  /** When the next attempt is due; null gives the delivery up unless it succeeded. */
+  retryAt: Date | null
+  /** False for test events, which leave the subscription's health alone. */
+  updatesHealth: boolean
+}
+
 /**
  * Records an attempt's outcome: the delivery's new state, the log entry, and what it says of
  * the subscription (a success clears its failing streak; 410 or 5 days of failures switch it
- * off). `retryAt` null gives the delivery up unless it succeeded; `updatesHealth: false` (test
- * events) leaves the subscription's health alone. Undefined when the lease was lost (another
- * worker took the delivery, or the subscription was deleted meanwhile): the outcome is then
- * not recorded.
+ * off). Undefined when the lease was lost (another worker took the delivery, or the
+ * subscription was deleted meanwhile): the outcome is then not recorded. POST
+ * /webhooks/{id}/test answers with the entry; the workers record theirs by recordAttempts.
  */
-export async function recordAttempt(
-  db: Database,
-  claimed: ClaimedDelivery,
-  outcome: AttemptOutcome,
-  options: { retryAt: Date | null; updatesHealth: boolean },
-): Promise<AttemptRow | undefined> {
-  const { retryAt } = options
+export async function recordAttempt(db: Database, attempt: AttemptToRecord): Promise<AttemptRow | undefined> {
+  const { claimed, outcome, retryAt } = attempt
   const wanted = outcome.succeeded ? 'succeeded' : retryAt === null ? 'failed' : 'pending'
 
   return db.transaction(async (tx) => {
@@ -227,28 +239,112 @@ export async function recordAttempt(
         nextAttemptAt,
       })
       .returning()
-    if (options.updatesHealth) await updateSubscriptionHealth(tx, claimed, outcome)
+    if (attempt.updatesHealth && (!outcome.succeeded || claimed.subscriptionFailing))
+      await updateSubscriptionHealth(tx, claimed.subscriptionId, healthOf(outcome))
     return entry
   })
 }
 
-async function updateSubscriptionHealth(tx: Database, claimed: ClaimedDelivery, outcome: AttemptOutcome): Promise<void> {
-  const subscription = eq(webhookSubscriptions.id, claimed.subscriptionId)
-  if (outcome.succeeded) {
-    if (claimed.subscriptionFailing) {
-      await tx
-        .update(webhookSubscriptions)
-        .set({ failingSince: null })
-        .where(and(subscription, isNotNull(webhookSubscriptions.failingSince)))
+/**
+ * Records many attempts, as recordAttempt does each, in one statement while they all
+ * succeeded: the deliveries' new states, their log entries, and the failing streaks their
+ * successes end. An attempt whose lease was lost is not recorded, nor counted for its
+ * subscription. A subscription with a failure among them has its outcomes applied one by one,
+ * in the order they came, in the same transaction, so its health ends as if each had been
+ * recorded alone; consecutive outcomes of a kind are applied once, as a repeat changes nothing.
+ * How many were recorded.
+ */
+export async function recordAttempts(db: Database, attempts: readonly AttemptToRecord[]): Promise<number> {
+  if (attempts.length === 0) return 0
+  const failing = new Set(attempts.filter((a) => a.updatesHealth && !a.outcome.succeeded).map((a) => a.claimed.subscriptionId))
+  const rows = attempts.map(({ claimed, outcome, retryAt, updatesHealth }) => ({
+    id: claimed.id,
+    token: claimed.leaseToken,
+    wanted: outcome.succeeded ? 'succeeded' : retryAt === null ? 'failed' : 'pending',
+    retry_at: retryAt?.toISOString() ?? null,
+    // Successes of a subscription none of these failed for end its streak here; the others' outcomes go one by one below.
+    clears: updatesHealth && !failing.has(claimed.subscriptionId),
+    subscription_id: claimed.subscriptionId,
+    event_id: claimed.event.id,
+    event_type: claimed.event.type,
+    trigger: claimed.trigger,
+    attempt: claimed.attempt,
+    status: outcome.succeeded ? 'succeeded' : 'failed',
+    response_status_code: outcome.statusCode,
+    response_body: outcome.responseBody,
+    error: outcome.error,
+    duration_ms: outcome.durationMs,
+  }))
+  const record = async (tx: Database) =>
+    queryRows<{ id: number }>(
+      tx,
+      sql`with outcome as (
+            select * from json_to_recordset(${JSON.stringify(rows)}::json) as o(
+              id bigint, token text, wanted text, retry_at timestamptz, clears boolean, subscription_id int, event_id bigint,
+              event_type text, trigger text, attempt int, status text, response_status_code int, response_body text,
+              error text, duration_ms int)
+          ),
+          recorded as (
+            update webhook_deliveries d
+            set status = case when d.status = 'pending' then outcome.wanted else d.status end,
+                lease_token = null,
+                next_attempt_at = coalesce(outcome.retry_at, d.next_attempt_at)
+            from outcome
+            where d.id = outcome.id and d.lease_token = outcome.token
+            returning d.id, d.status
+          ),
+          logged as (
+            insert into webhook_attempts (delivery_id, subscription_id, event_id, event_type, trigger, attempt, status,
+                                          response_status_code, response_body, error, duration_ms, next_attempt_at)
+            select o.id, o.subscription_id, o.event_id, o.event_type, o.trigger, o.attempt, o.status,
+                   o.response_status_code, o.response_body, o.error, o.duration_ms,
+                   case when r.status = 'pending' then o.retry_at end
+            from outcome o join recorded r on r.id = o.id
+            order by o.id
+          ),
+          cleared as (
+            update webhook_subscriptions s set failing_since = null
+            where s.failing_since is not null
+              and s.id in (select o.subscription_id from outcome o join recorded r on r.id = o.id where o.clears)
+          )
+          select id::float8 as id from recorded`,
+    )
+  if (failing.size === 0) return (await record(db)).length
+
+  return db.transaction(async (tx) => {
+    const recorded = new Set((await record(tx)).map((row) => Number(row.id)))
+    // In the order of their ids, as every writer of these rows takes them, so two workers never wait on each other in a circle.
+    for (const subscriptionId of [...failing].sort((a, b) => a - b)) {
+      let previous: Health | undefined
+      for (const attempt of attempts) {
+        if (attempt.claimed.subscriptionId !== subscriptionId || !attempt.updatesHealth || !recorded.has(attempt.claimed.id)) continue
+        const health = healthOf(attempt.outcome)
+        if (health !== previous) await updateSubscriptionHealth(tx, subscriptionId, health)
+        previous = health
+      }
     }
+    return recorded.size
+  })
+}
+
+/** What an attempt says of its subscription's health. */
+type Health = 'succeeded' | 'failed' | 'gone'
+
+function healthOf(outcome: AttemptOutcome): Health {
+  return outcome.succeeded ? 'succeeded' : outcome.gone ? 'gone' : 'failed'
+}
+
+async function updateSubscriptionHealth(tx: Database, subscriptionId: number, health: Health): Promise<void> {
+  const subscription = eq(webhookSubscriptions.id, subscriptionId)
+  if (health === 'succeeded') {
+    await tx
+      .update(webhookSubscriptions)
+      .set({ failingSince: null })
+      .where(and(subscription, isNotNull(webhookSubscriptions.failingSince)))
     return
   }
-  if (outcome.gone) {
-    await disableSubscription(
-      tx,
-      claimed.subscriptionId,
-      'The receiver answered 410 Gone: deliveries stopped. Create a new subscription to receive events again.',
-    )
+  if (health === 'gone') {
+    await disableSubscription(tx, subscriptionId, 'The receiver answered 410 Gone: deliveries stopped. Create a new subscription to receive events again.')
     return
   }
   const [row] = await tx
@@ -257,11 +353,7 @@ async function updateSubscriptionHealth(tx: Database, claimed: ClaimedDelivery, 
     .where(subscription)
     .returning({ failingSince: webhookSubscriptions.failingSince, isActive: webhookSubscriptions.isActive })
   if (row?.isActive && row.failingSince && failedTooLong(row.failingSince)) {
-    await disableSubscription(
-      tx,
-      claimed.subscriptionId,
-      'No delivery succeeded for 5 days: deliveries stopped. Create a new subscription to receive events again.',
-    )
+    await disableSubscription(tx, subscriptionId, 'No delivery succeeded for 5 days: deliveries stopped. Create a new subscription to receive events again.')
   }
 }
 

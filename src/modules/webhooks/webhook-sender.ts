@@ -42,7 +42,13 @@ export function messageBody(event: { type: string; createdAt: Date; data: unknow
   return JSON.stringify({ type: event.type, timestamp: event.createdAt.toISOString(), data: event.data })
 }
 
+/** Subscriptions whose opened secret a sender keeps. */
+const SIGNERS_KEPT = 1024
+
 export class WebhookSender {
+  /** A signer for each subscription met, by its sealed secret, so that a secret is opened once, not for every delivery. */
+  private readonly signers = new Map<string, Webhook>()
+
   constructor(
     private readonly outbound: OutboundClient,
     private readonly secrets: SecretBox,
@@ -55,7 +61,7 @@ export class WebhookSender {
     const sentAt = new Date()
     let signature: string
     try {
-      signature = new Webhook(this.secrets.open(target.secretSealed)).sign(message.id, sentAt, message.body)
+      signature = this.signer(target.secretSealed).sign(message.id, sentAt, message.body)
     } catch {
       // The secret was sealed with another SECRET_KEY: nothing a retry can mend, but logged for the tenant.
       return failure('signing: The subscription’s secret cannot be read with this server’s SECRET_KEY; create the subscription again.', elapsed())
@@ -92,6 +98,16 @@ export class WebhookSender {
       if (!(error instanceof OutboundError)) throw error
       return failure(`${error.kind}: ${error.message}`, elapsed())
     }
+  }
+
+  private signer(secretSealed: string): Webhook {
+    let signer = this.signers.get(secretSealed)
+    if (!signer) {
+      signer = new Webhook(this.secrets.open(secretSealed))
+      if (this.signers.size >= SIGNERS_KEPT) this.signers.delete(this.signers.keys().next().value!)
+      this.signers.set(secretSealed, signer)
+    }
+    return signer
   }
 }
 

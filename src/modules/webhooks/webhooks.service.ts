@@ -7,19 +7,22 @@ import { toOffsetTimestamp } from '../../lib/time.js'
 import { TEST_EVENT } from '../events/event-types.js'
 import type { EventsService } from '../events/events.service.js'
 import * as deliveries from './deliveries.repository.js'
-import type { ClaimedDelivery } from './deliveries.repository.js'
+import type { AttemptToRecord, ClaimedDelivery } from './deliveries.repository.js'
 import { deliveryLeaseMs, nextAttemptDelay, type RetryPolicy } from './delivery-policy.js'
 import { messageBody, messageId, type WebhookSender } from './webhook-sender.js'
 import * as repository from './webhooks.repository.js'
 import type { CreatedWebhookSubscription, DeliveryLogEntry, WebhookCreate, WebhookSubscription } from './webhooks.schemas.js'
 
-export type { ClaimedDelivery } from './deliveries.repository.js'
+export type { AttemptToRecord, ClaimedDelivery } from './deliveries.repository.js'
+export { DELIVERIES_CHANNEL } from './deliveries.repository.js'
 
 export const WEBHOOK_NOT_FOUND = 'Webhook not found'
 /** Subscriptions per agency: plenty for real integrations, and a bound on each event's fan-out. */
 export const MAX_SUBSCRIPTIONS_PER_TENANT = 20
 /** Bytes of a signing secret: Standard Webhooks asks for 24 to 64. */
 const SECRET_BYTES = 32
+/** Event bodies kept by a worker: more than the events of the deliveries one claim takes. */
+const BODIES_KEPT = 1024
 
 function toSubscription(row: repository.SubscriptionRow): WebhookSubscription {
   return {
@@ -64,6 +67,7 @@ export interface WebhooksOptions {
  */
 export class WebhooksService {
   private readonly leaseMs: number
+  private readonly bodies = new Map<number, string>()
 
   constructor(
     private readonly db: Database,
@@ -182,13 +186,42 @@ export class WebhooksService {
    * claim was lost meanwhile, so nothing was recorded.
    */
   async attempt(delivery: ClaimedDelivery): Promise<deliveries.AttemptRow | undefined> {
-    const outcome = await this.sender.send(delivery, { id: messageId(delivery.event.id), body: messageBody(delivery.event) })
+    return deliveries.recordAttempt(this.db, await this.send(delivery))
+  }
+
+  /**
+   * Makes one claimed attempt, to be recorded by recordAttempts (with others) or recordAttempt.
+   * An event's delivery is retried on the schedule; a test event's is not, and leaves the
+   * subscription's health alone.
+   */
+  async send(delivery: ClaimedDelivery): Promise<AttemptToRecord> {
+    const outcome = await this.sender.send(delivery, { id: messageId(delivery.event.id), body: this.bodyOf(delivery.event) })
     const retries = delivery.trigger === 'event'
     const delay = outcome.succeeded || !retries || outcome.gone ? undefined : nextAttemptDelay(delivery.attempt, outcome, this.options.retryPolicy)
-    return deliveries.recordAttempt(this.db, delivery, outcome, {
-      retryAt: delay === undefined ? null : new Date(Date.now() + delay),
-      updatesHealth: retries,
-    })
+    return { claimed: delivery, outcome, retryAt: delay === undefined ? null : new Date(Date.now() + delay), updatesHealth: retries }
+  }
+
+  /**
+   * Records attempts made by `send`, in one statement while they all succeeded; those whose
+   * claim was lost meanwhile are left out. How many were recorded.
+   */
+  recordAttempts(attempts: readonly AttemptToRecord[]): Promise<number> {
+    return deliveries.recordAttempts(this.db, attempts)
+  }
+
+  /**
+   * An event's body, built once however many subscriptions receive it (an `mls.new_listing` goes
+   * to every agency's): the events of the deliveries in hand are few, and their bodies are kept
+   * until newer ones push them out.
+   */
+  private bodyOf(event: ClaimedDelivery['event']): string {
+    let body = this.bodies.get(event.id)
+    if (body === undefined) {
+      body = messageBody(event)
+      if (this.bodies.size >= BODIES_KEPT) this.bodies.delete(this.bodies.keys().next().value!)
+      this.bodies.set(event.id, body)
+    }
+    return body
   }
 
   /**

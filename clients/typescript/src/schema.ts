@@ -516,7 +516,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a photo of one of the agency’s properties
-         * @description multipart/form-data with `file` (JPEG, PNG or WebP, decided from the bytes; at most 15728640 bytes and 50000000 pixels), `property_id` and `sort_order` (default 0). The photo is re-encoded without metadata (no EXIF or GPS) and oriented; a 400 px thumbnail is made. At most 50 photos per property.
+         * @description multipart/form-data with `file` (JPEG, PNG or WebP, decided from the bytes; at most 15728640 bytes and 50000000 pixels), `property_id` and `sort_order` (default 0). The photo is re-encoded without metadata (no EXIF or GPS), upright, at most 2560 px on its longer side (a smaller one keeps its size); a 400 px wide thumbnail is made. At most 50 photos per property.
          */
         post: operations["uploadImage"];
         delete?: never;
@@ -1387,12 +1387,12 @@ export interface components {
             thumbnail_url?: string;
             /**
              * Format: int32
-             * @description Width of the stored photo, px.
+             * @description Width of the stored photo, px: upright, the longer side at most IMAGE_MAX_EDGE (2560 by default), never enlarged.
              */
             width?: number;
             /**
              * Format: int32
-             * @description Height of the stored photo, px.
+             * @description Height of the stored photo, px (see width).
              */
             height?: number;
             /**

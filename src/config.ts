@@ -81,6 +81,8 @@ export interface ImageLimits {
   perProperty: number
   /** Photos re-encoded at once; the others wait, so catalogue reads keep a core. */
   processingConcurrency: number
+  /** The nice value of the threads that re-encode photos (Linux): requests run first. */
+  processingNiceness: number
   /**
    * Photos that may wait for their turn beyond those being re-encoded. Each holds at most
    * maxBytes from before its bytes are read; past the queue, uploads are a 503.
@@ -163,6 +165,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxEdge: read('IMAGE_MAX_EDGE', 2560, integerIn(400, 16_383)),
       perProperty: read('IMAGE_MAX_PER_PROPERTY', 50, integerIn(1, 10_000)),
       processingConcurrency: read('IMAGE_PROCESSING_CONCURRENCY', Math.max(1, Math.floor(availableParallelism() / 2)), integerIn(1, 256)),
+      processingNiceness: read('IMAGE_PROCESSING_NICENESS', 10, integerIn(0, 19)),
       queueMax: read('IMAGE_QUEUE_MAX', 8, integerIn(0, 10_000)),
     },
     redisUrl: read('REDIS_URL', undefined, redisUrl),

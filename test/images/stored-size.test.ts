@@ -2,7 +2,6 @@ import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import sharp from 'sharp'
-import { PHOTO_THREAD_NICENESS } from '../../src/modules/images/image-processing.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { photo, upload } from '../helpers/photos.js'
@@ -10,6 +9,8 @@ import type { StoredImage } from '../helpers/responses.js'
 
 /** The limit these tests set: small, so their photos are quick to make. */
 const MAX_EDGE = 1000
+/** Not the default, so that the test sees the setting applied. */
+const PHOTO_NICENESS = 7
 
 /** 1600×800 as stored, left half red and right half blue, turned by EXIF orientation 6: shown 800×1600, red on top. */
 function sidewaysJpeg(): Promise<Buffer> {
@@ -42,7 +43,7 @@ describe('the stored size of a photo (IMAGE_MAX_EDGE)', () => {
   let agency: Tenant
 
   before(async () => {
-    t = await buildTestApp({ IMAGE_MAX_EDGE: String(MAX_EDGE) })
+    t = await buildTestApp({ IMAGE_MAX_EDGE: String(MAX_EDGE), IMAGE_PROCESSING_NICENESS: String(PHOTO_NICENESS) })
     agency = await createTenant(t.app, { email: 'sizes@agency.example' })
   })
   after(() => t.close())
@@ -124,21 +125,25 @@ describe('the stored size of a photo (IMAGE_MAX_EDGE)', () => {
   })
 
   // Linux gives each thread its own nice value, in field 19 of /proc/self/task/<id>/stat.
-  it('processes photos on libvips threads at a lower CPU priority than requests', { skip: process.platform !== 'linux' }, async () => {
-    await store(await sidewaysJpeg())
-    await store(await sidewaysJpeg())
-    const threads = readdirSync('/proc/self/task').map((id) => ({
-      id: Number(id),
-      name: readFileSync(`/proc/self/task/${id}/comm`, 'utf8').trim(),
-      nice: Number(readFileSync(`/proc/self/task/${id}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]),
-    }))
-    const photoThreads = threads.filter((thread) => thread.name === 'libvips worker')
-    assert.ok(photoThreads.length > 0, 'libvips has worker threads')
-    assert.deepEqual(
-      photoThreads.map((thread) => thread.nice),
-      photoThreads.map(() => PHOTO_THREAD_NICENESS),
-    )
-    // The rest of the process, the event loop first, is left at its own priority.
-    assert.equal(threads.find((thread) => thread.id === process.pid)!.nice, 0)
-  })
+  it(
+    'processes photos on libvips threads at a lower CPU priority than requests (IMAGE_PROCESSING_NICENESS)',
+    { skip: process.platform !== 'linux' },
+    async () => {
+      await store(await sidewaysJpeg())
+      await store(await sidewaysJpeg())
+      const threads = readdirSync('/proc/self/task').map((id) => ({
+        id: Number(id),
+        name: readFileSync(`/proc/self/task/${id}/comm`, 'utf8').trim(),
+        nice: Number(readFileSync(`/proc/self/task/${id}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]),
+      }))
+      const photoThreads = threads.filter((thread) => thread.name === 'libvips worker')
+      assert.ok(photoThreads.length > 0, 'libvips has worker threads')
+      assert.deepEqual(
+        photoThreads.map((thread) => thread.nice),
+        photoThreads.map(() => PHOTO_NICENESS),
+      )
+      // The rest of the process, the event loop first, is left at its own priority.
+      assert.equal(threads.find((thread) => thread.id === process.pid)!.nice, 0)
+    },
+  )
 })

@@ -66,8 +66,10 @@ describe('configuration', () => {
       METRICS_HOST: '0.0.0.0',
       METRICS_TOKEN: 'm'.repeat(16),
       IMAGE_MAX_EDGE: '1920',
+      IMAGE_PROCESSING_NICENESS: '0',
     })
     assert.equal(config.images.maxEdge, 1920)
+    assert.equal(config.images.processingNiceness, 0)
     assert.equal(config.rateLimits.failuresPerMinute, 5)
     assert.deepEqual(config.corsOrigins, ['https://agency.example', 'http://localhost:5173'])
     assert.deepEqual(config.metrics, { port: 0, host: '0.0.0.0', token: 'm'.repeat(16) })
@@ -98,6 +100,7 @@ describe('configuration', () => {
           CORS_ORIGINS: 'https://agency.example/app',
           METRICS_TOKEN: 'short',
           IMAGE_MAX_EDGE: '399',
+          IMAGE_PROCESSING_NICENESS: '20',
         }),
       (error: unknown) => {
         assert.ok(error instanceof ConfigError)
@@ -114,6 +117,7 @@ describe('configuration', () => {
           'CORS_ORIGINS',
           'METRICS_TOKEN',
           'IMAGE_MAX_EDGE',
+          'IMAGE_PROCESSING_NICENESS',
         ]) {
           assert.match(error.message, new RegExp(`${name}=`))
         }

@@ -65,13 +65,6 @@ export function threadsPerPhoto(processingConcurrency: number, cores = available
   return Math.max(1, Math.floor(cores / 2 / processingConcurrency))
 }
 
-/**
- * The nice value of libvips' worker threads, where the work of a photo runs: requests (the
- * event loop, and PostgreSQL beside it) come first, and photos take the CPU they leave. Without
- * it an upload burst kept a core busy against the catalogue's reads, whose p99 tripled.
- */
-export const PHOTO_THREAD_NICENESS = 10
-
 /** The accepted type of these leading bytes, or a 415 naming what they are. */
 export async function detectImageType(head: Buffer): Promise<AcceptedType> {
   const detected = await fileTypeFromBuffer(head)
@@ -139,7 +132,9 @@ export class ImageProcessor {
       )
     }
     const { encode, extension } = ACCEPTED_TYPES[contentType]
-    lowerPriorityOfThreads('libvips worker', PHOTO_THREAD_NICENESS)
+    // The work of a photo runs on libvips' worker threads: with a higher nice value (IMAGE_PROCESSING_NICENESS)
+    // requests, the event loop and PostgreSQL beside it, come first and photos take the CPU they leave.
+    lowerPriorityOfThreads('libvips worker', this.limits.processingNiceness)
     try {
       // One after the other: a photo takes one core at a time (see sharp.concurrency).
       const full = await encode(await this.decode(bytes, metadata), 'full').toBuffer({ resolveWithObject: true })

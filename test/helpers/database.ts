@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -129,8 +129,12 @@ function pgliteTemplate(): Promise<Blob> {
       const dump = await engine.dumpDataDir('none')
       // Written whole under another name, then renamed: a process reading it meanwhile never sees half.
       const partial = `${file}.${process.pid}.partial`
-      writeFileSync(partial, Buffer.from(await dump.arrayBuffer()))
-      renameSync(partial, file)
+      try {
+        writeFileSync(partial, Buffer.from(await dump.arrayBuffer()))
+        renameSync(partial, file)
+      } finally {
+        rmSync(partial, { force: true })
+      }
       return dump
     } finally {
       await engine.close()
@@ -156,7 +160,11 @@ async function serverTemplate(server: string): Promise<string> {
     try {
       if (await exists()) return template
       const building = `${template}_building`
-      await client.query(`drop database if exists ${building} with (force)`)
+      // Left by a builder that did not finish, perhaps already marked a template, which cannot be dropped.
+      if ((await client.query('select 1 from pg_database where datname = $1', [building])).rowCount === 1) {
+        await client.query(`alter database ${building} with is_template false`)
+        await client.query(`drop database ${building} with (force)`)
+      }
       await client.query(`create database ${building}`)
       const url = new URL(server)
       url.pathname = `/${building}`
@@ -166,8 +174,8 @@ async function serverTemplate(server: string): Promise<string> {
       } finally {
         await handle.close()
       }
+      await client.query(`alter database ${building} with is_template true allow_connections false`)
       await client.query(`alter database ${building} rename to ${template}`)
-      await client.query(`alter database ${template} with is_template true allow_connections false`)
       return template
     } finally {
       await client.query('select pg_advisory_unlock($1)', [TEMPLATE_LOCK_ID])

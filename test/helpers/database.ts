@@ -1,7 +1,16 @@
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
+import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { PGlite } from '@electric-sql/pglite'
+import { drizzle } from 'drizzle-orm/pglite'
 import pg from 'pg'
-import { openDatabase, type DatabaseHandle } from '../../src/db/client.js'
-import { migrateDatabase } from '../../src/db/migrate.js'
+import { openDatabase, type Database, type DatabaseHandle } from '../../src/db/client.js'
+import { migrateDatabase, migrationsFolder } from '../../src/db/migrate.js'
+import * as schema from '../../src/db/schema.js'
 
 /** PostgreSQL when the environment names one (CI's second run), else in-memory PGlite. */
 export const serverUrl = process.env.DATABASE_URL || undefined
@@ -24,19 +33,23 @@ export interface FreshDatabaseOptions {
 /**
  * A new, empty, migrated database for one test file: a PGlite in memory, or a database
  * created for the purpose on the PostgreSQL server and dropped afterwards.
+ *
+ * Each is a copy of a template migrated once (see `migratedTemplateKey`), not migrated anew:
+ * on PGlite that saves a second engine instance and initdb, seconds of CPU per database; on
+ * PostgreSQL, running the migrations over the network. The migrations themselves are tested
+ * on empty databases in test/db/migrate.test.ts.
  */
 export async function freshDatabase({ serverUrl: server = serverUrl }: FreshDatabaseOptions = {}): Promise<FreshDatabase> {
   if (!server) {
-    const handle = await openDatabase({ databaseUrl: undefined, pgliteDir: undefined })
-    await migrateDatabase(handle)
+    const handle = await openDatabase({ databaseUrl: undefined, pgliteDir: undefined, pgliteDataDirDump: await pgliteTemplate() })
     return { handle, url: undefined, name: undefined, drop: () => handle.close() }
   }
+  const template = await serverTemplate(server)
   const name = `mls_test_${randomBytes(6).toString('hex')}`
-  await onServer(server, `create database ${name}`)
+  await createDatabaseFrom(server, name, template)
   const url = new URL(server)
   url.pathname = `/${name}`
   const handle = await openDatabase({ databaseUrl: url.toString(), pgliteDir: undefined, poolSize: 5 })
-  await migrateDatabase(handle)
   return {
     handle,
     url: url.toString(),
@@ -55,6 +68,142 @@ export async function emptyServerDatabase(): Promise<{ url: string; drop(): Prom
   const url = new URL(serverUrl!)
   url.pathname = `/${name}`
   return { url: url.toString(), drop: () => onServer(serverUrl!, `drop database if exists ${name} with (force)`) }
+}
+
+/**
+ * What a migrated database holds depends on the migrations, the shipped reference data, the
+ * code that applies them and the engine: a digest of all of them names the template, so one
+ * made before any of them changed is never used. Templates are kept for the next run (a file
+ * in the temporary directory for PGlite, a database `mls_template_<digest>` on PostgreSQL);
+ * one left over after a change is never read again and can be removed by hand.
+ */
+const migratedTemplateKey = (() => {
+  const hash = createHash('sha256')
+  const repository = fileURLToPath(new URL('../..', import.meta.url))
+  const addFolder = (folder: string) => {
+    for (const entry of readdirSync(folder, { withFileTypes: true, recursive: true }).sort(
+      (a, b) => a.parentPath.localeCompare(b.parentPath) || a.name.localeCompare(b.name),
+    )) {
+      if (!entry.isFile()) continue
+      const file = path.join(entry.parentPath, entry.name)
+      hash.update(path.relative(repository, file)).update(readFileSync(file))
+    }
+  }
+  addFolder(migrationsFolder)
+  addFolder(path.join(repository, 'src/db/seed'))
+  hash.update(readFileSync(path.join(repository, 'src/db/migrate.ts')))
+  const require = createRequire(import.meta.url)
+  for (const dependency of ['@electric-sql/pglite', 'drizzle-orm']) hash.update(`${dependency}@${packageVersion(require.resolve(dependency))}`)
+  return hash.digest('hex').slice(0, 16)
+})()
+
+/** The version in the package.json above a module's entry point. */
+function packageVersion(entry: string): string {
+  for (let folder = path.dirname(entry); folder !== path.dirname(folder); folder = path.dirname(folder)) {
+    try {
+      return (JSON.parse(readFileSync(path.join(folder, 'package.json'), 'utf8')) as { version?: string }).version ?? 'none'
+    } catch {
+      // No package.json here: look further up.
+    }
+  }
+  return 'none'
+}
+
+let pgliteTemplateDump: Promise<Blob> | undefined
+
+/** A migrated PGlite data directory, dumped: from the file an earlier process left, or made now. */
+function pgliteTemplate(): Promise<Blob> {
+  pgliteTemplateDump ??= (async () => {
+    const file = path.join(tmpdir(), `mls-test-pglite-${migratedTemplateKey}.tar`)
+    try {
+      return new Blob([await readFile(file)])
+    } catch {
+      // Not made yet (or removed): made below.
+    }
+    // Dumping needs the engine itself, which a DatabaseHandle keeps to itself: this one is
+    // opened the way openDatabase opens it, and given to migrateDatabase as a handle.
+    const engine = await PGlite.create()
+    try {
+      const db = drizzle(engine, { schema }) as unknown as Database
+      await migrateDatabase({ kind: 'pglite', db, withSession: (work) => work(db) } as Pick<DatabaseHandle, 'kind' | 'db' | 'withSession'> as DatabaseHandle)
+      const dump = await engine.dumpDataDir('none')
+      // Written whole under another name, then renamed: a process reading it meanwhile never sees half.
+      const partial = `${file}.${process.pid}.partial`
+      try {
+        writeFileSync(partial, Buffer.from(await dump.arrayBuffer()))
+        renameSync(partial, file)
+      } finally {
+        rmSync(partial, { force: true })
+      }
+      return dump
+    } finally {
+      await engine.close()
+    }
+  })()
+  return pgliteTemplateDump
+}
+
+/**
+ * The name of the migrated template database on the server, made by the first process that
+ * needs it. Others wait on an advisory lock meanwhile; it is built under another name and
+ * renamed when complete, so a crash halfway leaves nothing that passes for it. It takes no
+ * connections, so copying it is never refused for someone being connected to it.
+ */
+async function serverTemplate(server: string): Promise<string> {
+  const template = `mls_template_${migratedTemplateKey}`
+  const client = new pg.Client({ connectionString: server })
+  await client.connect()
+  try {
+    const exists = async () => (await client.query('select 1 from pg_database where datname = $1', [template])).rowCount === 1
+    if (await exists()) return template
+    await client.query('select pg_advisory_lock($1)', [TEMPLATE_LOCK_ID])
+    try {
+      if (await exists()) return template
+      const building = `${template}_building`
+      // Left by a builder that did not finish, perhaps already marked a template, which cannot be dropped.
+      if ((await client.query('select 1 from pg_database where datname = $1', [building])).rowCount === 1) {
+        await client.query(`alter database ${building} with is_template false`)
+        await client.query(`drop database ${building} with (force)`)
+      }
+      await client.query(`create database ${building}`)
+      const url = new URL(server)
+      url.pathname = `/${building}`
+      const handle = await openDatabase({ databaseUrl: url.toString(), pgliteDir: undefined, poolSize: 1, pipelinedConnections: 1 })
+      try {
+        await migrateDatabase(handle)
+      } finally {
+        await handle.close()
+      }
+      await client.query(`alter database ${building} with is_template true allow_connections false`)
+      await client.query(`alter database ${building} rename to ${template}`)
+      return template
+    } finally {
+      await client.query('select pg_advisory_unlock($1)', [TEMPLATE_LOCK_ID])
+    }
+  } finally {
+    await client.end()
+  }
+}
+
+/** Names the advisory lock under which a template database is built: any number unique to that. */
+const TEMPLATE_LOCK_ID = 0x6d6c7374 // "mlst"
+
+/**
+ * `create database … template …`. PostgreSQL refuses while another session is connected to the
+ * template: nobody may connect to ours, but an autovacuum worker may be at work on it for a
+ * moment; that refusal is retried until the template is free.
+ */
+async function createDatabaseFrom(server: string, name: string, template: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await onServer(server, `create database ${name} template ${template}`)
+      return
+    } catch (error) {
+      const inUse = (error as { code?: string }).code === '55006'
+      if (!inUse || attempt >= 50) throw error
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
 }
 
 async function onServer(server: string, statement: string): Promise<void> {

@@ -56,7 +56,7 @@ export function createServices({ config, database }: ServicesOptions): Services 
   const images = new ImagesService(db, storage, new ImageProcessor(config.images), config, mediaBase, outbound)
   const properties = new PropertiesService(db, images, names)
   // Every statement of the catalogue stands alone: pipelined, on PostgreSQL (db/pipelines.ts).
-  const catalogue = new CatalogueService(database.pipelined, names, mediaBase, config.catalogueCacheBytes)
+  const catalogue = new CatalogueService(database.pipelined, names, mediaBase, config.catalogueCacheBytes, db)
   const webhooks = new WebhooksService(db, events, secrets, outbound, new WebhookSender(outbound, secrets, config.webhookTimeoutMs), {
     allowPrivateNetwork: config.allowPrivateNetwork,
     retryPolicy: { scheduleMs: config.webhookRetryScheduleMs },

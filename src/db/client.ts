@@ -126,7 +126,15 @@ async function openPostgres(connectionString: string, max: number, pipelinedConn
   // Bounds on a hang, as these few connections carry every catalogue statement of the process
   // and are never recycled: the server cuts a statement at 30 s; a statement unanswered for 35 s
   // (a dead peer) destroys its connection and what is on it; keepalives find a dead idle peer.
-  const pipelines = new PipelinedConnections({ ...server, statement_timeout: 30_000, query_timeout: 35_000 }, pipelinedConnections, connectionLost)
+  // Every catalogue statement is written so that one plan serves all its values (see
+  // catalogue-page-plan.ts): planned once per connection, never per execution. Left to choose,
+  // PostgreSQL planned a statement at every run where a plan for the values looked cheaper than
+  // the plan for any values, and planning costs about what running it does.
+  const pipelines = new PipelinedConnections(
+    { ...server, statement_timeout: 30_000, query_timeout: 35_000, options: '-c plan_cache_mode=force_generic_plan' },
+    pipelinedConnections,
+    connectionLost,
+  )
   // Drizzle's session calls only `query(config, values)` on its client outside transactions,
   // which PipelinedConnections answers (and PipelinedDatabase has no `transaction`).
   const pipelined = drizzlePostgres(pipelines as unknown as pg.Client, { schema }) as unknown as PipelinedDatabase

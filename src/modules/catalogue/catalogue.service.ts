@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import type { Database, PipelinedDatabase } from '../../db/client.js'
 import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import type { ReferenceNames } from '../reference/reference-names.js'
@@ -39,7 +39,7 @@ function filterOf(query: CatalogueQuery): CatalogueFilter {
 /** Serialises a value once, with its ETag (the SHA-1 that @fastify/etag would compute), to be kept for `cityId`. */
 function answerOf(serialize: Serialize, payload: CataloguePage | CatalogueDetail, cityId: number | undefined): Kept<CatalogueAnswer> {
   const body = Buffer.from(serialize(payload))
-  return { value: { body, etag: `"${createHash('sha1').update(body).digest('base64')}"` }, bytes: body.length, cityId }
+  return { value: { body, etag: `"${hash('sha1', body, 'base64')}"` }, bytes: body.length, cityId }
 }
 
 /**
@@ -59,8 +59,13 @@ export class CatalogueService {
     /** The base of photo URLs. */
     private readonly mediaBase: string,
     cacheBytes: number,
+    /**
+     * Where the catalogue's counters are read: a connection of their own, not behind the
+     * catalogue's statements (see CatalogueVersions). `db` where there is one connection.
+     */
+    versionsDb: PipelinedDatabase = db,
   ) {
-    this.versions = new CatalogueVersions(db)
+    this.versions = new CatalogueVersions(versionsDb)
     this.cache = new CatalogueCache(cacheBytes)
   }
 

@@ -33,11 +33,16 @@ export class ReferenceNames {
     ids: { cityIds?: Iterable<number | null>; districtIds?: Iterable<number | null>; complexIds?: Iterable<number | null> },
     via: PipelinedDatabase = this.db,
   ): Promise<void> {
-    const missing = (known: Map<number, Place>, wanted: Iterable<number | null> = []) =>
-      [...new Set(wanted)].filter((id): id is number => id !== null && !known.has(id))
+    // Called for every catalogue page, whose places are almost always known: no allocation then.
+    const missing = (known: Map<number, Place>, wanted: Iterable<number | null> = []) => {
+      let unknown: Set<number> | undefined
+      for (const id of wanted) if (id !== null && !known.has(id)) (unknown ??= new Set()).add(id)
+      return unknown ? [...unknown] : []
+    }
     const cityIds = missing(this.cities, ids.cityIds)
     const districtIds = missing(this.districts, ids.districtIds)
     const complexIds = missing(this.complexes, ids.complexIds)
+    if (cityIds.length + districtIds.length + complexIds.length === 0) return
     await Promise.all([
       cityIds.length > 0 &&
         via

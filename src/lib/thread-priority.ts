@@ -1,12 +1,11 @@
 /**
  * Lowers the CPU priority of this process's threads of one name, on Linux (where each thread
  * has its own nice value and its name in /proc/self/task/<id>/comm); elsewhere it does nothing.
- * Threads are started on demand, so each call looks again and renices the ones it has not seen.
+ * Threads come and go (and an id may be reused), so each call looks at all of them again: a few
+ * system calls, against the tens of milliseconds of the work it is called for.
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { setPriority } from 'node:os'
-
-const reniced = new Set<number>()
 
 export function lowerPriorityOfThreads(name: string, niceness: number): void {
   let threads: string[]
@@ -16,12 +15,8 @@ export function lowerPriorityOfThreads(name: string, niceness: number): void {
     return
   }
   for (const entry of threads) {
-    const id = Number(entry)
-    if (reniced.has(id)) continue
     try {
-      if (readFileSync(`/proc/self/task/${entry}/comm`, 'utf8').trim() !== name) continue
-      setPriority(id, niceness)
-      reniced.add(id)
+      if (readFileSync(`/proc/self/task/${entry}/comm`, 'utf8').trim() === name) setPriority(Number(entry), niceness)
     } catch {
       // The thread ended meanwhile, or the system refuses: it keeps running at the process's priority.
     }

@@ -5,6 +5,7 @@
  * over all three, signed by the `standardwebhooks` package with the subscription's secret.
  * Sent through the guarded outbound client: no redirects, a time limit, 4 KiB of the answer kept.
  */
+import { LRUCache } from 'lru-cache'
 import { Webhook } from 'standardwebhooks'
 import { OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 import type { SecretBox } from '../../lib/secrets.js'
@@ -47,7 +48,7 @@ const SIGNERS_KEPT = 1024
 
 export class WebhookSender {
   /** A signer for each subscription met, by its sealed secret, so that a secret is opened once, not for every delivery. */
-  private readonly signers = new Map<string, Webhook>()
+  private readonly signers = new LRUCache<string, Webhook>({ max: SIGNERS_KEPT })
 
   constructor(
     private readonly outbound: OutboundClient,
@@ -104,7 +105,6 @@ export class WebhookSender {
     let signer = this.signers.get(secretSealed)
     if (!signer) {
       signer = new Webhook(this.secrets.open(secretSealed))
-      if (this.signers.size >= SIGNERS_KEPT) this.signers.delete(this.signers.keys().next().value!)
       this.signers.set(secretSealed, signer)
     }
     return signer

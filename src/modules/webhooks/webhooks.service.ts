@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
 import type { Database } from '../../db/client.js'
 import { ApiError } from '../../lib/errors.js'
 import { invalidAddressError, OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
@@ -67,7 +68,7 @@ export interface WebhooksOptions {
  */
 export class WebhooksService {
   private readonly leaseMs: number
-  private readonly bodies = new Map<number, string>()
+  private readonly bodies = new LRUCache<number, string>({ max: BODIES_KEPT })
 
   constructor(
     private readonly db: Database,
@@ -218,7 +219,6 @@ export class WebhooksService {
     let body = this.bodies.get(event.id)
     if (body === undefined) {
       body = messageBody(event)
-      if (this.bodies.size >= BODIES_KEPT) this.bodies.delete(this.bodies.keys().next().value!)
       this.bodies.set(event.id, body)
     }
     return body

@@ -22,6 +22,7 @@ import {
   uniqueIndex,
   unique,
 } from 'drizzle-orm/pg-core'
+import type { EventSubject } from '../modules/catalogue/listing-facts.js'
 
 const createdAt = () => timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow()
 
@@ -481,6 +482,11 @@ export const events = pgTable(
     /** The tenant the event belongs to; `mls.new_listing` goes to every subscriber regardless. */
     tenantId: integer('tenant_id').references(() => tenants.id, { onDelete: 'cascade' }),
     data: jsonb('data').notNull(),
+    /**
+     * For `mls.*` events: the listing's filterable facts before and after the change, which
+     * fan-out matches against filtered subscriptions (see listing-facts.ts). Never sent.
+     */
+    subject: jsonb('subject').$type<EventSubject>(),
     createdAt: createdAt(),
     /** Set once deliveries have been fanned out to subscriptions. */
     dispatchedAt: timestamp('dispatched_at', { withTimezone: true, mode: 'date' }),

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { queryRows, type Database } from '../../db/client.js'
 import { events } from '../../db/schema.js'
+import type { EventSubject } from '../catalogue/listing-facts.js'
 import type { EventType } from './event-types.js'
 
 export type EventRow = typeof events.$inferSelect
@@ -9,6 +10,8 @@ export interface NewEvent {
   type: EventType
   tenantId: number
   data: unknown
+  /** For `mls.*` events: the listing before and after the change (see listing-facts.ts). */
+  subject?: EventSubject
   /** Set for an event sent by its writer itself (a test event), which fan-out never sees. */
   dispatchedAt?: Date
 }

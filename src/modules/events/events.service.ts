@@ -1,4 +1,5 @@
 import type { Database } from '../../db/client.js'
+import type { EventSubject } from '../catalogue/listing-facts.js'
 import type { EventType } from './event-types.js'
 import * as repository from './events.repository.js'
 
@@ -12,7 +13,7 @@ export class EventsService {
   constructor(private readonly db: Database) {}
 
   /** Writes an event for fan-out to the subscriptions that want it. */
-  async record(tx: Database, event: { type: EventType; tenantId: number; data: unknown }): Promise<void> {
+  async record(tx: Database, event: { type: EventType; tenantId: number; data: unknown; subject?: EventSubject }): Promise<void> {
     await repository.insertEvent(tx, event)
   }
 

@@ -3,6 +3,7 @@ import type { ModerationReason, ModerationResult, PropertyRow } from '../../db/s
 import { seedPropertyTypes } from '../../db/seed/dictionaries.js'
 import { ApiError } from '../../lib/errors.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
+import { listingFactsOf } from '../catalogue/listing-facts.js'
 import type { CatalogueService } from '../catalogue/catalogue.service.js'
 import type { EventsService } from '../events/events.service.js'
 import { ListingStatus } from '../properties/listing-status.js'
@@ -115,7 +116,7 @@ export class ModerationService {
   private async publishListing(tx: Database, listing: PropertyRow): Promise<void> {
     const publishedAt = await this.properties.approve(tx, listing, findings([]))
     const item = await this.catalogue.itemOf(tx, listing.id)
-    await this.events.record(tx, { type: 'mls.new_listing', tenantId: listing.tenantId, data: item })
+    await this.events.record(tx, { type: 'mls.new_listing', tenantId: listing.tenantId, data: item, subject: { before: null, after: listingFactsOf(listing) } })
     await this.events.record(tx, {
       type: 'property.published',
       tenantId: listing.tenantId,

@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
 import type { DatabaseHandle } from './db/client.js'
+import catalogueChangesRoutes from './modules/catalogue/catalogue-changes.routes.js'
 import catalogueRoutes from './modules/catalogue/catalogue.routes.js'
 import moderationAdminRoutes from './modules/moderation/admin-properties.routes.js'
 import imagesRoutes from './modules/images/images.routes.js'
@@ -95,6 +96,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
   await app.register(referenceRoutes)
   await app.register(registrationRoutes)
   await app.register(catalogueRoutes)
+  await app.register(catalogueChangesRoutes)
   if (config.storageDriver === 'local') await app.register(mediaRoutes)
 
   // Routes for tenants: every one needs X-API-Key and counts against the tenant's rate limit.

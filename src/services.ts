@@ -2,6 +2,8 @@ import type { Config } from './config.js'
 import type { DatabaseHandle } from './db/client.js'
 import { OutboundClient } from './lib/outbound-http.js'
 import { SecretBox } from './lib/secrets.js'
+import { CatalogueAnnouncements } from './modules/catalogue/catalogue-announcements.js'
+import { CatalogueChangesService } from './modules/catalogue/catalogue-changes.service.js'
 import { CatalogueService } from './modules/catalogue/catalogue.service.js'
 import { EventsService } from './modules/events/events.service.js'
 import { ImageProcessor } from './modules/images/image-processing.js'
@@ -22,6 +24,8 @@ export interface Services {
   reference: ReferenceService
   properties: PropertiesService
   catalogue: CatalogueService
+  /** The catalogue's change feed. */
+  changes: CatalogueChangesService
   images: ImagesService
   moderation: ModerationService
   webhooks: WebhooksService
@@ -53,10 +57,11 @@ export function createServices({ config, database }: ServicesOptions): Services 
   const events = new EventsService(db)
 
   const reference = new ReferenceService(db, names)
-  const images = new ImagesService(db, storage, new ImageProcessor(config.images), config, mediaBase, outbound)
-  const properties = new PropertiesService(db, images, names)
   // Every statement of the catalogue stands alone: pipelined, on PostgreSQL (db/pipelines.ts).
   const catalogue = new CatalogueService(database.pipelined, names, mediaBase, config.catalogueCacheBytes, db)
+  const announcements = new CatalogueAnnouncements(catalogue, events)
+  const images = new ImagesService(db, storage, new ImageProcessor(config.images), config, mediaBase, outbound, announcements)
+  const properties = new PropertiesService(db, images, names, announcements)
   const webhooks = new WebhooksService(db, events, secrets, outbound, new WebhookSender(outbound, secrets, config.webhookTimeoutMs), {
     allowPrivateNetwork: config.allowPrivateNetwork,
     retryPolicy: { scheduleMs: config.webhookRetryScheduleMs },
@@ -80,6 +85,7 @@ export function createServices({ config, database }: ServicesOptions): Services 
     reference,
     properties,
     catalogue,
+    changes: new CatalogueChangesService(database.pipelined, names, mediaBase, db),
     images,
     moderation,
     webhooks,

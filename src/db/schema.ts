@@ -304,6 +304,101 @@ export const properties = pgTable(
   ],
 )
 
+/** The columns an agency submits, as a revision keeps them (see propertyRevisions). */
+export type RevisionFields = Pick<
+  NewPropertyColumns,
+  | 'propertyTypeId'
+  | 'dealTypeId'
+  | 'price'
+  | 'description'
+  | 'ownerId'
+  | 'cityId'
+  | 'districtId'
+  | 'residentialComplexId'
+  | 'address'
+  | 'street'
+  | 'houseNumber'
+  | 'apartmentNumber'
+  | 'latitude'
+  | 'longitude'
+  | 'attributes'
+>
+
+export const revisionStatuses = ['pending_review', 'rejected'] as const
+export type RevisionStatus = (typeof revisionStatuses)[number]
+
+/**
+ * A change to a published listing, waiting for the internal check or rejected by it. While
+ * there is one, the listing's row in properties stays the approved version the catalogue shows,
+ * and the agency sees this one; approval writes it into the row, discarding drops it. The row's
+ * review_requested_at puts the listing in the check's queue, as for a new submission.
+ */
+export const propertyRevisions = pgTable(
+  'property_revisions',
+  {
+    propertyId: integer('property_id')
+      .primaryKey()
+      .references(() => properties.id, { onDelete: 'cascade' }),
+    tenantId: integer('tenant_id')
+      .notNull()
+      .references(() => tenants.id, { onDelete: 'cascade' }),
+    status: text('status').$type<RevisionStatus>().notNull().default('pending_review'),
+    /** Every submitted column, as the agency left it: what the listing becomes on approval. */
+    fields: jsonb('fields').$type<RevisionFields>().notNull(),
+    /** The check's findings on this revision; null until it has run. */
+    moderation: jsonb('moderation').$type<ModerationResult>(),
+    submittedAt: timestamp('submitted_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  },
+  (t) => [check('property_revisions_status_check', sql`${t.status} in ('pending_review', 'rejected')`)],
+)
+
+/**
+ * The change feed (GET /mls/changes): one row per listing that is or was in the catalogue, moved
+ * to the end of the feed by every change of what the catalogue shows of it (triggers on
+ * properties and property_images, migration 0019). `position` is given when the changing
+ * transaction commits, in commit order (see the migration), so a reader never passes a change
+ * that commits later with a smaller position. An `upsert` is read with the listing as it is now,
+ * which is how it was at its latest change, the one this row records.
+ */
+export const catalogueChanges = pgTable(
+  'catalogue_changes',
+  {
+    // No foreign key: a removal outlives its listing.
+    listingId: integer('listing_id').primaryKey(),
+    /** Null only inside the transaction that changes the listing, until it commits. */
+    position: bigint('position', { mode: 'number' }),
+    op: text('op').$type<'upsert' | 'remove'>().notNull(),
+    reason: text('reason').$type<CatalogueRemovalReason>(),
+    changedAt: timestamp('changed_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('catalogue_changes_position_key').on(t.position),
+    // The changes of the committing transaction, which alone may have no position yet.
+    index('catalogue_changes_unsequenced_idx')
+      .on(t.listingId)
+      .where(sql`${t.position} is null`),
+    // Retention reads the oldest removals.
+    index('catalogue_changes_removed_idx')
+      .on(t.changedAt)
+      .where(sql`${t.op} = 'remove'`),
+    check('catalogue_changes_op_check', sql`${t.op} in ('upsert', 'remove')`),
+    check('catalogue_changes_reason_check', sql`(${t.op} = 'remove') = (${t.reason} is not null)`),
+  ],
+)
+
+export const catalogueRemovalReasons = ['withdrawn', 'closed', 'rejected', 'deleted', 'suspended'] as const
+export type CatalogueRemovalReason = (typeof catalogueRemovalReasons)[number]
+
+/** How far retention has pruned removals from the feed: a cursor before this has missed some (410). One row. */
+export const catalogueChangeHorizon = pgTable(
+  'catalogue_change_horizon',
+  {
+    id: smallint('id').primaryKey().default(1),
+    prunedThrough: bigint('pruned_through', { mode: 'number' }).notNull().default(0),
+  },
+  (t) => [check('catalogue_change_horizon_one_row_check', sql`${t.id} = 1`)],
+)
+
 export type PropertyRow = typeof properties.$inferSelect
 /** Columns a submission sets (the generated copies of attributes excluded). */
 export type NewPropertyColumns = typeof properties.$inferInsert

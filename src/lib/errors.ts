@@ -8,6 +8,7 @@ export const errorStatus = {
   unauthorized: 401,
   not_found: 404,
   conflict: 409,
+  gone: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
   validation_failed: 422,
@@ -46,6 +47,10 @@ export class ApiError extends Error {
 
   static conflict(message: string, extra: Record<string, unknown> = {}): ApiError {
     return new ApiError('conflict', message, extra)
+  }
+
+  static gone(message: string): ApiError {
+    return new ApiError('gone', message)
   }
 
   /** A 422 with field errors; `detail` summarises them so a person sees the problem at once. */

@@ -91,6 +91,7 @@ const errorDescriptions = {
   401: 'Missing or invalid key.',
   404: 'Not found, or not the caller’s.',
   409: 'Conflicts with the current state.',
+  410: 'Gone: what was asked for is no longer kept.',
   413: 'Too large.',
   415: 'Unsupported media type.',
   422: 'Validation failed.',

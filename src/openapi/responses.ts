@@ -11,6 +11,7 @@ const names: Record<string, string> = {
   '401': 'Unauthorized',
   '404': 'NotFound',
   '409': 'Conflict',
+  '410': 'Gone',
   '413': 'PayloadTooLarge',
   '415': 'UnsupportedMediaType',
   '422': 'ValidationFailed',

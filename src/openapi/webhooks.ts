@@ -38,6 +38,8 @@ const receiverAnswers = {
 
 const summaries: Record<keyof typeof webhookEvents, { operationId: string; summary: string }> = {
   'mls.new_listing': { operationId: 'receiveNewListing', summary: 'A listing was published on the MLS' },
+  'mls.listing_updated': { operationId: 'receiveListingUpdated', summary: 'A listing of the MLS changed' },
+  'mls.listing_removed': { operationId: 'receiveListingRemoved', summary: 'A listing left the MLS catalogue' },
   'property.published': { operationId: 'receivePropertyPublished', summary: 'One of your listings was published' },
   'property.rejected': { operationId: 'receivePropertyRejected', summary: 'One of your listings was rejected' },
   'webhook.test': { operationId: 'receiveTestEvent', summary: 'A test event sent on request' },

@@ -1,3 +1,4 @@
+import { changeRetentionJob } from '../modules/catalogue/change-retention.job.js'
 import { eventRetentionJob } from '../modules/events/event-retention.job.js'
 import { orphanFilesJob } from '../modules/images/orphan-files.job.js'
 import { moderationJob } from '../modules/moderation/moderation.job.js'
@@ -12,6 +13,7 @@ export function workerJobs(config: Config): Job[] {
     moderationJob,
     idempotencyCleanupJob,
     eventRetentionJob,
+    changeRetentionJob,
     orphanFilesJob,
     ...webhookJobs({ pollIntervalMs: config.webhookPollIntervalMs, concurrency: config.webhookDeliveryConcurrency }),
   ]

@@ -147,7 +147,7 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
   })
 
   describe('PATCH /properties/{id}', () => {
-    it('changes only what is sent, merges attributes and sends the listing back to the check', async () => {
+    it('changes only what is sent, merges attributes and sends the change to the check, the listing staying published', async () => {
       const created = await submitProperty(t.app, agency, { attributes: { area: '60', rooms: '3', furniture: 'Полная' } })
       await runInternalCheck(t.app)
       assert.equal((await call('GET', `/properties/${created.id}`)).json<Property>().status_id, 2)
@@ -159,13 +159,20 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       assert.equal(response.statusCode, 200, response.body)
       const changed = response.json<Property>()
       assert.equal(changed.price, 9100000)
-      assert.equal(changed.status_id, 1)
+      assert.equal(changed.status_id, 2)
+      assert.equal(changed.revision?.status, 'pending_review')
       assert.deepEqual(changed.attributes, { area: 60, rooms: 2, condition: 'Евроремонт' })
       assert.equal(changed.owner?.phone, '+7 912 345-67-89', 'owner kept')
       assert.equal(changed.location?.city_id, 1, 'location kept')
+      // The row keeps the approved version until the check passes the change.
       const [row] = await t.db.select().from(properties).where(eq(properties.id, created.id))
-      assert.equal(row?.rooms, 2)
+      assert.equal(row?.rooms, 3)
       assert.ok(row?.reviewRequestedAt)
+      await runInternalCheck(t.app)
+      const [approved] = await t.db.select().from(properties).where(eq(properties.id, created.id))
+      assert.equal(approved?.rooms, 2)
+      assert.equal(approved?.reviewRequestedAt, null)
+      assert.equal((await call('GET', `/properties/${created.id}`)).json<Property>().revision, null)
     })
 
     it('leaves the listing as it is when the PATCH changes nothing (a retry keeps it published)', async () => {
@@ -193,16 +200,23 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
       // retry of the same PATCH is no change.
       const placed = { location: { ...submittedLocation, latitude: 55.7558264, longitude: 37.6172999 } }
       const first = (await call('PATCH', `/properties/${created.id}`, placed)).json<Property>()
-      assert.deepEqual([first.location?.latitude, first.location?.longitude, first.status_id], [55.755826, 37.6173, 1])
+      assert.deepEqual(
+        [first.location?.latitude, first.location?.longitude, first.status_id, first.revision?.status],
+        [55.755826, 37.6173, 2, 'pending_review'],
+      )
       await runInternalCheck(t.app)
       const retried = (await call('PATCH', `/properties/${created.id}`, placed)).json<Property>()
-      assert.equal(retried.status_id, 2, 'the retry changed nothing')
-      // Any real change, the owner's notes included, goes back through the check.
+      assert.deepEqual([retried.status_id, retried.revision], [2, null], 'the retry changed nothing')
+      // The owner's notes are the agency's own, never in the catalogue: changed at once, nothing to check.
       const changed = (
         await call('PATCH', `/properties/${created.id}`, { owner: { name: 'Иван Петров', phone: '+79123456789', notes: 'Звонить до 18:00' } })
       ).json<Property>()
-      assert.equal(changed.status_id, 1)
+      assert.deepEqual([changed.status_id, changed.revision], [2, null])
       assert.equal(changed.owner?.notes, 'Звонить до 18:00')
+      // Any other real change is checked; until then the catalogue shows the approved version.
+      const priced = (await call('PATCH', `/properties/${created.id}`, { price: 7_900_000 })).json<Property>()
+      assert.deepEqual([priced.status_id, priced.price, priced.revision?.status], [2, 7_900_000, 'pending_review'])
+      assert.equal((await t.app.inject(`/mls/properties/${created.id}`)).json<{ price: number }>().price, 8_500_000)
     })
 
     it('clears the location and the owner with null', async () => {

@@ -14,6 +14,7 @@ import {
   catalogueCountsByPrice,
   catalogueCountsByPriceAllCities,
   properties,
+  type PropertyRow,
 } from '../../db/schema.js'
 import { offsetTimestampFromUtcText, toOffsetTimestamp } from '../../lib/time.js'
 import { ListingStatus } from '../properties/listing-status.js'
@@ -412,4 +413,13 @@ export async function findPublishedListing(db: PipelinedDatabase, id: number): P
 export async function findListing(db: PipelinedDatabase, id: number): Promise<ItemRow | undefined> {
   const [row] = await db.select(itemColumns).from(properties).where(eq(properties.id, id))
   return row && asItemRow(row)
+}
+
+/** A published listing's row, whatever the catalogue shows of it (for the facts of its announcements). */
+export async function findPublishedRow(db: PipelinedDatabase, id: number): Promise<PropertyRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(properties)
+    .where(and(eq(properties.id, id), isPublished))
+  return row
 }

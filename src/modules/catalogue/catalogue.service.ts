@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto'
 import type { Database, PipelinedDatabase } from '../../db/client.js'
+import type { PropertyRow } from '../../db/schema.js'
 import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import type { ReferenceNames } from '../reference/reference-names.js'
 import { expectedRows, pageNeedsCounts, planPage, type CatalogueFilter, type CatalogueSort, type PageCounts } from './catalogue-page-plan.js'
@@ -113,6 +114,19 @@ export class CatalogueService {
     })
     if (!answer) throw ApiError.notFound(PROPERTY_NOT_FOUND)
     return answer
+  }
+
+  /** A published listing as `GET /mls/properties/{id}` shows it, read in `tx` (the payload of `mls.listing_updated`). */
+  async detailOf(tx: Database, id: number): Promise<CatalogueDetail | undefined> {
+    const row = await repository.findPublishedListing(tx, id)
+    if (!row) return undefined
+    await this.names.ensure(placesOf([row]), tx)
+    return toCatalogueDetail(row, this.names, this.mediaBase)
+  }
+
+  /** A published listing's row, read in `tx`, or undefined. */
+  publishedRowOf(tx: Database, id: number): Promise<PropertyRow | undefined> {
+    return repository.findPublishedRow(tx, id)
   }
 
   /** A listing as the catalogue lists it, whatever its status, read in `tx` (the payload of `mls.new_listing`). */

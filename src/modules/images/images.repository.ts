@@ -59,13 +59,13 @@ export async function updateSortOrder(db: Database, tenantId: number, id: number
   return row
 }
 
-/** Deletes one photo's row; its storage keys, for removing the files, or undefined. */
-export async function deleteImage(db: Database, tenantId: number, id: number): Promise<string[] | undefined> {
+/** Deletes one photo's row; its property and storage keys (for removing the files), or undefined. */
+export async function deleteImage(db: Database, tenantId: number, id: number): Promise<{ propertyId: number; keys: string[] } | undefined> {
   const [row] = await db
     .delete(propertyImages)
     .where(and(eq(propertyImages.tenantId, tenantId), eq(propertyImages.id, id)))
-    .returning({ fileKey: propertyImages.fileKey, thumbnailKey: propertyImages.thumbnailKey })
-  return row && [row.fileKey, row.thumbnailKey]
+    .returning({ propertyId: propertyImages.propertyId, fileKey: propertyImages.fileKey, thumbnailKey: propertyImages.thumbnailKey })
+  return row && { propertyId: row.propertyId, keys: [row.fileKey, row.thumbnailKey] }
 }
 
 /** Deletes a property's photo rows (before the property itself); their storage keys. */

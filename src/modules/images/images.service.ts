@@ -4,6 +4,7 @@ import type { Database } from '../../db/client.js'
 import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import { invalidAddressError, OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 import { toUtcTimestamp } from '../../lib/time.js'
+import type { CatalogueAnnouncements } from '../catalogue/catalogue-announcements.js'
 import type { ImageProcessor } from './image-processing.js'
 import { detectImageType, TYPE_SNIFF_BYTES, type ProcessedImage } from './image-processing.js'
 import * as repository from './images.repository.js'
@@ -66,6 +67,8 @@ export class ImagesService {
     private readonly config: Pick<Config, 'images'>,
     private readonly mediaBase: string,
     private readonly outbound: OutboundClient,
+    /** Photos are part of what the catalogue shows: a change to a published listing's is announced with it. */
+    private readonly announce: Pick<CatalogueAnnouncements, 'photosChanged'>,
   ) {}
 
   /** Photos in the processing queue: admitted, re-encoded now, waiting. */
@@ -85,15 +88,23 @@ export class ImagesService {
   }
 
   async updateSortOrder(tenantId: number, id: number, sortOrder: number): Promise<PropertyImage> {
-    const row = await repository.updateSortOrder(this.db, tenantId, id, sortOrder)
-    if (!row) throw ApiError.notFound(IMAGE_NOT_FOUND)
+    const row = await this.db.transaction(async (tx) => {
+      const updated = await repository.updateSortOrder(tx, tenantId, id, sortOrder)
+      if (!updated) throw ApiError.notFound(IMAGE_NOT_FOUND)
+      await this.announce.photosChanged(tx, updated.propertyId)
+      return updated
+    })
     return toImage(row, this.mediaBase)
   }
 
   async remove(tenantId: number, id: number): Promise<void> {
-    const keys = await repository.deleteImage(this.db, tenantId, id)
-    if (!keys) throw ApiError.notFound(IMAGE_NOT_FOUND)
-    await this.storage.remove(keys)
+    const deleted = await this.db.transaction(async (tx) => {
+      const found = await repository.deleteImage(tx, tenantId, id)
+      if (!found) throw ApiError.notFound(IMAGE_NOT_FOUND)
+      await this.announce.photosChanged(tx, found.propertyId)
+      return found
+    })
+    await this.storage.remove(deleted.keys)
   }
 
   /**
@@ -183,7 +194,7 @@ export class ImagesService {
       const row = await this.db.transaction(async (tx) => {
         if (!(await repository.ownsProperty(tx, tenantId, photo.propertyId, true))) throw ApiError.notFound(PROPERTY_NOT_FOUND)
         if ((await repository.countImages(tx, tenantId, photo.propertyId)) >= this.config.images.perProperty) throw this.tooManyPhotos()
-        return repository.insertImage(tx, {
+        const inserted = await repository.insertImage(tx, {
           tenantId,
           propertyId: photo.propertyId,
           sortOrder: photo.sortOrder,
@@ -195,6 +206,8 @@ export class ImagesService {
           bytes: processed.full.data.length,
           sourceUrl: photo.sourceUrl ?? null,
         })
+        await this.announce.photosChanged(tx, photo.propertyId)
+        return inserted
       })
       return toImage(row, this.mediaBase)
     } catch (error) {

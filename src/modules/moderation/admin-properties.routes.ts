@@ -20,7 +20,7 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: ListingUnderReviewPage, ...errorResponses(401, 422), 429: failureThrottleResponse },
       },
     },
-    async (request) => app.services.moderation.list(request.query.status_id, request.query.limit, request.query.offset),
+    async (request) => app.services.moderation.list(request.query.status_id, request.query.limit, request.query.offset, request.query.revision),
   )
 
   app.post(
@@ -29,9 +29,9 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         ...admin,
         operationId: 'approveListing',
-        summary: 'Publish a listing waiting for review; sends mls.new_listing',
+        summary: 'Publish a listing, or a published listing’s change, waiting for review',
         description:
-          'Publishes the listing whatever the check found, and announces it in the same transaction: `mls.new_listing` to the MLS, `property.published` to its agency. Only a listing in status 1 can be decided (otherwise 409).',
+          'Publishes the listing whatever the check found, and announces it in the same transaction: `mls.new_listing` to the MLS, `property.published` to its agency. For a published listing with a revision waiting (`GET /admin/properties?status_id=2&revision=pending_review`), the revision becomes the listing the catalogue shows, announced as `mls.listing_updated`. Only a listing in status 1 or such a revision can be decided (otherwise 409).',
         params: ListingIdParams,
         response: { 204: { type: 'null', description: 'Published.' }, ...errorResponses(401, 404, 409, 422), 429: failureThrottleResponse },
       },
@@ -51,7 +51,7 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'rejectListing',
         summary: 'Reject a listing waiting for review, with a reason the agency sees',
         description:
-          'Moves the listing to status 3 with the check’s findings and a `rejected_by_moderator` reason carrying `reason`, and sends `property.rejected` to its agency. The body is optional. Only a listing in status 1 can be decided (otherwise 409).',
+          'Moves the listing to status 3 with the check’s findings and a `rejected_by_moderator` reason carrying `reason`, and sends `property.rejected` to its agency. A published listing’s waiting revision is rejected instead, and the listing stays published as it was. The body is optional. Only a listing in status 1 or such a revision can be decided (otherwise 409).',
         params: ListingIdParams,
         body: ListingRejection,
         response: { 204: { type: 'null', description: 'Rejected.' }, ...errorResponses(400, 401, 404, 409, 415, 422), 429: failureThrottleResponse },

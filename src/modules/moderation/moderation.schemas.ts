@@ -1,6 +1,7 @@
 import { Type } from 'typebox'
 import { Id, Int32, Nullable, Page, PageQuery, Timestamp } from '../../lib/schemas.js'
-import { ModerationResultSchema, StatusId } from '../properties/properties.schemas.js'
+import { revisionStatuses } from '../../db/schema.js'
+import { ModerationResultSchema, RevisionStatusName, StatusId } from '../properties/properties.schemas.js'
 
 /** A listing as an operator reviews it: the submission's facts and the check's findings. */
 export const ListingUnderReview = Type.Object(
@@ -16,6 +17,16 @@ export const ListingUnderReview = Type.Object(
     attributes: Type.Record(Type.String(), Type.Union([Type.String({ maxLength: 1000 }), Type.Number(), Type.Boolean()]), { maxProperties: 100 }),
     moderation: Nullable(ModerationResultSchema),
     waiting_for_check: Type.Boolean({ description: 'True until the automatic check has run.' }),
+    revision: Nullable(
+      Type.Object(
+        { status: RevisionStatusName, submitted_at: Timestamp },
+        {
+          title: 'ReviewedRevision',
+          description:
+            'For a published listing with a change to decide: the listing’s fields above are the revision’s, `moderation` the check’s findings on it; the catalogue shows the approved version meanwhile.',
+        },
+      ),
+    ),
     updated_at: Timestamp,
   },
   { title: 'ListingUnderReview' },
@@ -23,7 +34,17 @@ export const ListingUnderReview = Type.Object(
 
 export const ListingUnderReviewPage = Page(ListingUnderReview, 'ListingUnderReviewPage')
 
-export const ReviewListQuery = Type.Object({ status_id: { ...StatusId, default: 1 }, ...PageQuery })
+export const ReviewListQuery = Type.Object({
+  status_id: { ...StatusId, default: 1 },
+  revision: Type.Optional(
+    Type.Enum([...revisionStatuses], {
+      type: 'string',
+      description:
+        'Only listings with a revision in this state: `status_id=2&revision=pending_review` lists the published listings whose changes wait for a decision.',
+    }),
+  ),
+  ...PageQuery,
+})
 
 export const ListingIdParams = Type.Object({ id: Id })
 

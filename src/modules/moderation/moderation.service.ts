@@ -1,5 +1,5 @@
 import type { Database } from '../../db/client.js'
-import type { ModerationReason, ModerationResult, PropertyRow } from '../../db/schema.js'
+import type { ModerationReason, ModerationResult, RevisionStatus } from '../../db/schema.js'
 import { seedPropertyTypes } from '../../db/seed/dictionaries.js'
 import { ApiError } from '../../lib/errors.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
@@ -7,7 +7,7 @@ import { listingFactsOf } from '../catalogue/listing-facts.js'
 import type { CatalogueService } from '../catalogue/catalogue.service.js'
 import type { EventsService } from '../events/events.service.js'
 import { ListingStatus } from '../properties/listing-status.js'
-import type { PropertiesService } from '../properties/properties.service.js'
+import type { PropertiesService, UnderCheck } from '../properties/properties.service.js'
 import type { PropertyTypeName } from '../reference/attribute-catalogue.js'
 import type { ReferenceNames } from '../reference/reference-names.js'
 import type { TenantsService } from '../tenants/tenants.service.js'
@@ -47,7 +47,8 @@ export class ModerationService {
         tx,
         waiting.map(({ listing }) => listing.tenantId),
       )
-      for (const { listing, country } of waiting) {
+      for (const claimed of waiting) {
+        const { listing, country } = claimed
         if (!unsuspended.has(listing.tenantId)) continue
         const reasons = checkListing({
           listing,
@@ -55,9 +56,9 @@ export class ModerationService {
           country,
           hasDuplicate: await this.properties.hasLiveDuplicate(tx, listing),
         })
-        if (this.mode === 'manual') await this.properties.recordFindings(tx, listing, findings(reasons))
-        else if (reasons.length === 0) await this.publishListing(tx, listing)
-        else await this.rejectListing(tx, listing, reasons)
+        if (this.mode === 'manual') await this.properties.recordFindings(tx, claimed, findings(reasons))
+        else if (reasons.length === 0) await this.publishListing(tx, claimed)
+        else await this.rejectListing(tx, claimed, reasons)
       }
       return waiting.length
     })
@@ -69,30 +70,32 @@ export class ModerationService {
    */
   async approve(id: number): Promise<void> {
     await this.db.transaction(async (tx) => {
-      const listing = await this.properties.lockUndecided(tx, id)
-      if (!(await this.tenants.lockUnsuspended(tx, [listing.tenantId])).has(listing.tenantId)) {
+      const undecided = await this.properties.lockUndecided(tx, id)
+      const { tenantId } = undecided.listing
+      if (!(await this.tenants.lockUnsuspended(tx, [tenantId])).has(tenantId)) {
         throw ApiError.conflict('The listing’s agency is suspended; its listings cannot be published until it is unsuspended.')
       }
-      await this.publishListing(tx, listing)
+      await this.publishListing(tx, undecided)
     })
   }
 
   /** An operator rejects a waiting listing; the check's findings are kept beside the reason. */
   async reject(id: number, reason: string | undefined): Promise<void> {
     await this.db.transaction(async (tx) => {
-      const listing = await this.properties.lockUndecided(tx, id)
-      await this.rejectListing(tx, listing, [
-        ...(listing.moderation?.reasons ?? []),
+      const undecided = await this.properties.lockUndecided(tx, id)
+      const checked = undecided.revision ? undecided.revision.moderation : undecided.listing.moderation
+      await this.rejectListing(tx, undecided, [
+        ...(checked?.reasons ?? []),
         { code: 'rejected_by_moderator', field: null, message: reason?.trim() || 'Rejected by a moderator.' },
       ])
     })
   }
 
   /** Listings in one status across all agencies, oldest change first, with the check's findings. */
-  async list(statusId: number, limit: number, offset: number) {
-    const { rows, total } = await this.properties.listByStatus(statusId, { limit, offset })
+  async list(statusId: number, limit: number, offset: number, revision?: RevisionStatus) {
+    const { rows, total } = await this.properties.listByStatus(statusId, { limit, offset }, revision)
     return {
-      items: rows.map((row) => ({
+      items: rows.map(({ listing: row, revision }) => ({
         id: row.id,
         tenant_id: row.tenantId,
         status_id: row.statusId,
@@ -102,8 +105,9 @@ export class ModerationService {
         city_id: row.cityId,
         description: row.description,
         attributes: row.attributes,
-        moderation: row.moderation,
+        moderation: revision ? revision.moderation : row.moderation,
         waiting_for_check: row.reviewRequestedAt !== null,
+        revision: revision ? { status: revision.status, submitted_at: toOffsetTimestamp(revision.submittedAt) } : null,
         updated_at: toOffsetTimestamp(row.updatedAt),
       })),
       total,
@@ -112,11 +116,23 @@ export class ModerationService {
     }
   }
 
-  /** Publishes the listing and announces it: `mls.new_listing` to the MLS, `property.published` to its agency. */
-  private async publishListing(tx: Database, listing: PropertyRow): Promise<void> {
-    const publishedAt = await this.properties.approve(tx, listing, findings([]))
+  /**
+   * Publishes the listing and announces it: `mls.new_listing` to the MLS, `property.published`
+   * to its agency. A published listing's revision is announced as `mls.listing_updated`, by the
+   * properties module that writes it.
+   */
+  private async publishListing(tx: Database, undecided: UnderCheck): Promise<void> {
+    const { listing, revision } = undecided
+    const publishedAt = await this.properties.approve(tx, undecided, findings([]))
     const item = await this.catalogue.itemOf(tx, listing.id)
-    await this.events.record(tx, { type: 'mls.new_listing', tenantId: listing.tenantId, data: item, subject: { before: null, after: listingFactsOf(listing) } })
+    if (!revision) {
+      await this.events.record(tx, {
+        type: 'mls.new_listing',
+        tenantId: listing.tenantId,
+        data: item,
+        subject: { before: null, after: listingFactsOf(listing) },
+      })
+    }
     await this.events.record(tx, {
       type: 'property.published',
       tenantId: listing.tenantId,
@@ -126,16 +142,20 @@ export class ModerationService {
         status_name: this.names.statuses.get(ListingStatus.Published)!,
         published_at: toOffsetTimestamp(publishedAt),
         listing: item,
+        revision: revision !== undefined,
       },
     })
   }
 
-  private async rejectListing(tx: Database, listing: PropertyRow, reasons: ModerationReason[]): Promise<void> {
-    await this.properties.reject(tx, listing, findings(reasons))
+  /** Rejects the listing; a published listing's revision is rejected, and the listing stays as it was. */
+  private async rejectListing(tx: Database, undecided: UnderCheck, reasons: ModerationReason[]): Promise<void> {
+    const { listing, revision } = undecided
+    await this.properties.reject(tx, undecided, findings(reasons))
+    const statusId = revision ? ListingStatus.Published : ListingStatus.Rejected
     await this.events.record(tx, {
       type: 'property.rejected',
       tenantId: listing.tenantId,
-      data: { property_id: listing.id, status_id: ListingStatus.Rejected, status_name: this.names.statuses.get(ListingStatus.Rejected)!, reasons },
+      data: { property_id: listing.id, status_id: statusId, status_name: this.names.statuses.get(statusId)!, reasons, revision: revision !== undefined },
     })
   }
 }

@@ -1,4 +1,5 @@
 import type { PropertyRow } from '../../db/schema.js'
+import type { RevisionRow } from './properties.repository.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
 import type { ReferenceNames } from '../reference/reference-names.js'
 import type { Property } from './properties.schemas.js'
@@ -11,10 +12,10 @@ export interface OwnerView {
 }
 
 /**
- * The full property, as its agency sees it, from its row and owner, named from the reference names (the caller
+ * The full property, as its agency sees it (with a revision, `p` is the listing as the revision makes it), from its row and owner, named from the reference names (the caller
  * has ensured the row's places are loaded).
  */
-export function toProperty(p: PropertyRow, owner: OwnerView | null, names: ReferenceNames, images: Property['images']): Property {
+export function toProperty(p: PropertyRow, owner: OwnerView | null, names: ReferenceNames, images: Property['images'], revision: RevisionRow | null): Property {
   return {
     id: p.id,
     status_id: p.statusId,
@@ -43,6 +44,7 @@ export function toProperty(p: PropertyRow, owner: OwnerView | null, names: Refer
           },
     attributes: p.attributes,
     moderation: p.moderation,
+    revision: revision && { status: revision.status, submitted_at: toOffsetTimestamp(revision.submittedAt), moderation: revision.moderation },
     images,
     created_at: toOffsetTimestamp(p.createdAt),
     updated_at: toOffsetTimestamp(p.updatedAt),

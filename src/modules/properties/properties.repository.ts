@@ -1,9 +1,20 @@
-import { and, asc, desc, eq, getTableColumns, isNotNull, isNull, lt, ne, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, count, desc, eq, getTableColumns, inArray, isNotNull, isNull, lt, ne, or, sql, type AnyColumn, type SQL } from 'drizzle-orm'
 import type { CountryCode } from 'libphonenumber-js'
 import { queryRows, type Database } from '../../db/client.js'
 import { rowsWithTotal } from '../../db/paging.js'
 import { prepared } from '../../db/prepared.js'
-import { idempotencyKeys, owners, properties, tenants, type ModerationResult, type NewPropertyColumns, type PropertyRow } from '../../db/schema.js'
+import {
+  idempotencyKeys,
+  owners,
+  properties,
+  propertyRevisions,
+  tenants,
+  type ModerationResult,
+  type NewPropertyColumns,
+  type PropertyRow,
+  type RevisionFields,
+  type RevisionStatus,
+} from '../../db/schema.js'
 import { ListingStatus } from './listing-status.js'
 import type { OwnerView } from './properties.mapper.js'
 
@@ -180,40 +191,56 @@ export interface TenantListFilter {
   offset: number
 }
 
-/** GET /properties: the tenant's own listings, newest first (properties_tenant_recent_idx). */
+/**
+ * A column of the agency's view of a listing: its revision's value while it has one (see
+ * property_revisions), else the row's. The revision keeps the submitted columns under their
+ * names in RevisionFields; area and rooms come from its attributes, as the row's own copies do.
+ */
+const submitted = (column: SQL | AnyColumn, field: SQL, type: string) =>
+  sql`(case when ${propertyRevisions.propertyId} is null then ${column} else (${field})::${sql.raw(type)} end)`
+const submittedColumns = {
+  propertyTypeId: submitted(properties.propertyTypeId, sql`${propertyRevisions.fields} ->> 'propertyTypeId'`, 'smallint').mapWith(Number),
+  dealTypeId: submitted(properties.dealTypeId, sql`${propertyRevisions.fields} ->> 'dealTypeId'`, 'smallint').mapWith(Number),
+  price: submitted(properties.price, sql`${propertyRevisions.fields} ->> 'price'`, 'numeric(15,2)').mapWith(Number),
+  cityId: submitted(properties.cityId, sql`${propertyRevisions.fields} ->> 'cityId'`, 'integer').mapWith(Number),
+  districtId: submitted(properties.districtId, sql`${propertyRevisions.fields} ->> 'districtId'`, 'integer').mapWith(Number),
+  area: submitted(properties.area, sql`${propertyRevisions.fields} -> 'attributes' ->> 'area'`, 'numeric(12,2)').mapWith(Number),
+  rooms: submitted(properties.rooms, sql`${propertyRevisions.fields} -> 'attributes' ->> 'rooms'`, 'integer').mapWith(Number),
+}
+
+/**
+ * GET /properties: the tenant's own listings, newest first (properties_tenant_recent_idx), as
+ * the agency sees them: a published listing with a revision shows, and is filtered by, the
+ * revision's values.
+ */
 export async function listTenantProperties(db: Database, tenantId: number, filter: TenantListFilter) {
   const conditions: (SQL | undefined)[] = [
     eq(properties.tenantId, tenantId),
     filter.statusId === undefined ? undefined : eq(properties.statusId, filter.statusId),
-    filter.propertyTypeId === undefined ? undefined : eq(properties.propertyTypeId, filter.propertyTypeId),
-    filter.dealTypeId === undefined ? undefined : eq(properties.dealTypeId, filter.dealTypeId),
-    filter.cityId === undefined ? undefined : eq(properties.cityId, filter.cityId),
+    filter.propertyTypeId === undefined ? undefined : sql`${submittedColumns.propertyTypeId} = ${filter.propertyTypeId}`,
+    filter.dealTypeId === undefined ? undefined : sql`${submittedColumns.dealTypeId} = ${filter.dealTypeId}`,
+    filter.cityId === undefined ? undefined : sql`${submittedColumns.cityId} = ${filter.cityId}`,
   ]
   const where = and(...conditions)
-  return rowsWithTotal(
-    db,
+  const withRevisions = eq(propertyRevisions.propertyId, properties.id)
+  const [rows, [counted]] = await Promise.all([
     db
       .select({
         id: properties.id,
-        propertyTypeId: properties.propertyTypeId,
-        dealTypeId: properties.dealTypeId,
-        price: properties.price,
         statusId: properties.statusId,
-        cityId: properties.cityId,
-        districtId: properties.districtId,
-        area: properties.area,
-        rooms: properties.rooms,
         createdAt: properties.createdAt,
         updatedAt: properties.updatedAt,
+        ...submittedColumns,
       })
       .from(properties)
+      .leftJoin(propertyRevisions, withRevisions)
       .where(where)
       .orderBy(desc(properties.createdAt), desc(properties.id))
       .limit(filter.limit)
       .offset(filter.offset),
-    properties,
-    where,
-  )
+    db.select({ total: count() }).from(properties).leftJoin(propertyRevisions, withRevisions).where(where),
+  ])
+  return { rows, total: counted?.total ?? 0 }
 }
 
 /**
@@ -257,8 +284,8 @@ const spelledAddress = (address: string) => address.replace(/\s+/gu, ' ').trim()
 // The internal check and operators' decisions, across tenants.
 
 /**
- * Up to `limit` listings waiting for the internal check, oldest first, with their agency's
- * country, locked for this transaction. FOR UPDATE SKIP LOCKED: several workers share the
+ * Up to `limit` listings waiting for the internal check (new submissions, and published
+ * listings with a revision), oldest first, with their agency's country, locked for this transaction. FOR UPDATE SKIP LOCKED: several workers share the
  * queue without checking one listing twice. Listings of suspended agencies wait.
  */
 export async function claimAwaitingCheck(tx: Database, limit: number): Promise<{ listing: PropertyRow; country: CountryCode }[]> {
@@ -266,7 +293,14 @@ export async function claimAwaitingCheck(tx: Database, limit: number): Promise<{
     .select({ listing: properties, country: tenants.country })
     .from(properties)
     .innerJoin(tenants, eq(tenants.id, properties.tenantId))
-    .where(and(isNotNull(properties.reviewRequestedAt), eq(properties.statusId, ListingStatus.PendingReview), isNull(tenants.suspendedAt)))
+    .where(
+      and(
+        isNotNull(properties.reviewRequestedAt),
+        // A published listing waits with a revision (see property_revisions).
+        inArray(properties.statusId, [ListingStatus.PendingReview, ListingStatus.Published]),
+        isNull(tenants.suspendedAt),
+      ),
+    )
     .orderBy(asc(properties.reviewRequestedAt))
     .limit(limit)
     .for('update', { of: properties, skipLocked: true })
@@ -306,32 +340,81 @@ export async function recordDecision(
 /**
  * An agency's suspension: its published listings are withdrawn, out of the catalogue, and
  * remember that they were published. Nothing the agency sees changes (`updated_at` stays), so
- * giving them back leaves them as they were. How many.
+ * giving them back leaves them as they were.
  */
-export async function holdPublishedListings(tx: Database, tenantId: number): Promise<number> {
-  const held = await tx
+export function holdPublishedListings(tx: Database, tenantId: number): Promise<PropertyRow[]> {
+  return tx
     .update(properties)
     .set({ statusId: ListingStatus.Withdrawn, heldStatusId: ListingStatus.Published })
     .where(and(eq(properties.tenantId, tenantId), eq(properties.statusId, ListingStatus.Published)))
-    .returning({ id: properties.id })
-  return held.length
+    .returning()
 }
 
-/** The end of a suspension: listings held by it get their status back. How many. */
-export async function releaseHeldListings(tx: Database, tenantId: number): Promise<number> {
-  const released = await tx
+/** The end of a suspension: listings held by it get their status back. */
+export function releaseHeldListings(tx: Database, tenantId: number): Promise<PropertyRow[]> {
+  return tx
     .update(properties)
     .set({ statusId: sql`${properties.heldStatusId}`, heldStatusId: null })
     .where(and(eq(properties.tenantId, tenantId), isNotNull(properties.heldStatusId)))
-    .returning({ id: properties.id })
-  return released.length
+    .returning()
 }
 
 /** Listings of every agency in one status, oldest change first, for operators. */
-export function listByStatus(db: Database, statusId: number, page: { limit: number; offset: number }) {
-  const where = eq(properties.statusId, statusId)
+export function listByStatus(db: Database, statusId: number, page: { limit: number; offset: number }, revision?: RevisionStatus) {
+  const where = and(
+    eq(properties.statusId, statusId),
+    revision === undefined
+      ? undefined
+      : sql`exists (select 1 from ${propertyRevisions} where ${propertyRevisions.propertyId} = ${properties.id} and ${propertyRevisions.status} = ${revision})`,
+  )
   const rows = db.select().from(properties).where(where).orderBy(asc(properties.updatedAt), desc(properties.id)).limit(page.limit).offset(page.offset)
   return rowsWithTotal(db, rows, properties, where)
+}
+
+// ---------------------------------------------------------------------------------------
+// Revisions: changes to published listings, checked while the approved version stays in the catalogue.
+
+export type RevisionRow = typeof propertyRevisions.$inferSelect
+
+export async function findRevision(db: Database, tenantId: number, propertyId: number): Promise<RevisionRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(propertyRevisions)
+    .where(and(eq(propertyRevisions.tenantId, tenantId), eq(propertyRevisions.propertyId, propertyId)))
+  return row
+}
+
+/** The revisions of some listings (a claimed batch of the check), by listing id. */
+export async function findRevisions(db: Database, propertyIds: number[]): Promise<Map<number, RevisionRow>> {
+  if (propertyIds.length === 0) return new Map()
+  const rows = await db.select().from(propertyRevisions).where(inArray(propertyRevisions.propertyId, propertyIds))
+  return new Map(rows.map((row) => [row.propertyId, row]))
+}
+
+/** Submits a revision: waiting for the check, replacing any earlier one of the listing. */
+export async function saveRevision(db: Database, tenantId: number, propertyId: number, fields: RevisionFields): Promise<RevisionRow> {
+  const [row] = await db
+    .insert(propertyRevisions)
+    .values({ propertyId, tenantId, fields, status: 'pending_review', moderation: null })
+    .onConflictDoUpdate({
+      target: propertyRevisions.propertyId,
+      set: { fields, status: 'pending_review', moderation: null, submittedAt: sql`now()` },
+    })
+    .returning()
+  return row!
+}
+
+/** The check's findings on a revision; with `rejected`, its decision too. */
+export async function recordRevisionFindings(db: Database, propertyId: number, moderation: ModerationResult, rejected: boolean): Promise<void> {
+  await db
+    .update(propertyRevisions)
+    .set({ moderation, ...(rejected ? { status: 'rejected' as const } : {}) })
+    .where(eq(propertyRevisions.propertyId, propertyId))
+}
+
+export async function deleteRevision(db: Database, propertyId: number): Promise<boolean> {
+  const deleted = await db.delete(propertyRevisions).where(eq(propertyRevisions.propertyId, propertyId)).returning({ id: propertyRevisions.propertyId })
+  return deleted.length > 0
 }
 
 // ---------------------------------------------------------------------------------------

@@ -84,10 +84,11 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         ...tenantRoute,
         operationId: 'updateProperty',
-        summary: 'Change a property; it goes back through the internal check',
+        summary: 'Change a property; the change goes through the internal check',
         description:
           '`owner` and `location` are replaced whole (null clears them), `attributes` are merged (null removes one). ' +
-          'A change sends the listing back to status 1 for the check; a PATCH that changes nothing leaves it, and its status, as it is.',
+          'A change of a published listing (status 2) becomes its `revision`: the listing stays published, and the catalogue shows the approved version until the check passes the revision, then the new one at once; a rejected revision leaves the listing as it was. ' +
+          'A change of a listing in another status sends it back to status 1 for the check. A PATCH that changes nothing leaves the listing, and its status, as it is.',
         params: PropertyIdParams,
         body: PropertyPatch,
         response: { 200: rateLimited(Property), ...rateLimitedErrorResponses(400, 401, 404, 409, 415, 422, 429) },
@@ -112,6 +113,22 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await app.services.properties.remove(request.tenant.id, request.params.id)
       return reply.code(204).send(null)
     },
+  )
+
+  app.delete(
+    '/properties/:id/revision',
+    {
+      schema: {
+        ...tenantRoute,
+        operationId: 'discardPropertyRevision',
+        summary: 'Discard the pending or rejected change of a published listing',
+        description:
+          'Back to the approved version, which the catalogue shows: the listing as it is then, with `revision: null`. A listing without a revision answers 404.',
+        params: PropertyIdParams,
+        response: { 200: rateLimited(Property), ...rateLimitedErrorResponses(401, 404, 422, 429) },
+      },
+    },
+    async (request) => app.services.properties.discardRevision(request.tenant.id, request.params.id),
   )
 
   app.post(

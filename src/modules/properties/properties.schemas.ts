@@ -1,5 +1,6 @@
 import { PropertyImage } from '../images/images.schemas.js'
 import { Type, type Static } from 'typebox'
+import { revisionStatuses } from '../../db/schema.js'
 import { seedDealTypes, seedPropertyStatuses, seedPropertyTypes } from '../../db/seed/dictionaries.js'
 import { asStoredText, Id, Int32, Named, Nullable, Page, PageQuery, StringEnum, Timestamp } from '../../lib/schemas.js'
 
@@ -178,7 +179,24 @@ export const ModerationResultSchema = Type.Object(
   { title: 'ModerationResult', description: 'The last internal check; null until one has run.' },
 )
 
-/** The full property, as its agency sees it. */
+export const RevisionStatusName = asStoredText(
+  StringEnum('RevisionStatus', [...revisionStatuses], '`pending_review` while the internal check has yet to pass it, `rejected` when it did not.'),
+)
+
+export const PropertyRevision = Type.Object(
+  {
+    status: RevisionStatusName,
+    submitted_at: Timestamp,
+    moderation: Nullable(ModerationResultSchema),
+  },
+  {
+    title: 'PropertyRevision',
+    description:
+      'A change to a published listing that the internal check has not passed: the listing shows it, while the catalogue goes on showing the approved version. Null when there is none.',
+  },
+)
+
+/** The full property, as its agency sees it: with a revision, the revision's fields. */
 export const Property = Type.Object(
   {
     id: Id,
@@ -197,6 +215,7 @@ export const Property = Type.Object(
     location: Nullable(Location),
     attributes: StoredAttributes,
     moderation: Nullable(ModerationResultSchema),
+    revision: Nullable(PropertyRevision),
     images: Type.Array(PropertyImage, { maxItems: 10_000, description: 'In display order; at most IMAGE_MAX_PER_PROPERTY (50 by default).' }),
     created_at: Timestamp,
     updated_at: Timestamp,

@@ -1,12 +1,13 @@
 import type { CountryCode } from 'libphonenumber-js'
 import stringify from 'safe-stable-stringify'
 import type { Database } from '../../db/client.js'
-import type { AttributeValues, ModerationResult, NewPropertyColumns, PropertyRow } from '../../db/schema.js'
+import type { AttributeValues, ModerationResult, NewPropertyColumns, PropertyRow, RevisionStatus } from '../../db/schema.js'
 import { seedDealTypes, seedPropertyTypes } from '../../db/seed/dictionaries.js'
 import { ApiError, PROPERTY_NOT_FOUND, type FieldError } from '../../lib/errors.js'
 import { normalisePhone } from '../../lib/phone.js'
 import { digestSecret } from '../../lib/secrets.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
+import type { CatalogueAnnouncements } from '../catalogue/catalogue-announcements.js'
 import type { ImagesService } from '../images/images.service.js'
 import type { PropertyImage } from '../images/images.schemas.js'
 import type { ReferenceNames } from '../reference/reference-names.js'
@@ -15,12 +16,31 @@ import { parseAttributes } from './attributes.js'
 import { agencyMovesFrom, awaitsCheck, canBeDecided, canBeEdited, ListingStatus, STATUS_AFTER_EDIT } from './listing-status.js'
 import { toProperty, type OwnerView } from './properties.mapper.js'
 import * as repository from './properties.repository.js'
+import type { RevisionRow } from './properties.repository.js'
+import { fieldsOf, sameFields, withRevision } from './revisions.js'
 import type { Property, PropertyListItem, PropertyListQuery, PropertyPatch, PropertySubmission } from './properties.schemas.js'
 
 export type { PropertyRow } from '../../db/schema.js'
 
 const propertyTypeIds = new Map<string, number>(seedPropertyTypes.map((type) => [type.name, type.id]))
 const dealTypeIds = new Map<string, number>(seedDealTypes.map((type) => [type.name, type.id]))
+
+/**
+ * A listing before the check or an operator: as its agency submitted it (with a revision, as
+ * the revision makes it), and the revision when it is a published listing's change.
+ */
+export interface UnderCheck {
+  listing: PropertyRow
+  /** The listing's row: with a revision, the approved version the catalogue shows. */
+  approved: PropertyRow
+  revision: RevisionRow | undefined
+}
+
+const underCheck = (row: PropertyRow, revision: RevisionRow | undefined): UnderCheck => ({
+  listing: revision ? withRevision(row, revision.fields) : row,
+  approved: row,
+  revision,
+})
 
 export interface CreateResult {
   body: Property
@@ -64,6 +84,8 @@ export class PropertiesService {
     /** Photos are shown with their property and deleted with it. */
     private readonly images: ImagesService,
     private readonly names: ReferenceNames,
+    /** Changes of what the catalogue shows, announced in the transaction that makes them. */
+    private readonly announce: CatalogueAnnouncements,
   ) {}
 
   /**
@@ -101,9 +123,12 @@ export class PropertiesService {
   }
 
   async get(tenantId: number, id: number): Promise<Property> {
-    const found = await repository.findPropertyWithOwner(this.db, tenantId, id)
+    const [found, revision] = await Promise.all([repository.findPropertyWithOwner(this.db, tenantId, id), repository.findRevision(this.db, tenantId, id)])
     if (!found) throw ApiError.notFound(PROPERTY_NOT_FOUND)
-    return this.view(found.property, found.owner)
+    if (!revision) return this.view(found.property, found.owner, this.db, undefined, null)
+    const submitted = withRevision(found.property, revision.fields)
+    const owner = submitted.ownerId === found.property.ownerId ? found.owner : await this.ownerOf(this.db, submitted)
+    return this.view(submitted, owner, this.db, undefined, revision)
   }
 
   async list(tenantId: number, query: PropertyListQuery): Promise<{ items: PropertyListItem[]; total: number; limit: number; offset: number }> {
@@ -137,12 +162,19 @@ export class PropertiesService {
     }
   }
 
-  /** PATCH: a changed submission goes back through the internal check. */
+  /**
+   * PATCH: a changed submission goes back through the internal check. A published listing stays
+   * published meanwhile: the change is kept as its revision (see revisions.ts) and the catalogue
+   * goes on showing the approved version until the check passes the revision.
+   */
   async update(tenant: AuthenticatedTenant, id: number, patch: PropertyPatch): Promise<Property> {
     return this.db.transaction(async (tx) => {
-      const current = await repository.lockProperty(tx, tenant.id, id)
-      if (!current) throw ApiError.notFound(PROPERTY_NOT_FOUND)
-      if (!canBeEdited(current.statusId)) throw ApiError.conflict('This listing’s deal is closed; it can no longer be changed.')
+      const approved = await repository.lockProperty(tx, tenant.id, id)
+      if (!approved) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+      if (!canBeEdited(approved.statusId)) throw ApiError.conflict('This listing’s deal is closed; it can no longer be changed.')
+      const revision = approved.statusId === ListingStatus.Published ? await repository.findRevision(tx, tenant.id, id) : undefined
+      // What the agency sees now, and edits.
+      const current = revision ? withRevision(approved, revision.fields) : approved
 
       const attributes: Record<string, unknown> = { ...current.attributes }
       for (const [name, value] of Object.entries(patch.attributes ?? {})) {
@@ -160,24 +192,52 @@ export class PropertiesService {
       // A *change* sends the listing back through the check. A PATCH that changes nothing
       // (a retry, a form saved as it was) leaves it as it is: published stays in the catalogue.
       const currentOwner = await this.ownerOf(tx, current)
-      if (changesNothing(current, currentOwner, resolved, patch.description)) return this.view(current, currentOwner, tx)
+      if (changesNothing(current, currentOwner, resolved, patch.description)) return this.view(current, currentOwner, tx, undefined, revision ?? null)
       const owner = resolved.owner ? await repository.upsertOwner(tx, tenant.id, resolved.owner) : resolved.owner
-      const updated = await repository.updateProperty(tx, tenant.id, id, {
+      const changes = {
         ...resolved.columns,
         ...(patch.description === undefined ? {} : { description: patch.description }),
         ...(owner === undefined ? {} : { ownerId: owner?.id ?? null }),
-        statusId: STATUS_AFTER_EDIT,
-        reviewRequestedAt: new Date(),
-      })
+      }
       // An owner not sent is the one the listing had, unchanged in this transaction.
-      return this.view(updated, owner === undefined ? currentOwner : owner, tx)
+      const ownerView = owner === undefined ? currentOwner : owner
+      if (approved.statusId !== ListingStatus.Published) {
+        const updated = await repository.updateProperty(tx, tenant.id, id, { ...changes, statusId: STATUS_AFTER_EDIT, reviewRequestedAt: new Date() })
+        return this.view(updated, ownerView, tx, undefined, null)
+      }
+      const fields = fieldsOf({ ...current, ...changes })
+      if (sameFields(fields, fieldsOf(approved))) {
+        // Edited back to what the catalogue shows: nothing left to check.
+        await repository.deleteRevision(tx, id)
+        const updated = await repository.updateProperty(tx, tenant.id, id, { reviewRequestedAt: null })
+        return this.view(updated, ownerView, tx, undefined, null)
+      }
+      const saved = await repository.saveRevision(tx, tenant.id, id, fields)
+      const updated = await repository.updateProperty(tx, tenant.id, id, { reviewRequestedAt: new Date() })
+      return this.view(withRevision(updated, fields), ownerView, tx, undefined, saved)
+    })
+  }
+
+  /**
+   * DELETE /properties/{id}/revision: the agency drops the change it made to a published
+   * listing (waiting for the check, or rejected by it) and is back to the approved version.
+   */
+  async discardRevision(tenantId: number, id: number): Promise<Property> {
+    return this.db.transaction(async (tx) => {
+      const approved = await repository.lockProperty(tx, tenantId, id)
+      if (!approved) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+      if (!(await repository.deleteRevision(tx, id))) throw ApiError.notFound('This listing has no revision to discard.')
+      const updated = await repository.updateProperty(tx, tenantId, id, { reviewRequestedAt: null })
+      return this.view(updated, await this.ownerOf(tx, updated), tx, undefined, null)
     })
   }
 
   /** Deletes the property and its photos: rows in one transaction, then the files. */
   async remove(tenantId: number, id: number): Promise<void> {
     const fileKeys = await this.db.transaction(async (tx) => {
-      if (!(await repository.lockProperty(tx, tenantId, id))) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+      const current = await repository.lockProperty(tx, tenantId, id)
+      if (!current) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+      if (current.statusId === ListingStatus.Published) await this.announce.removed(tx, current, 'deleted')
       const keys = await this.images.deleteRowsOfProperty(tx, tenantId, id)
       await repository.deleteProperty(tx, tenantId, id)
       return keys
@@ -197,11 +257,16 @@ export class PropertiesService {
           allowed_moves: allowed,
         })
       }
+      // Out of the catalogue, a listing is what its agency made it: a revision becomes its row.
+      const revision = current.statusId === ListingStatus.Published ? await repository.findRevision(tx, tenantId, id) : undefined
+      if (revision) await repository.deleteRevision(tx, id)
       const updated = await repository.updateProperty(tx, tenantId, id, {
+        ...(revision ? revision.fields : {}),
         statusId,
-        ...(awaitsCheck(statusId) ? { reviewRequestedAt: new Date() } : {}),
+        reviewRequestedAt: awaitsCheck(statusId) ? new Date() : null,
       })
-      return this.view(updated, await this.ownerOf(tx, updated), tx)
+      if (current.statusId === ListingStatus.Published) await this.announce.removed(tx, current, statusId === ListingStatus.Closed ? 'closed' : 'withdrawn')
+      return this.view(updated, await this.ownerOf(tx, updated), tx, undefined, null)
     })
   }
 
@@ -209,9 +274,18 @@ export class PropertiesService {
   // For the internal check and operators (the moderation module), across agencies. Each
   // takes the transaction its decision and the events announcing it share.
 
-  /** Listings waiting for the internal check, claimed for this transaction; see claimAwaitingCheck. */
-  claimAwaitingCheck(tx: Database, limit: number): Promise<{ listing: PropertyRow; country: CountryCode }[]> {
-    return repository.claimAwaitingCheck(tx, limit)
+  /**
+   * Listings waiting for the internal check, claimed for this transaction (see
+   * claimAwaitingCheck): new submissions, and published listings with a revision, as the
+   * revision makes them.
+   */
+  async claimAwaitingCheck(tx: Database, limit: number): Promise<(UnderCheck & { country: CountryCode })[]> {
+    const claimed = await repository.claimAwaitingCheck(tx, limit)
+    const revisions = await repository.findRevisions(
+      tx,
+      claimed.filter(({ listing }) => listing.statusId === ListingStatus.Published).map(({ listing }) => listing.id),
+    )
+    return claimed.map(({ listing, country }) => ({ ...underCheck(listing, revisions.get(listing.id)), country }))
   }
 
   /** Whether the agency already has the same offer live; see the repository's hasLiveDuplicate. */
@@ -219,54 +293,93 @@ export class PropertiesService {
     return repository.hasLiveDuplicate(tx, listing)
   }
 
-  /** Any agency's listing waiting for review, locked for an operator's decision: 404 or 409 otherwise. */
-  async lockUndecided(tx: Database, id: number): Promise<PropertyRow> {
+  /**
+   * Any agency's listing waiting for review (a new submission, or a published listing's revision),
+   * locked for an operator's decision: 404 or 409 otherwise.
+   */
+  async lockUndecided(tx: Database, id: number): Promise<UnderCheck> {
     const listing = await repository.lockAnyTenantsProperty(tx, id)
     if (!listing) throw ApiError.notFound(PROPERTY_NOT_FOUND)
-    if (!canBeDecided(listing.statusId)) {
+    const revision = listing.statusId === ListingStatus.Published ? await repository.findRevision(tx, listing.tenantId, id) : undefined
+    if (!canBeDecided(listing.statusId) && revision?.status !== 'pending_review') {
       throw ApiError.conflict(
-        `Only a listing waiting for review (status ${ListingStatus.PendingReview}) can be decided; this one is in status ${listing.statusId}.`,
+        `Only a listing waiting for review (status ${ListingStatus.PendingReview}, or a published listing with a revision waiting for review) can be decided; this one is in status ${listing.statusId}.`,
       )
     }
-    return listing
+    return underCheck(listing, revision)
   }
 
-  /** Manual mode: keeps the check's findings, and the listing waits for an operator. */
-  async recordFindings(tx: Database, listing: PropertyRow, findings: ModerationResult): Promise<void> {
-    await repository.recordDecision(tx, listing.tenantId, listing.id, { moderation: findings })
+  /** Manual mode: keeps the check's findings, and the listing (or its revision) waits for an operator. */
+  async recordFindings(tx: Database, { listing, revision }: UnderCheck, findings: ModerationResult): Promise<void> {
+    if (!revision) {
+      await repository.recordDecision(tx, listing.tenantId, listing.id, { moderation: findings })
+      return
+    }
+    await repository.recordRevisionFindings(tx, listing.id, findings, false)
+    await repository.updateProperty(tx, listing.tenantId, listing.id, { reviewRequestedAt: null })
   }
 
-  /** Publishes a listing waiting for review; when it was published. */
-  async approve(tx: Database, listing: PropertyRow, findings: ModerationResult): Promise<Date> {
-    const published = await repository.recordDecision(tx, listing.tenantId, listing.id, {
-      moderation: findings,
-      statusId: ListingStatus.Published,
-      published: true,
-    })
-    return published.publishedAt!
+  /**
+   * Publishes a listing waiting for review; when it was published. A revision becomes the
+   * listing's row, and the catalogue shows it at once: announced as `mls.listing_updated`,
+   * keeping the listing's publication time (its days on market).
+   */
+  async approve(tx: Database, { listing, approved, revision }: UnderCheck, findings: ModerationResult): Promise<Date> {
+    if (!revision) {
+      const published = await repository.recordDecision(tx, listing.tenantId, listing.id, {
+        moderation: findings,
+        statusId: ListingStatus.Published,
+        published: true,
+      })
+      return published.publishedAt!
+    }
+    await repository.deleteRevision(tx, listing.id)
+    const updated = await repository.updateProperty(tx, listing.tenantId, listing.id, { ...revision.fields, moderation: findings, reviewRequestedAt: null })
+    await this.announce.updated(tx, updated, approved)
+    return updated.publishedAt!
   }
 
-  /** Rejects a listing waiting for review, with the findings the agency sees. */
-  async reject(tx: Database, listing: PropertyRow, findings: ModerationResult): Promise<void> {
-    await repository.recordDecision(tx, listing.tenantId, listing.id, { moderation: findings, statusId: ListingStatus.Rejected })
+  /**
+   * Rejects a listing waiting for review, with the findings the agency sees. A rejected
+   * revision stays beside the listing, which stays published as it was.
+   */
+  async reject(tx: Database, { listing, revision }: UnderCheck, findings: ModerationResult): Promise<void> {
+    if (!revision) {
+      await repository.recordDecision(tx, listing.tenantId, listing.id, { moderation: findings, statusId: ListingStatus.Rejected })
+      return
+    }
+    await repository.recordRevisionFindings(tx, listing.id, findings, true)
+    await repository.updateProperty(tx, listing.tenantId, listing.id, { reviewRequestedAt: null })
   }
 
   /**
    * An agency is suspended: its published listings leave the catalogue until it is unsuspended,
    * in the caller's transaction. See docs/architecture.md#api-keys-and-suspension.
    */
-  holdPublishedListings(tx: Database, tenantId: number): Promise<number> {
-    return repository.holdPublishedListings(tx, tenantId)
+  async holdPublishedListings(tx: Database, tenantId: number): Promise<number> {
+    const held = await repository.holdPublishedListings(tx, tenantId)
+    for (const listing of held) await this.announce.removed(tx, listing, 'suspended')
+    return held.length
   }
 
-  /** The agency is unsuspended: what the suspension held is published again, without a new check or event. */
-  releaseHeldListings(tx: Database, tenantId: number): Promise<number> {
-    return repository.releaseHeldListings(tx, tenantId)
+  /**
+   * The agency is unsuspended: what the suspension held is published again, without a new
+   * check, and announced as `mls.listing_updated` (the catalogue shows it again).
+   */
+  async releaseHeldListings(tx: Database, tenantId: number): Promise<number> {
+    const released = await repository.releaseHeldListings(tx, tenantId)
+    for (const listing of released) await this.announce.updated(tx, listing, null)
+    return released.length
   }
 
   /** Listings of every agency in one status, oldest change first, for operators. */
-  listByStatus(statusId: number, page: { limit: number; offset: number }): Promise<{ rows: PropertyRow[]; total: number }> {
-    return repository.listByStatus(this.db, statusId, page)
+  async listByStatus(statusId: number, page: { limit: number; offset: number }, revision?: RevisionStatus): Promise<{ rows: UnderCheck[]; total: number }> {
+    const { rows, total } = await repository.listByStatus(this.db, statusId, page, revision)
+    const revisions = await repository.findRevisions(
+      this.db,
+      rows.map((row) => row.id),
+    )
+    return { rows: rows.map((row) => underCheck(row, revisions.get(row.id))), total }
   }
 
   /** Forgets up to `limit` Idempotency-Keys past their 24 hours, in one statement; how many. */
@@ -288,14 +401,26 @@ export class PropertiesService {
       resolved.owner ?? null,
     )
     // A property just created has no photos: no query for them.
-    return this.view(created.property, created.owner, db, [])
+    return this.view(created.property, created.owner, db, [], null)
   }
 
   /** The property as the API shows it; `images` when the caller knows them already. */
-  private async view(property: PropertyRow, owner: OwnerView | null, via: Database = this.db, images?: PropertyImage[]): Promise<Property> {
+  /**
+   * The property as the API shows it; `images` when the caller knows them already, `revision`
+   * when the caller has read it (undefined: read it here). With a revision, `property` is the
+   * listing as the revision makes it (withRevision).
+   */
+  private async view(
+    property: PropertyRow,
+    owner: OwnerView | null,
+    via: Database = this.db,
+    images?: PropertyImage[],
+    revision?: RevisionRow | null,
+  ): Promise<Property> {
     await this.names.ensure({ cityIds: [property.cityId], districtIds: [property.districtId], complexIds: [property.residentialComplexId] }, via)
     images ??= await this.images.list(property.tenantId, property.id, via)
-    return toProperty(property, owner, this.names, images)
+    revision ??= revision === null ? null : ((await repository.findRevision(via, property.tenantId, property.id)) ?? null)
+    return toProperty(property, owner, this.names, images, revision)
   }
 
   private async ownerOf(tx: Database, property: PropertyRow): Promise<OwnerView | null> {

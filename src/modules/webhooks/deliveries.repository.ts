@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto'
 import { and, eq, isNotNull, sql, type SQL } from 'drizzle-orm'
 import { queryRows, type Database } from '../../db/client.js'
 import { webhookAttempts, webhookDeliveries, webhookSubscriptions } from '../../db/schema.js'
-import { MLS_WIDE_EVENT } from '../events/event-types.js'
+import { MLS_WIDE_EVENTS } from '../events/event-types.js'
 import type { UndispatchedEvent } from '../events/events.service.js'
 import { failedTooLong } from './delivery-policy.js'
 import type { AttemptOutcome } from './webhook-sender.js'
@@ -62,7 +62,7 @@ export async function createDeliveries(tx: Database, batch: readonly Undispatche
           join webhook_subscriptions s
             on s.is_active
            and s.events @> array[e.type]
-           and (e.type = ${MLS_WIDE_EVENT} or s.tenant_id = e.tenant_id)
+           and (e.type = any(${[...MLS_WIDE_EVENTS]}::text[]) or s.tenant_id = e.tenant_id)
           join tenants t on t.id = s.tenant_id and t.suspended_at is null
           where e.id = any(${ids}::bigint[])
           on conflict (event_id, subscription_id) do nothing

@@ -1,5 +1,6 @@
 import { Type, type Static, type TSchema } from 'typebox'
-import { CatalogueItem } from '../catalogue/catalogue.schemas.js'
+import { CatalogueDetail, CatalogueItem } from '../catalogue/catalogue.schemas.js'
+import { catalogueRemovalReasons } from '../../db/schema.js'
 import { ModerationReasonSchema } from '../properties/properties.schemas.js'
 import { Id, Int32, Nullable, PageQuery, Page, StringEnum, Timestamp, Url, asStoredText } from '../../lib/schemas.js'
 
@@ -122,10 +123,36 @@ export const NewListingEvent = eventEnvelope(
   CatalogueItem,
 )
 
+export const ListingUpdatedEvent = eventEnvelope(
+  'mls.listing_updated',
+  'ListingUpdatedEvent',
+  'The catalogue shows a listing anew: a change approved by the check, photos added, removed or reordered, or the listing back after its agency’s suspension; sent to every agency subscribed to it. `data` is the listing exactly as `GET /mls/properties/{id}` shows it now.',
+  CatalogueDetail,
+)
+
+export const ListingRemovedEvent = eventEnvelope(
+  'mls.listing_removed',
+  'ListingRemovedEvent',
+  'A listing left the catalogue; sent to every agency subscribed to it. `reason` says why.',
+  Type.Object(
+    {
+      id: Id,
+      reason: asStoredText(
+        StringEnum(
+          'ListingRemovalReason',
+          [...catalogueRemovalReasons],
+          '`withdrawn` or `closed` by its agency, `deleted`, `suspended` with its agency, `rejected` by an operator.',
+        ),
+      ),
+    },
+    { title: 'ListingRemovedData' },
+  ),
+)
+
 export const PropertyPublishedEvent = eventEnvelope(
   'property.published',
   'PropertyPublishedEvent',
-  'One of the agency’s listings passed the check (or an operator approved it) and is published.',
+  'One of the agency’s listings passed the check (or an operator approved it) and is published; for a revision (`revision: true`), the catalogue shows the listing’s new version from now on.',
   Type.Object(
     {
       property_id: Id,
@@ -133,6 +160,7 @@ export const PropertyPublishedEvent = eventEnvelope(
       status_name: Type.String({ maxLength: 100 }),
       published_at: Timestamp,
       listing: CatalogueItem,
+      revision: Type.Boolean({ description: 'Whether what was approved is a revision of a listing already published.' }),
     },
     { title: 'PropertyPublishedData' },
   ),
@@ -141,13 +169,14 @@ export const PropertyPublishedEvent = eventEnvelope(
 export const PropertyRejectedEvent = eventEnvelope(
   'property.rejected',
   'PropertyRejectedEvent',
-  'One of the agency’s listings failed the check (or an operator rejected it); `reasons` says why.',
+  'One of the agency’s listings failed the check (or an operator rejected it); `reasons` says why. For a revision of a published listing (`revision: true`), the listing stays published as it was (status 2) and its revision is `rejected`.',
   Type.Object(
     {
       property_id: Id,
-      status_id: PropertyStatusId(3),
+      status_id: Type.Union([PropertyStatusId(3), PropertyStatusId(2)]),
       status_name: Type.String({ maxLength: 100 }),
       reasons: Type.Array(ModerationReasonSchema, { maxItems: 100 }),
+      revision: Type.Boolean({ description: 'Whether what was rejected is a revision of a published listing.' }),
     },
     { title: 'PropertyRejectedData' },
   ),
@@ -163,6 +192,8 @@ export const TestEvent = eventEnvelope(
 /** Every event a receiver may get, by type. */
 export const webhookEvents = {
   'mls.new_listing': NewListingEvent,
+  'mls.listing_updated': ListingUpdatedEvent,
+  'mls.listing_removed': ListingRemovedEvent,
   'property.published': PropertyPublishedEvent,
   'property.rejected': PropertyRejectedEvent,
   'webhook.test': TestEvent,

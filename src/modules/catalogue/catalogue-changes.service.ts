@@ -1,0 +1,82 @@
+import type { Database, PipelinedDatabase } from '../../db/client.js'
+import { ApiError } from '../../lib/errors.js'
+import type { ReferenceNames } from '../reference/reference-names.js'
+import * as repository from './catalogue-changes.repository.js'
+import type { ChangesPage } from './catalogue-changes.schemas.js'
+import { placesOf, toCatalogueDetail } from './catalogue.mapper.js'
+
+/**
+ * Where a reader is: the position of the last change it read, and the retention horizon it
+ * started under (see read). Opaque to clients, so its form may change.
+ */
+interface Cursor {
+  position: number
+  horizon: number
+}
+
+const encodeCursor = ({ position, horizon }: Cursor) => Buffer.from(`c${position}.${horizon}`).toString('base64url')
+
+function decodeCursor(cursor: string): Cursor {
+  const parts = /^c(\d{1,15})\.(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString())
+  if (!parts) throw ApiError.validation([{ loc: ['query', 'after'], msg: 'is not a cursor this service gave' }])
+  return { position: Number(parts[1]), horizon: Number(parts[2]) }
+}
+
+/**
+ * The change feed (GET /mls/changes): every change of what the catalogue shows, in the order
+ * the changes committed, for mirrors of the catalogue. Public like the catalogue, and as
+ * the catalogue, without owner data. See docs/api.md#change-feed.
+ */
+export class CatalogueChangesService {
+  constructor(
+    private readonly db: PipelinedDatabase,
+    private readonly names: ReferenceNames,
+    private readonly mediaBase: string,
+    /** Where retention writes: the pool, as feed reads may be pipelined. */
+    private readonly writer: Database,
+  ) {}
+
+  /** Changes after `after` (from the start of the kept history without one), oldest first. */
+  async read(after: string | undefined, limit: number): Promise<ChangesPage> {
+    const cursor = after === undefined ? undefined : decodeCursor(after)
+    const from = cursor?.position ?? 0
+    // One more than asked for, to tell whether more follow.
+    const { changes, prunedThrough } = await repository.readChanges(this.db, from, limit + 1)
+    // Retention has pruned removals up to position `prunedThrough`. A reader that started under
+    // that horizon, or has read past it, has missed none of them: each listing has one row, so
+    // a removal pruned before a reader started is of a listing it never saw. Any other reader
+    // may have seen a listing whose removal is gone.
+    const horizon = cursor?.horizon ?? prunedThrough
+    if (prunedThrough > Math.max(from, horizon)) {
+      throw ApiError.gone(
+        'This cursor is older than the kept history of changes (CHANGE_RETENTION_DAYS): some removals after it are gone. Copy the catalogue again from the start of the feed (no `after`) and go on from there.',
+      )
+    }
+    const page = changes.slice(0, limit)
+    await this.names.ensure(placesOf(page.flatMap((change) => (change.listing ? [change.listing] : []))))
+    return {
+      items: page.map((change) => ({
+        cursor: encodeCursor({ position: change.position, horizon }),
+        op: change.op,
+        id: change.listingId,
+        changed_at: change.changedAt,
+        property:
+          change.op === 'upsert' && change.listing
+            ? toCatalogueDetail(change.listing, this.names, this.mediaBase)
+            : { id: change.listingId, reason: change.reason ?? 'withdrawn' },
+      })),
+      next_cursor: encodeCursor({ position: page.at(-1)?.position ?? from, horizon }),
+      has_more: changes.length > limit,
+    }
+  }
+
+  /** A cursor at the feed's end now: for a mirror that copies the catalogue first, taken before it starts. */
+  async snapshot(): Promise<{ cursor: string }> {
+    return { cursor: encodeCursor(await repository.latestPosition(this.db)) }
+  }
+
+  /** Retention: forgets up to `limit` removals older than `days`; how many. */
+  forgetRemovals(days: number, limit: number): Promise<number> {
+    return repository.pruneRemovals(this.writer, days, limit)
+  }
+}

@@ -178,9 +178,15 @@ export interface TenantListFilter {
   cityId?: number | undefined
   limit: number
   offset: number
+  /** By cursor: only the listings after this one, newest first (created_at to the microsecond, as a timestamp key). */
+  after?: { createdAt: string; id: number } | undefined
 }
 
-/** GET /properties: the tenant's own listings, newest first (properties_tenant_recent_idx). */
+/**
+ * GET /properties: the tenant's own listings, newest first (properties_tenant_recent_idx). By
+ * cursor, a range of that index from the key `(created_at, id) < (…)`, so any depth costs the
+ * same; the total is the filters' alone. `createdAtKey` is each row's time as a cursor holds it.
+ */
 export async function listTenantProperties(db: Database, tenantId: number, filter: TenantListFilter) {
   const conditions: (SQL | undefined)[] = [
     eq(properties.tenantId, tenantId),
@@ -190,6 +196,7 @@ export async function listTenantProperties(db: Database, tenantId: number, filte
     filter.cityId === undefined ? undefined : eq(properties.cityId, filter.cityId),
   ]
   const where = and(...conditions)
+  const after = filter.after && sql`(${properties.createdAt}, ${properties.id}) < (${filter.after.createdAt}::timestamptz, ${filter.after.id}::int)`
   return rowsWithTotal(
     db,
     db
@@ -204,10 +211,11 @@ export async function listTenantProperties(db: Database, tenantId: number, filte
         area: properties.area,
         rooms: properties.rooms,
         createdAt: properties.createdAt,
+        createdAtKey: sql<string>`to_json(${properties.createdAt} at time zone 'UTC') #>> '{}'`,
         updatedAt: properties.updatedAt,
       })
       .from(properties)
-      .where(where)
+      .where(and(where, after))
       .orderBy(desc(properties.createdAt), desc(properties.id))
       .limit(filter.limit)
       .offset(filter.offset),

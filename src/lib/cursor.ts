@@ -32,8 +32,8 @@ const invalidCursor = (msg: string) => ApiError.validation([{ loc: ['query', 'cu
 
 /**
  * The key a cursor holds, checked against the search it is used with: 422 naming `cursor` for
- * anything that is not one of ours, or is another search's. `readKey` checks the key's shape
- * for the sort (and throws with `badKey` when it is wrong).
+ * anything that is not one of ours, or is another search's. `readKey` reads the key for the
+ * sort, undefined when its shape or a value is wrong (which is then a 422 too).
  */
 export function decodeCursor<K>(cursor: string, binding: CursorBinding, readKey: (key: unknown[]) => K | undefined): K {
   let parsed: unknown

@@ -204,9 +204,7 @@ export function CursorPage<T extends TSchema>(item: T, title: string) {
     {
       ...page.properties,
       offset: Int64({ description: 'The `offset` asked for; 0 on a page by cursor, whose items are counted from the cursor.' }),
-      next_cursor: Nullable(
-        Type.String({ maxLength: 400, description: 'Give as `cursor` for the next page; null on the last page.' }),
-      ),
+      next_cursor: Nullable(Type.String({ maxLength: 400, description: 'Give as `cursor` for the next page; null on the last page.' })),
     },
     { title },
   )

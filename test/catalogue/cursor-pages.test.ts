@@ -94,7 +94,11 @@ describe('catalogue pages by cursor', () => {
     ['rooms', 'rooms=1', sql`rooms = 1`],
     ['the cheap (a walk newest first)', `max_price=${CHEAP + 20_000}`, sql`price <= ${CHEAP + 20_000}`],
     ['the dear (a walk falls short; by price)', `min_price=${DEAR}`, sql`price >= ${DEAR}`],
-    ['a narrow price range', `min_price=${DEAR + 3000}&max_price=${DEAR + 5000}&city_id=1`, sql`price between ${DEAR + 3000} and ${DEAR + 5000} and city_id = 1`],
+    [
+      'a narrow price range',
+      `min_price=${DEAR + 3000}&max_price=${DEAR + 5000}&city_id=1`,
+      sql`price between ${DEAR + 3000} and ${DEAR + 5000} and city_id = 1`,
+    ],
     ['nothing', `min_price=${DEAR * 3}`, sql`price >= ${DEAR * 3}`],
   ]
   for (const sort of Object.keys(orders) as Sort[]) {

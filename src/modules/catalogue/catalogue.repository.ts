@@ -186,7 +186,10 @@ export async function readPage(
   const keys = usedKeys(filter)
   const size = plan.kind === 'window' ? plan.window : plan.kind === 'walk' ? plan.depth : ''
   const statement = prepared<{ columns: PageColumns }[]>(db, `page:${sort}:${plan.kind}${size}:${keys.join(',')}:${after?.part ?? ''}`, (name) => {
-    const page = pageQuery(db, keys, sort, plan, keysetCondition(sort, after?.part)).limit(sql.placeholder('limit')).offset(sql.placeholder('offset')).as('page')
+    const page = pageQuery(db, keys, sort, plan, keysetCondition(sort, after?.part))
+      .limit(sql.placeholder('limit'))
+      .offset(sql.placeholder('offset'))
+      .as('page')
     const columns = [
       page.id,
       page.propertyTypeId,

@@ -113,7 +113,10 @@ export class PropertiesService {
    * is a position in time, so with another agency's key it reads this agency's own listings
    * after that point, never the other's.
    */
-  async list(tenantId: number, query: PropertyListQuery): Promise<{ items: PropertyListItem[]; total: number; limit: number; offset: number; next_cursor: string | null }> {
+  async list(
+    tenantId: number,
+    query: PropertyListQuery,
+  ): Promise<{ items: PropertyListItem[]; total: number; limit: number; offset: number; next_cursor: string | null }> {
     refuseOffsetWithCursor(query.cursor, query.offset)
     const binding = { sort: 'created_desc', filters: [query.status_id, query.property_type, query.deal_type, query.city_id] }
     const after =

@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import type { ScenarioId, ScenarioResult } from './load.js'
 import { cpuLine, machineLine, type MachineInfo } from './machine.js'
+import type { CursorFigures } from './cursor.js'
 import type { InterleavedRatio } from './rounds.js'
 import type { UploadFigures } from './uploads.js'
 import type { WebhookFigures } from './webhooks.js'
@@ -50,6 +51,7 @@ export function checkTargets(
   uploads?: UploadFigures,
   webhooks?: WebhookFigures,
   interleaved: readonly InterleavedRatio[] = [],
+  cursorPages?: CursorFigures,
 ): { ratios: Ratios; targets: TargetCheck[] } {
   const { a, a1, b, c, d, e, e1, e2 } = results
   const ratios: Ratios = {}
@@ -139,6 +141,17 @@ export function checkTargets(
       pass: webhooks.undelivered_after_drain === 0,
     })
   }
+  if (cursorPages) {
+    targets.push({
+      name: `(g) page ${cursorPages.deep_page} by cursor / page 1, latency`,
+      value: cursorPages.ratio_median,
+      target: `<= 2 x, median of ${cursorPages.rounds.length} (spread x${cursorPages.ratio_min.toFixed(2)}–x${cursorPages.ratio_max.toFixed(2)})`,
+      pass: cursorPages.ratio_median <= 2,
+      shown: `x${cursorPages.ratio_median.toFixed(2)}`,
+    })
+    const failed = cursorPages.rounds.reduce((sum, round) => sum + round.first.non_2xx + round.first.errors + round.deep.non_2xx + round.deep.errors, 0)
+    targets.push({ name: '(g) non-2xx + errors', value: failed, target: '0', pass: failed === 0, shown: String(failed) })
+  }
   for (const id of ['b', 'c', 'd', 'e', 'e1', 'e2'] as const) {
     const result = results[id]
     if (!result) continue
@@ -154,8 +167,9 @@ export function printReport(
   uploads?: UploadFigures,
   webhooks?: WebhookFigures,
   interleaved: readonly InterleavedRatio[] = [],
+  cursorPages?: CursorFigures,
 ): void {
-  const { ratios, targets } = checkTargets(results, uploads, webhooks, interleaved)
+  const { ratios, targets } = checkTargets(results, uploads, webhooks, interleaved, cursorPages)
   const rows = Object.values(results).map((r) => [
     `(${r.id})`,
     r.title,
@@ -204,6 +218,7 @@ export function printReport(
         `p99 ${webhooks.idle.latency_p99_ms} ms, max ${webhooks.idle.latency_max_ms} ms`,
     )
   }
+  if (cursorPages) printCursorPages(cursorPages)
   console.log()
   console.log('Targets:')
   for (const check of targets) {
@@ -231,6 +246,21 @@ function printInterleaved(ratio: InterleavedRatio): void {
       `  round ${index + 1}: (${ratio.ceiling}) ${round.ceiling.requests_per_second.toFixed(1)}, ` +
         `(${ratio.scenario}) ${round.scenario.requests_per_second.toFixed(1)} req/s p99 ${round.scenario.latency_p99_ms} ms: ${percent(round.ratio)}` +
         (round.scenario.cpu ? `; during (${ratio.scenario}) ${cpuLine(round.scenario.cpu, round.scenario.requests_per_second)}` : ''),
+    )
+  }
+}
+
+function printCursorPages(figures: CursorFigures): void {
+  console.log()
+  console.log(
+    `(g) catalogue newest first, ${figures.limit} a page, answer cache off, ${figures.connections} connection: page 1 against page ${figures.deep_page} ` +
+      `by cursor (${figures.rows_before} listings in; walked to in ${figures.walk_seconds} s), ${figures.rounds.length} interleaved rounds of ${figures.seconds_per_run} s each: ` +
+      `mean latency ${figures.first_latency_avg_median_ms} ms against ${figures.deep_latency_avg_median_ms} ms (medians), ratio median x${figures.ratio_median.toFixed(2)}`,
+  )
+  for (const [index, round] of figures.rounds.entries()) {
+    console.log(
+      `  round ${index + 1}: page 1 ${round.first.latency_avg_ms} ms (p99 ${round.first.latency_p99_ms}, ${round.first.requests_per_second.toFixed(1)} req/s), ` +
+        `page ${figures.deep_page} ${round.deep.latency_avg_ms} ms (p99 ${round.deep.latency_p99_ms}, ${round.deep.requests_per_second.toFixed(1)} req/s): x${round.ratio.toFixed(2)}`,
     )
   }
 }
@@ -272,14 +302,16 @@ export function writeReport(
   uploads?: UploadFigures,
   webhooks?: WebhookFigures,
   interleaved: readonly InterleavedRatio[] = [],
+  cursorPages?: CursorFigures,
 ): void {
-  const { ratios, targets } = checkTargets(results, uploads, webhooks, interleaved)
+  const { ratios, targets } = checkTargets(results, uploads, webhooks, interleaved, cursorPages)
   const report = {
     ...info,
     date: new Date().toISOString(),
     scenarios: results,
     ...(uploads ? { uploads } : {}),
     ...(webhooks ? { webhooks } : {}),
+    ...(cursorPages ? { cursor_pages: cursorPages } : {}),
     /** Each scenario's single run against its ceiling's single run. */
     ratios,
     interleaved,

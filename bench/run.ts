@@ -10,6 +10,7 @@ import { loadConfig } from '../src/config.js'
 import { openDatabase } from '../src/db/client.js'
 import { migrateDatabase } from '../src/db/migrate.js'
 import { startChild, stopAllChildren, type Child } from './children.js'
+import { runCursorPages, type CursorFigures } from './cursor.js'
 import { fetchFixtures } from './fixtures.js'
 import { runScenario, type Scenario, type ScenarioId, type ScenarioResult } from './load.js'
 import { CpuMeter, describeMachine, machineLine } from './machine.js'
@@ -83,6 +84,13 @@ async function main(options: BenchOptions): Promise<void> {
   let webhooks: WebhookFigures | undefined
   if (options.scenarios.includes('f')) webhooks = await runWebhooks(service, serviceEnv, options.databaseUrl!, load)
 
+  // (g) last, on a service of its own without the answer cache: this one goes first (PGlite admits one process).
+  let cursorPages: CursorFigures | undefined
+  if (options.scenarios.includes('g')) {
+    await service.stop()
+    cursorPages = await runCursorPages(serviceEnv, { rounds: Math.max(1, options.rounds), seconds: options.roundDuration })
+  }
+
   const info: RunInfo = {
     machine,
     engine: options.engine,
@@ -103,8 +111,8 @@ async function main(options: BenchOptions): Promise<void> {
       log_level: 'warn',
     },
   }
-  printReport(info, results, uploads, webhooks, interleaved)
-  writeReport(options.out ?? defaultOutFile(options.engine, prepared.listings), info, results, uploads, webhooks, interleaved)
+  printReport(info, results, uploads, webhooks, interleaved, cursorPages)
+  writeReport(options.out ?? defaultOutFile(options.engine, prepared.listings), info, results, uploads, webhooks, interleaved, cursorPages)
 }
 
 /**

@@ -297,6 +297,8 @@ export const properties = pgTable(
     //                                          price checked in it, when the range keeps many
     //                                          listings; else the *_price_idx range, then sorted
     //                                          (the service chooses: PagePlan in catalogue.repository.ts)
+    // A page by cursor reads the same index from the cursor's key on: `(created_at, id) < (…)` or
+    // `(price, id) > (…)` is the start of its range (catalogue-cursor.ts).
     // Totals for filters on city, type, deal, district and rooms come from catalogue_counts.
     // With a price or area filter they are counted on the *_price_idx indexes: an index-only
     // scan over the price range.

@@ -180,6 +180,37 @@ export function Page<T extends TSchema>(item: T, title: string) {
   )
 }
 
+/**
+ * The query of a list paged by cursor as well as by offset: a `cursor` is the `next_cursor` of
+ * the page before (src/lib/cursor.ts). Ours are well under 400 characters.
+ */
+export const CursorPageQuery = {
+  ...PageQuery,
+  cursor: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 400,
+      pattern: '^[A-Za-z0-9_-]+$',
+      description:
+        '`next_cursor` of the previous page: the page after it, in the same sort and filters (another search’s cursor is a 422). ' +
+        'Costs the same at any depth, and listings added meanwhile do not shift the pages. Not with a non-zero `offset`.',
+    }),
+  ),
+}
+
+/** `{items, total, limit, offset, next_cursor}`: a Page that can also be walked by cursor. */
+export function CursorPage<T extends TSchema>(item: T, title: string) {
+  const page = Page(item, title)
+  return Type.Object(
+    {
+      ...page.properties,
+      offset: Int64({ description: 'The `offset` asked for; 0 on a page by cursor, whose items are counted from the cursor.' }),
+      next_cursor: Nullable(Type.String({ maxLength: 400, description: 'Give as `cursor` for the next page; null on the last page.' })),
+    },
+    { title },
+  )
+}
+
 /** A reference shown by id and name, `{id, name}`. */
 export const Named = Type.Object({ id: Id, name: Type.String({ maxLength: 200 }) }, { title: 'ReferenceItem' })
 

@@ -16,8 +16,10 @@ import {
   properties,
   type PropertyRow,
 } from '../../db/schema.js'
+import { timestampKeyFromUtc } from '../../lib/cursor.js'
 import { offsetTimestampFromUtcText, toOffsetTimestamp } from '../../lib/time.js'
 import { ListingStatus } from '../properties/listing-status.js'
+import type { Keyset, SortedRow } from './catalogue-cursor.js'
 import { isPriceBound, usedKeys, type CatalogueFilter, type CatalogueSort, type FilterKey, type PagePlan } from './catalogue-page-plan.js'
 import type { CatalogueDetail } from './catalogue.schemas.js'
 
@@ -73,9 +75,27 @@ const orderings = {
  */
 const isPublished = sql`${properties.statusId} = ${sql.raw(String(ListingStatus.Published))}`
 
-function publishedWhere(keys: FilterKey[]): SQL {
-  return and(isPublished, ...keys.map((key) => filterConditions[key]()))!
+/** The published rows matching the filters, and after a page's key when it is read by cursor. */
+function publishedWhere(keys: FilterKey[], after?: SQL): SQL {
+  return and(isPublished, ...keys.map((key) => filterConditions[key]()), after)!
 }
+
+/**
+ * Where a page by cursor starts (catalogue-cursor.ts): the rows after a key in the sort's order,
+ * as a row comparison on the columns the covering indexes end in, so the page is one index range
+ * scan from the key, whatever its depth. The values are parameters of their own, cast to the
+ * columns' types so that each statement is one generic plan.
+ */
+const afterId = sql`${sql.placeholder('afterId')}::int`
+const keysetConditions: Record<Keyset['part'], (direction: '<' | '>') => SQL> = {
+  created: (direction) =>
+    sql`(${properties.createdAt}, ${properties.id}) ${sql.raw(direction)} (${sql.placeholder('afterCreatedAt')}::timestamptz, ${afterId})`,
+  priced: (direction) => sql`(${properties.price}, ${properties.id}) ${sql.raw(direction)} (${sql.placeholder('afterPrice')}::numeric, ${afterId})`,
+  unpriced: (direction) => sql`${properties.price} is null and ${properties.id} ${sql.raw(direction)} ${afterId}`,
+}
+/** Which way "after" goes in each sort. */
+const afterDirections = { created_desc: '<', price_asc: '>', price_desc: '<' } as const satisfies Record<CatalogueSort, '<' | '>'>
+const keysetCondition = (sort: CatalogueSort, part: Keyset['part'] | undefined) => part && keysetConditions[part](afterDirections[sort])
 
 /**
  * The small rendition of a listing's first photo, in the listing's own row of the result: one
@@ -162,11 +182,15 @@ export async function readPage(
   limit: number,
   offset: number,
   plan: PagePlan,
-): Promise<ItemRow[]> {
+  after?: Keyset,
+): Promise<PageRow[]> {
   const keys = usedKeys(filter)
   const size = plan.kind === 'window' ? plan.window : plan.kind === 'walk' ? plan.depth : ''
-  const statement = prepared<{ columns: PageColumns }[]>(db, `page:${sort}:${plan.kind}${size}:${keys.join(',')}`, (name) => {
-    const page = pageQuery(db, keys, sort, plan).limit(sql.placeholder('limit')).offset(sql.placeholder('offset')).as('page')
+  const statement = prepared<{ columns: PageColumns }[]>(db, `page:${sort}:${plan.kind}${size}:${keys.join(',')}:${after?.part ?? ''}`, (name) => {
+    const page = pageQuery(db, keys, sort, plan, keysetCondition(sort, after?.part))
+      .limit(sql.placeholder('limit'))
+      .offset(sql.placeholder('offset'))
+      .as('page')
     const columns = [
       page.id,
       page.propertyTypeId,
@@ -201,7 +225,7 @@ export async function readPage(
       .from(page)
       .prepare(name)
   })
-  const [{ columns }] = (await statement.execute({ ...filter, limit, offset })) as [{ columns: PageColumns }]
+  const [{ columns }] = (await statement.execute({ ...filter, ...keyValues(after), limit, offset })) as [{ columns: PageColumns }]
   const [ids, propertyTypeIds, dealTypeIds, cityIds, districtIds, complexIds, prices, areas, rooms, floors, totalFloors, createdAtsUtc, thumbnailKeys] = columns
   if (ids === null) return []
   return ids.map((id, row) => ({
@@ -217,14 +241,35 @@ export async function readPage(
     floor: floors[row] ?? null,
     totalFloors: totalFloors[row] ?? null,
     createdAt: offsetTimestampFromUtcText(createdAtsUtc[row]!),
+    createdAtKey: timestampKeyFromUtc(createdAtsUtc[row]!),
     thumbnailKey: thumbnailKeys[row] ?? null,
   }))
 }
 
-/** The matches a page is cut from, in the page's order, as PagePlan says to read them. */
-function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort, plan: PagePlan) {
+/** A row of a page, with its place in the sort to make the page's cursor from. */
+export type PageRow = ItemRow & SortedRow
+
+/** A keyset's values, as the placeholders of its condition. */
+function keyValues(after: Keyset | undefined) {
+  switch (after?.part) {
+    case undefined:
+      return {}
+    case 'created':
+      return { afterCreatedAt: after.createdAt, afterId: after.id }
+    case 'priced':
+      return { afterPrice: after.price, afterId: after.id }
+    case 'unpriced':
+      return { afterId: after.id }
+  }
+}
+
+/**
+ * The matches a page is cut from, in the page's order, as PagePlan says to read them; by
+ * cursor, only those after its key (`after`), which every plan checks first in the index.
+ */
+function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort, plan: PagePlan, after: SQL | undefined) {
   const { thumbnailKey: _thumbnail, ...indexedColumns } = itemColumns
-  const matching = (filterKeys: FilterKey[]) => db.select(indexedColumns).from(properties).where(publishedWhere(filterKeys))
+  const matching = (filterKeys: FilterKey[]) => db.select(indexedColumns).from(properties).where(publishedWhere(filterKeys, after))
   switch (plan.kind) {
     case 'window': {
       const first = matching(keys)

@@ -66,7 +66,9 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Newest first unless `sort` says otherwise. Any `offset` is served; past the last match the page is empty. ' +
           'A deep page skips index entries, never listings, so its cost grows with the offset: ' +
-          'about 1.5 ms at 10,000 and 100 ms at 850,000 on a million listings. Narrowing the search with filters is faster.',
+          'about 1.5 ms at 10,000 and 100 ms at 850,000 on a million listings. ' +
+          'To walk many pages, follow `next_cursor` instead (`cursor=`): a page by cursor costs the same at any depth, ' +
+          'and listings published meanwhile neither shift nor repeat items on the pages after. Narrowing the search with filters is faster.',
         querystring: CatalogueQuery,
         headers: ConditionalRequest,
         response: { 200: rateLimited(CataloguePage, cachingHeaders), 304: NotModified, ...rateLimitedErrorResponses(422, 429) },

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { Id, Int32, Named, Nullable, Page, PageQuery, Timestamp, Url } from '../../lib/schemas.js'
+import { CursorPage, CursorPageQuery, Id, Int32, Named, Nullable, Timestamp, Url } from '../../lib/schemas.js'
 
 const Amount = (description: string) => Type.Number({ minimum: 0, description })
 
@@ -40,7 +40,7 @@ export const CatalogueDetail = Type.Object(
 )
 export type CatalogueDetail = Static<typeof CatalogueDetail>
 
-export const CataloguePage = Page(CatalogueItem, 'CataloguePage')
+export const CataloguePage = CursorPage(CatalogueItem, 'CataloguePage')
 
 const AmountFilter = (description: string) => Type.Optional(Type.Number({ minimum: 0, description }))
 
@@ -58,8 +58,14 @@ export const CatalogueQuery = Type.Object({
   rooms: Type.Optional(Int32({ minimum: 0, maximum: 1000, description: 'Exact number of rooms.' })),
   min_area: AmountFilter('Minimum total area, m², inclusive.'),
   max_area: AmountFilter('Maximum total area, m², inclusive.'),
-  sort: Type.Optional(Type.Enum([...catalogueSorts], { type: 'string', default: 'created_desc', description: 'Newest first by default.' })),
-  ...PageQuery,
+  sort: Type.Optional(
+    Type.Enum([...catalogueSorts], {
+      type: 'string',
+      default: 'created_desc',
+      description: 'Newest first by default. Listings without a price come last with `price_asc` and first with `price_desc`.',
+    }),
+  ),
+  ...CursorPageQuery,
 })
 export type CatalogueQuery = Static<typeof CatalogueQuery>
 

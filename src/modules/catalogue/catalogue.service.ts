@@ -1,8 +1,10 @@
 import { hash } from 'node:crypto'
 import type { Database, PipelinedDatabase } from '../../db/client.js'
 import type { PropertyRow } from '../../db/schema.js'
+import { refuseOffsetWithCursor } from '../../lib/cursor.js'
 import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import type { ReferenceNames } from '../reference/reference-names.js'
+import { cursorAfter, keysetsAfter, positionOf, type Keyset } from './catalogue-cursor.js'
 import { expectedRows, pageNeedsCounts, planPage, type CatalogueFilter, type CatalogueSort, type PageCounts } from './catalogue-page-plan.js'
 import { CatalogueCache, type Kept } from './catalogue-cache.js'
 import { CatalogueVersions } from './catalogue-versions.js'
@@ -19,7 +21,7 @@ export interface CatalogueAnswer {
 /** Turns an answer's value into its JSON text: the route's serializer, compiled from its response schema. */
 export type Serialize = (payload: unknown) => string
 
-type CataloguePage = { items: CatalogueItem[]; total: number; limit: number; offset: number }
+type CataloguePage = { items: CatalogueItem[]; total: number; limit: number; offset: number; next_cursor: string | null }
 
 function filterOf(query: CatalogueQuery): CatalogueFilter {
   return {
@@ -70,9 +72,14 @@ export class CatalogueService {
     this.cache = new CatalogueCache(cacheBytes)
   }
 
-  /** A page of a search with its total, newest first unless `sort` says otherwise. */
+  /**
+   * A page of a search with its total, newest first unless `sort` says otherwise: at `offset`,
+   * or after the listing `cursor` ends on (catalogue-cursor.ts). Either way `next_cursor` is
+   * the page after, or null on the last page; the page reads one row more than it shows to know.
+   */
   async search(query: CatalogueQuery, serialize: Serialize): Promise<CatalogueAnswer> {
-    const { limit, offset, sort = 'created_desc', min_price, max_price, min_area, max_area } = query
+    const { limit, offset, cursor, sort = 'created_desc', min_price, max_price, min_area, max_area } = query
+    refuseOffsetWithCursor(cursor, offset)
     if (min_price !== undefined && max_price !== undefined && min_price > max_price) {
       throw ApiError.validation([{ loc: ['query', 'min_price'], msg: 'must not be greater than max_price' }])
     }
@@ -80,6 +87,7 @@ export class CatalogueService {
       throw ApiError.validation([{ loc: ['query', 'min_area'], msg: 'must not be greater than max_area' }])
     }
     const filter = filterOf(query)
+    const position = cursor === undefined ? undefined : positionOf(cursor, sort, filter)
     const snapshot = await this.versions.current()
     // A search's total is kept apart from its pages: its other pages and orders share it.
     const totalOf = (search: CatalogueFilter) =>
@@ -88,7 +96,7 @@ export class CatalogueService {
         bytes: 8,
         cityId: search.cityId,
       }))
-    return this.cache.get(`list:${sort}:${limit}:${offset}:${JSON.stringify(Object.values(filter))}`, snapshot, async () => {
+    return this.cache.get(`list:${sort}:${limit}:${offset}:${cursor ?? ''}:${JSON.stringify(Object.values(filter))}`, snapshot, async () => {
       // How a price range's page is read, newest first, depends on how many listings it keeps.
       const counts: PageCounts | undefined = pageNeedsCounts(filter, sort)
         ? await Promise.all([totalOf(filter), totalOf({ ...filter, minPrice: undefined, maxPrice: undefined })]).then(([matches, withoutPrice]) => ({
@@ -96,10 +104,15 @@ export class CatalogueService {
             withoutPrice,
           }))
         : undefined
-      const [total, rows] = await Promise.all([counts?.matches ?? totalOf(filter), this.readPage(filter, sort, limit, offset, counts)])
+      const [total, read] = await Promise.all([
+        counts?.matches ?? totalOf(filter),
+        position ? this.readPageAfter(filter, sort, limit + 1, position, counts) : this.readPage(filter, sort, limit + 1, offset, counts),
+      ])
+      const rows = read.slice(0, limit)
       await this.names.ensure(placesOf(rows))
       const items = rows.map((row) => toCatalogueItem(row, this.names, this.mediaBase))
-      return answerOf(serialize, { items, total, limit, offset }, filter.cityId)
+      const next_cursor = read.length > limit ? cursorAfter(sort, filter, rows.at(-1)!) : null
+      return answerOf(serialize, { items, total, limit, offset, next_cursor }, filter.cityId)
     })
   }
 
@@ -144,6 +157,26 @@ export class CatalogueService {
     const rows = await repository.readPage(this.db, filter, sort, limit, offset, plan)
     if (counts && plan.kind === 'walk' && rows.length < expectedRows(limit, offset, counts)) {
       return repository.readPage(this.db, filter, sort, limit, offset, { kind: 'range' })
+    }
+    return rows
+  }
+
+  /**
+   * Reads the page after a position: a keyset read of each part of the sort's order in turn
+   * until the page is full (catalogue-cursor.ts), each planned as a first page (its end is
+   * `limit`, whatever the depth). A walk that falls short cannot tell the end of the matches
+   * from a walk too shallow, so it is read again as a range: the last page of a price range,
+   * newest first, reads the range after the cursor once.
+   */
+  private async readPageAfter(filter: CatalogueFilter, sort: CatalogueSort, limit: number, position: Keyset, counts?: PageCounts) {
+    const rows: repository.PageRow[] = []
+    for (const after of keysetsAfter(sort, filter, position)) {
+      const wanted = limit - rows.length
+      const plan = planPage(filter, sort, wanted, counts)
+      let read = await repository.readPage(this.db, filter, sort, wanted, 0, plan, after)
+      if (plan.kind === 'walk' && read.length < wanted) read = await repository.readPage(this.db, filter, sort, wanted, 0, { kind: 'range' }, after)
+      rows.push(...read)
+      if (rows.length === limit) break
     }
     return rows
   }

@@ -189,6 +189,8 @@ export interface TenantListFilter {
   cityId?: number | undefined
   limit: number
   offset: number
+  /** By cursor: only the listings after this one, newest first (created_at to the microsecond, as a timestamp key). */
+  after?: { createdAt: string; id: number } | undefined
 }
 
 /**
@@ -211,7 +213,9 @@ const submittedColumns = {
 /**
  * GET /properties: the tenant's own listings, newest first (properties_tenant_recent_idx), as
  * the agency sees them: a published listing with a revision shows, and is filtered by, the
- * revision's values.
+ * revision's values. By cursor, a range of that index from the key `(created_at, id) < (…)`, so
+ * any depth costs the same; the total is the filters' alone. `createdAtKey` is each row's time
+ * as a cursor holds it.
  */
 export async function listTenantProperties(db: Database, tenantId: number, filter: TenantListFilter) {
   const conditions: (SQL | undefined)[] = [
@@ -223,18 +227,20 @@ export async function listTenantProperties(db: Database, tenantId: number, filte
   ]
   const where = and(...conditions)
   const withRevisions = eq(propertyRevisions.propertyId, properties.id)
+  const after = filter.after && sql`(${properties.createdAt}, ${properties.id}) < (${filter.after.createdAt}::timestamptz, ${filter.after.id}::int)`
   const [rows, [counted]] = await Promise.all([
     db
       .select({
         id: properties.id,
         statusId: properties.statusId,
         createdAt: properties.createdAt,
+        createdAtKey: sql<string>`to_json(${properties.createdAt} at time zone 'UTC') #>> '{}'`,
         updatedAt: properties.updatedAt,
         ...submittedColumns,
       })
       .from(properties)
       .leftJoin(propertyRevisions, withRevisions)
-      .where(where)
+      .where(and(where, after))
       .orderBy(desc(properties.createdAt), desc(properties.id))
       .limit(filter.limit)
       .offset(filter.offset),

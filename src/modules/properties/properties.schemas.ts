@@ -2,7 +2,7 @@ import { PropertyImage } from '../images/images.schemas.js'
 import { Type, type Static } from 'typebox'
 import { revisionStatuses } from '../../db/schema.js'
 import { seedDealTypes, seedPropertyStatuses, seedPropertyTypes } from '../../db/seed/dictionaries.js'
-import { asStoredText, Id, Int32, Named, Nullable, Page, PageQuery, StringEnum, Timestamp } from '../../lib/schemas.js'
+import { asStoredText, Id, Int32, Named, Nullable, CursorPage, CursorPageQuery, StringEnum, Timestamp } from '../../lib/schemas.js'
 
 export const propertyTypeNames = seedPropertyTypes.map((type) => type.name)
 export const dealTypeNames = seedDealTypes.map((type) => type.name)
@@ -250,11 +250,11 @@ export const PropertyListQuery = Type.Object({
   property_type: Type.Optional(PropertyTypeName),
   deal_type: Type.Optional(DealTypeName),
   city_id: Type.Optional(Id),
-  ...PageQuery,
+  ...CursorPageQuery,
 })
 export type PropertyListQuery = Static<typeof PropertyListQuery>
 
-export const PropertyPage = Page(PropertyListItem, 'PropertyPage')
+export const PropertyPage = CursorPage(PropertyListItem, 'PropertyPage')
 
 export const PropertyIdParams = Type.Object({ id: Id })
 

@@ -3,6 +3,7 @@ import stringify from 'safe-stable-stringify'
 import type { Database } from '../../db/client.js'
 import type { AttributeValues, ModerationResult, NewPropertyColumns, PropertyRow, RevisionStatus } from '../../db/schema.js'
 import { seedDealTypes, seedPropertyTypes } from '../../db/seed/dictionaries.js'
+import { decodeCursor, encodeCursor, idKey, refuseOffsetWithCursor, timestampKey, timestampKeyFromUtc } from '../../lib/cursor.js'
 import { ApiError, PROPERTY_NOT_FOUND, type FieldError } from '../../lib/errors.js'
 import { normalisePhone } from '../../lib/phone.js'
 import { digestSecret } from '../../lib/secrets.js'
@@ -131,15 +132,39 @@ export class PropertiesService {
     return this.view(submitted, owner, this.db, undefined, revision)
   }
 
-  async list(tenantId: number, query: PropertyListQuery): Promise<{ items: PropertyListItem[]; total: number; limit: number; offset: number }> {
-    const { rows, total } = await repository.listTenantProperties(this.db, tenantId, {
+  /**
+   * A page of the agency's listings, newest first, at `offset` or after the listing `cursor`
+   * ends on. The cursor holds `[created_at, id]` of that listing and is bound to the filters; it
+   * is a position in time, so with another agency's key it reads this agency's own listings
+   * after that point, never the other's.
+   */
+  async list(
+    tenantId: number,
+    query: PropertyListQuery,
+  ): Promise<{ items: PropertyListItem[]; total: number; limit: number; offset: number; next_cursor: string | null }> {
+    refuseOffsetWithCursor(query.cursor, query.offset)
+    const binding = { sort: 'created_desc', filters: [query.status_id, query.property_type, query.deal_type, query.city_id] }
+    const after =
+      query.cursor === undefined
+        ? undefined
+        : decodeCursor(query.cursor, binding, ([createdAt, id, ...rest]) => {
+            const time = timestampKey(createdAt)
+            const afterId = idKey(id)
+            return time !== undefined && afterId !== undefined && rest.length === 0 ? { createdAt: time, id: afterId } : undefined
+          })
+    // One row more than the page shows: whether there is a next page.
+    const { rows: read, total } = await repository.listTenantProperties(this.db, tenantId, {
       statusId: query.status_id,
       propertyTypeId: query.property_type === undefined ? undefined : propertyTypeIds.get(query.property_type),
       dealTypeId: query.deal_type === undefined ? undefined : dealTypeIds.get(query.deal_type),
       cityId: query.city_id,
-      limit: query.limit,
+      limit: query.limit + 1,
       offset: query.offset,
+      after,
     })
+    const rows = read.slice(0, query.limit)
+    const last = rows.at(-1)
+    const next_cursor = read.length > query.limit && last ? encodeCursor(binding, [timestampKeyFromUtc(last.createdAtKey), last.id]) : null
     await this.names.ensure({ cityIds: rows.map((row) => row.cityId), districtIds: rows.map((row) => row.districtId) })
     return {
       items: rows.map((row) => ({
@@ -159,6 +184,7 @@ export class PropertiesService {
       total,
       limit: query.limit,
       offset: query.offset,
+      next_cursor,
     }
   }
 

@@ -106,6 +106,9 @@ describe('filtered webhook subscriptions', () => {
     const otherDeal = await subscriber(['mls.new_listing'], { deal_type_id: 2 })
     const otherAgency = await subscriber(['mls.new_listing'], { tenant_id: rival.tenantId })
     const everything = await subscriber(['mls.new_listing'], null)
+    // A filter narrows mls.* events only: the agency's own events come whatever it says.
+    const ownHook = await receiver()
+    await subscribe(t.app, owner, { url: ownHook.url, events: ['property.published'], filter: { min_price: 50_000_000 } })
 
     const flat = await publish()
     const dear = await publish({ price: 12_000_000 })
@@ -116,6 +119,12 @@ describe('filtered webhook subscriptions', () => {
     assert.deepEqual(listingIds(otherDeal.hook, 'mls.new_listing'), [])
     assert.deepEqual(listingIds(otherAgency.hook, 'mls.new_listing'), [])
     assert.deepEqual(listingIds(everything.hook, 'mls.new_listing').sort(), [flat, dear].sort())
+    assert.deepEqual(
+      messages(ownHook)
+        .map((message) => message.data.property_id)
+        .sort(),
+      [flat, dear].sort(),
+    )
     // Signed like every delivery, with the event's own webhook-id.
     const [request] = matching.hook.delivered()
     assert.equal(verifyDelivery(matching.subscription.secret, request!).data.id, flat)

@@ -100,14 +100,15 @@ export class WebhooksService {
     const url = await this.checkUrl(input.url)
     const secret = `whsec_${randomBytes(SECRET_BYTES).toString('base64')}`
     const row = await this.db.transaction(async (tx) => {
-      // Fan-outs see the subscription whole or not at all, filter included (see lockOutFanOut).
-      await deliveries.lockOutFanOut(tx)
       if ((await repository.countSubscriptionsLocked(tx, tenantId)) >= MAX_SUBSCRIPTIONS_PER_TENANT) {
         throw ApiError.validation(
           [{ loc: ['body'], msg: `an agency may have at most ${MAX_SUBSCRIPTIONS_PER_TENANT} subscriptions` }],
           `An agency may have at most ${MAX_SUBSCRIPTIONS_PER_TENANT} webhook subscriptions; delete one first.`,
         )
       }
+      // Fan-outs see the subscription whole or not at all, filter included (see lockOutFanOut).
+      // After the agency's row, as a suspension takes them, so the two never wait on each other in a circle.
+      await deliveries.lockOutFanOut(tx)
       return repository.insertSubscription(tx, {
         tenantId,
         url,

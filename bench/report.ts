@@ -43,7 +43,7 @@ const FAILURE_TOLERANCE = 0.001
 
 /** The scenarios that ran (see --scenarios). */
 type Results = Partial<Record<ScenarioId, ScenarioResult>>
-type Ratios = { b_over_a?: number; c_over_a1?: number; e2_p99_over_e1_p99?: number }
+type Ratios = { b_over_a?: number; c_over_a1?: number; e2_p99_over_e1_p99?: number; f_filtered_over_unfiltered_deliveries?: number }
 
 /** The targets of the scenarios that ran, each checked against the figures. */
 export function checkTargets(
@@ -140,6 +140,21 @@ export function checkTargets(
       target: '0',
       pass: webhooks.undelivered_after_drain === 0,
     })
+    const filtered = webhooks.filtered
+    ratios.f_filtered_over_unfiltered_deliveries = filtered.ratio_to_unfiltered
+    targets.push({
+      name: `(f) deliveries/s, ${filtered.subscriptions} filtered subscriptions`,
+      value: filtered.deliveries_per_second,
+      target: `>= 80% of unfiltered ${webhooks.deliveries_per_second.toFixed(1)}/s: ${percent(filtered.ratio_to_unfiltered)}`,
+      pass: filtered.ratio_to_unfiltered >= 0.8,
+    })
+    targets.push({
+      name: '(f) filtered: deliveries lost',
+      value: filtered.lost_deliveries ?? Number.NaN,
+      target: '0',
+      pass: filtered.lost_deliveries === 0,
+      shown: filtered.lost_deliveries === null ? 'unknown: some still waiting' : undefined,
+    })
   }
   if (cursorPages) {
     targets.push({
@@ -216,6 +231,17 @@ export function printReport(
     console.log(
       `    ${webhooks.idle.publications} single publications on the idle system: publication→delivery p50 ${webhooks.idle.latency_p50_ms} ms, ` +
         `p99 ${webhooks.idle.latency_p99_ms} ms, max ${webhooks.idle.latency_max_ms} ms`,
+    )
+    const filtered = webhooks.filtered
+    console.log(
+      `(f) filtered: ${filtered.publications_per_second} publications/s × ${filtered.subscriptions} filtered subscriptions (an event matches ${percent(filtered.match_share)} of them) = ` +
+        `${filtered.offered_deliveries_per_second} deliveries/s offered; delivered ${filtered.deliveries_per_second.toFixed(1)}/s (${filtered.deliveries_measured} in ${info.duration_s} s), ` +
+        `${percent(filtered.ratio_to_unfiltered)} of the unfiltered run; publication→delivery p50 ${filtered.latency_p50_ms} ms, p99 ${filtered.latency_p99_ms} ms, max ${filtered.latency_max_ms} ms; ` +
+        `${filtered.undelivered_after_drain} left after the drain; ${filtered.lost_deliveries ?? 'unknown how many'} lost; ${filtered.repeated_webhook_ids} repeated webhook-ids`,
+    )
+    console.log(
+      `    CPU, share of one core: workers ${filtered.worker_cpu_shares.map((share) => percent(share)).join(' and ')}` +
+        (filtered.database_cpu_share === null ? '' : `, PostgreSQL backends ${percent(filtered.database_cpu_share)}`),
     )
   }
   if (cursorPages) printCursorPages(cursorPages)

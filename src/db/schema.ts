@@ -23,6 +23,7 @@ import {
   unique,
 } from 'drizzle-orm/pg-core'
 import type { EventSubject } from '../modules/catalogue/listing-facts.js'
+import type { ListingFilter } from '../modules/catalogue/listing-filter.js'
 
 const createdAt = () => timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow()
 
@@ -610,6 +611,8 @@ export const webhookSubscriptions = pgTable(
     url: text('url').notNull(),
     events: text('events').array().notNull(),
     description: text('description'),
+    /** For `mls.*` events: only listings that match (listing-filter.ts); null for every listing. */
+    filter: jsonb('filter').$type<ListingFilter>(),
     /** The signing secret (`whsec_…`), encrypted with SECRET_KEY; shown once at creation. */
     secretSealed: text('secret_sealed').notNull(),
     isActive: boolean('is_active').notNull().default(true),
@@ -629,6 +632,21 @@ export const webhookSubscriptions = pgTable(
   ],
 )
 
+/**
+ * One row: a number that changes, by a trigger on webhook_subscriptions (migration
+ * subscription_filters), whenever a subscription is created or deleted, or its events or filter
+ * change. A fan-out worker keeps the filtered subscriptions in memory and reads them again only
+ * when it has moved (subscription-filters.ts).
+ */
+export const webhookSubscriptionsRevision = pgTable(
+  'webhook_subscriptions_revision',
+  {
+    one: boolean('one').primaryKey().default(true),
+    revision: bigint('revision', { mode: 'number' }).notNull().default(0),
+  },
+  (t) => [check('webhook_subscriptions_revision_one_check', sql`${t.one}`)],
+)
+
 export const webhookDeliveries = pgTable(
   'webhook_deliveries',
   {
@@ -640,6 +658,12 @@ export const webhookDeliveries = pgTable(
       .notNull()
       .references(() => events.id, { onDelete: 'cascade' }),
     trigger: text('trigger').notNull().default('event'),
+    /**
+     * Null: the event as written. `unmatched`: instead of an `mls.*` event, an
+     * `mls.listing_removed` with reason `unmatched`, for a filtered subscription the event's
+     * listing has stopped matching; its body is built at each attempt from the event.
+     */
+    variant: text('variant'),
     /** `pending` until it succeeds (`succeeded`) or is given up (`failed`). */
     status: text('status').notNull().default('pending'),
     /** Attempts started so far; a claim counts one, so no attempt number is used twice. */
@@ -668,6 +692,7 @@ export const webhookDeliveries = pgTable(
     unique('webhook_deliveries_event_subscription_key').on(t.eventId, t.subscriptionId),
     check('webhook_deliveries_status_check', sql`${t.status} in ('pending', 'succeeded', 'failed')`),
     check('webhook_deliveries_trigger_check', sql`${t.trigger} in ('event', 'test')`),
+    check('webhook_deliveries_variant_check', sql`${t.variant} in ('unmatched')`),
   ],
 )
 

@@ -7,8 +7,9 @@ const signatureHeaders = [
     in: 'header',
     name: 'webhook-id',
     required: true,
-    description: '`msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats.',
-    schema: { type: 'string', pattern: '^msg_[0-9]+$', maxLength: 40 },
+    description:
+      '`msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats; `msg_<event id>_unmatched` for the `mls.listing_removed` (reason `unmatched`) sent in place of an event whose listing stopped matching the subscription’s filter.',
+    schema: { type: 'string', pattern: '^msg_[0-9]+(_unmatched)?$', maxLength: 40 },
   },
   {
     in: 'header',
@@ -38,8 +39,8 @@ const receiverAnswers = {
 
 const summaries: Record<keyof typeof webhookEvents, { operationId: string; summary: string }> = {
   'mls.new_listing': { operationId: 'receiveNewListing', summary: 'A listing was published on the MLS' },
-  'mls.listing_updated': { operationId: 'receiveListingUpdated', summary: 'A listing of the MLS changed' },
-  'mls.listing_removed': { operationId: 'receiveListingRemoved', summary: 'A listing left the MLS catalogue' },
+  'mls.listing_updated': { operationId: 'receiveListingUpdated', summary: 'A listing on the MLS changed' },
+  'mls.listing_removed': { operationId: 'receiveListingRemoved', summary: 'A listing left the MLS, or stopped matching your filter' },
   'property.published': { operationId: 'receivePropertyPublished', summary: 'One of your listings was published' },
   'property.rejected': { operationId: 'receivePropertyRejected', summary: 'One of your listings was rejected' },
   'webhook.test': { operationId: 'receiveTestEvent', summary: 'A test event sent on request' },

@@ -18,6 +18,8 @@ import type { Tenant } from './factories.js'
 import type { DeliveryLogPage } from './responses.js'
 
 export interface ReceivedRequest {
+  /** The path and query it was sent to. */
+  url: string
   headers: IncomingMessage['headers']
   body: string
   receivedAt: number
@@ -47,7 +49,7 @@ export async function startReceiver(
       hanging.push(response)
       return
     }
-    requests.push({ headers: request.headers, body, receivedAt: Date.now(), status: decided.status })
+    requests.push({ url: request.url ?? '', headers: request.headers, body, receivedAt: Date.now(), status: decided.status })
     response.writeHead(decided.status, decided.headers).end(decided.body ?? '')
   }
   server.listen(0, '127.0.0.1')

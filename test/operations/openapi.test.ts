@@ -185,7 +185,14 @@ describe('the OpenAPI documents', () => {
   })
 
   it('describe every event a receiver gets, with the signature headers', () => {
-    assert.deepEqual(Object.keys(document.webhooks).sort(), ['mls.new_listing', 'property.published', 'property.rejected', 'webhook.test'])
+    assert.deepEqual(Object.keys(document.webhooks).sort(), [
+      'mls.listing_removed',
+      'mls.listing_updated',
+      'mls.new_listing',
+      'property.published',
+      'property.rejected',
+      'webhook.test',
+    ])
     for (const [type, item] of Object.entries(document.webhooks as Json)) {
       const operation = item.post as Json
       const headers = (operation.parameters as Json[]).filter((parameter) => parameter.in === 'header').map((parameter) => parameter.name)
@@ -196,6 +203,9 @@ describe('the OpenAPI documents', () => {
     }
     const newListing = resolve(document, document.webhooks['mls.new_listing'].post.requestBody.content['application/json'].schema.$ref) as Json
     assert.deepEqual(newListing.properties.data, { $ref: '#/components/schemas/CatalogueItem' })
+    const removed = resolve(document, document.webhooks['mls.listing_removed'].post.requestBody.content['application/json'].schema.$ref) as Json
+    const removedData = resolve(document, removed.properties.data.$ref) as Json
+    assert.ok((removedData.properties.reason.enum as string[]).includes('unmatched'))
   })
 
   it('serve the admin API in a document of its own, behind X-Admin-Key', async () => {

@@ -9,7 +9,7 @@ import type { CreatedWebhookSubscription, DeliveryLogEntry, WebhookSubscription 
 import { ADDRESS_CASES, seenAs, urlHost } from '../helpers/ssrf-addresses.js'
 import { deliveryLog, startReceiver, subscribe, verifyDelivery, type Receiver } from '../helpers/webhooks.js'
 
-const SUBSCRIPTION_FIELDS = ['created_at', 'description', 'disabled_at', 'disabled_reason', 'events', 'id', 'is_active', 'url']
+const SUBSCRIPTION_FIELDS = ['created_at', 'description', 'disabled_at', 'disabled_reason', 'events', 'filter', 'id', 'is_active', 'url']
 
 describe('webhook subscriptions', () => {
   let t: TestApp

@@ -1,3 +1,4 @@
+import { catalogueRemovalReasons } from '../../db/schema.js'
 /**
  * Every event the service publishes, in one list: what changes write to the outbox, what a
  * webhook subscription may choose, and what the OpenAPI document describes. See
@@ -12,8 +13,20 @@ export const TEST_EVENT = 'webhook.test'
 export const EVENT_TYPES = [...SUBSCRIBABLE_EVENTS, TEST_EVENT] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 
-/** The MLS-wide announcements of catalogue changes: they reach every agency's subscriptions, not only the listing's agency's. */
+/**
+ * The MLS-wide announcements: each reaches every agency's subscriptions, not only its own
+ * agency's, and carries its listing's facts before and after (events.subject), which a
+ * subscription's `filter` is matched against.
+ */
 export const MLS_WIDE_EVENTS = ['mls.new_listing', 'mls.listing_updated', 'mls.listing_removed'] as const satisfies readonly SubscribableEvent[]
+export type MlsWideEvent = (typeof MLS_WIDE_EVENTS)[number]
+
+export function isMlsWide(type: string): type is MlsWideEvent {
+  return (MLS_WIDE_EVENTS as readonly string[]).includes(type)
+}
+
+/** Why a listing left a subscription's view (`mls.listing_removed`'s `reason`). `unmatched`: it no longer matches the subscription's filter. */
+export const LISTING_REMOVED_REASONS = [...catalogueRemovalReasons, 'unmatched'] as const
 
 /**
  * The PostgreSQL channel on which the outbox announces events that await fan-out: a trigger on

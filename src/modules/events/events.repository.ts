@@ -26,6 +26,8 @@ export interface UndispatchedEvent {
   id: number
   type: EventType
   tenantId: number | null
+  /** For `mls.*` events: the listing before and after, which filtered subscriptions are matched against. */
+  subject: EventSubject | null
 }
 
 /**
@@ -35,7 +37,7 @@ export interface UndispatchedEvent {
  * when its deliveries exist.
  */
 export async function claimUndispatchedEvents(tx: Database, limit: number): Promise<UndispatchedEvent[]> {
-  const rows = await queryRows<{ id: number; type: EventType; tenant_id: number | null }>(
+  const rows = await queryRows<{ id: number; type: EventType; tenant_id: number | null; subject: EventSubject | null }>(
     tx,
     sql`update events set dispatched_at = now()
         where id in (
@@ -45,9 +47,9 @@ export async function claimUndispatchedEvents(tx: Database, limit: number): Prom
           limit ${limit}::int
           for update skip locked
         )
-        returning id::float8 as id, type, tenant_id`,
+        returning id::float8 as id, type, tenant_id, subject`,
   )
-  return rows.map((row) => ({ id: row.id, type: row.type, tenantId: row.tenant_id })).sort((a, b) => a.id - b.id)
+  return rows.map((row) => ({ id: row.id, type: row.type, tenantId: row.tenant_id, subject: row.subject })).sort((a, b) => a.id - b.id)
 }
 
 /**

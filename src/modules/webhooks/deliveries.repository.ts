@@ -11,12 +11,14 @@ import { randomUUID } from 'node:crypto'
 import { and, eq, isNotNull, sql, type SQL } from 'drizzle-orm'
 import { queryRows, type Database } from '../../db/client.js'
 import { webhookAttempts, webhookDeliveries, webhookSubscriptions } from '../../db/schema.js'
-import { MLS_WIDE_EVENTS } from '../events/event-types.js'
+import { MLS_WIDE_EVENTS, type SubscribableEvent } from '../events/event-types.js'
 import type { UndispatchedEvent } from '../events/events.service.js'
 import { failedTooLong } from './delivery-policy.js'
 import type { AttemptOutcome } from './webhook-sender.js'
 
 export type AttemptRow = typeof webhookAttempts.$inferSelect
+
+export type DeliveryVariant = 'unmatched'
 
 export interface ClaimedDelivery {
   id: number
@@ -24,16 +26,23 @@ export interface ClaimedDelivery {
   attempt: number
   leaseToken: string
   trigger: 'event' | 'test'
+  /** `unmatched`: `event` is the `mls.listing_removed` sent in place of the event it names (see webhookDeliveries.variant). */
+  variant: DeliveryVariant | null
   url: string
   secretSealed: string
   subscriptionFailing: boolean
   event: { id: number; type: string; createdAt: Date; data: unknown }
 }
 
+/** What an `unmatched` delivery sends: the listing left the subscription's view, with `{id, reason: "unmatched"}`. */
+const UNMATCHED_EVENT: SubscribableEvent = 'mls.listing_removed'
+
 /**
- * The advisory lock between fan-out and suspension: every fan-out holds it shared, a suspension
- * takes it alone, so that no fan-out that read the agency before its suspension can add
- * deliveries after the suspension gave up the agency's pending ones.
+ * The advisory lock between fan-out and what changes who receives an event: every fan-out holds
+ * it shared; a suspension takes it alone, so that no fan-out that read the agency before its
+ * suspension can add deliveries after the suspension gave up the agency's pending ones; so does
+ * a subscription's creation or change of events or filter, so that a fan-out never mixes the
+ * subscriptions before and after it.
  */
 const FAN_OUT_LOCK_ID = 0x6d6c7366 // "mlsf"
 
@@ -44,27 +53,61 @@ const FAN_OUT_LOCK_ID = 0x6d6c7366 // "mlsf"
 export const DELIVERIES_CHANNEL = 'mls_webhook_deliveries'
 
 /**
- * Creates the deliveries of events just claimed for fan-out: the MLS-wide event to every
- * active subscription for it, of every tenant; the others to the owning tenant's only. A
- * suspended agency's subscriptions get none.
+ * Taken, shared, by every fan-out before it reads the subscriptions; alone by a suspension and
+ * by a change of a subscription's events or filter (see lockOutFanOut). So a fan-out sees the
+ * subscriptions, in the table and in a worker's memory (subscription-filters.ts), as they were
+ * when it took the lock, up to its insert.
  */
-export async function createDeliveries(tx: Database, batch: readonly UndispatchedEvent[]): Promise<number> {
+export async function holdFanOutLock(tx: Database): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock_shared(${FAN_OUT_LOCK_ID})`)
+}
+
+/**
+ * Waits for the fan-outs under way and keeps new ones waiting until the caller's transaction
+ * ends: a subscription's new events or filter apply to every event fanned out after it commits,
+ * and to none before.
+ */
+export async function lockOutFanOut(tx: Database): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(${FAN_OUT_LOCK_ID})`)
+}
+
+/** The deliveries to filtered subscriptions, decided in memory (subscription-filters.ts): three parallel lists. */
+export interface PlannedDeliveries {
+  subscriptionIds: number[]
+  eventIds: number[]
+  /** Null: the event itself; `unmatched`: an `mls.listing_removed` in its place. */
+  variants: ('unmatched' | null)[]
+}
+
+/**
+ * Creates the deliveries of events just claimed for fan-out, in one statement, under
+ * holdFanOutLock: an `mls.*` event to every active subscription for it without a filter, of
+ * every tenant, and to the filtered ones `planned` names; the others to the owning tenant's
+ * subscriptions only (a filter concerns `mls.*` events alone). A suspended agency's
+ * subscriptions get none, nor one disabled or deleted since it was planned.
+ */
+export async function createDeliveries(tx: Database, batch: readonly UndispatchedEvent[], planned: PlannedDeliveries): Promise<number> {
   if (batch.length === 0) return 0
   const ids = `{${batch.map((event) => event.id).join(',')}}`
-  // Taken before the insert, whose snapshot therefore sees any suspension that held the lock.
-  await tx.execute(sql`select pg_advisory_xact_lock_shared(${FAN_OUT_LOCK_ID})`)
+  const mlsWide = `{${MLS_WIDE_EVENTS.join(',')}}`
   const [row] = await queryRows<{ deliveries: number }>(
     tx,
     sql`with fanned as (
-          insert into webhook_deliveries (subscription_id, event_id)
-          select s.id, e.id
+          insert into webhook_deliveries (subscription_id, event_id, variant)
+          select s.id, e.id, null
           from events e
           join webhook_subscriptions s
             on s.is_active
            and s.events @> array[e.type]
-           and (e.type = any(${[...MLS_WIDE_EVENTS]}::text[]) or s.tenant_id = e.tenant_id)
+           and ((e.type = any(${mlsWide}::text[]) and s.filter is null) or (e.type <> all(${mlsWide}::text[]) and s.tenant_id = e.tenant_id))
           join tenants t on t.id = s.tenant_id and t.suspended_at is null
           where e.id = any(${ids}::bigint[])
+          union all
+          select s.id, p.event_id, p.variant
+          from unnest(${`{${planned.subscriptionIds.join(',')}}`}::int[], ${`{${planned.eventIds.join(',')}}`}::bigint[], ${`{${planned.variants.map((v) => v ?? 'NULL').join(',')}}`}::text[])
+            as p(subscription_id, event_id, variant)
+          join webhook_subscriptions s on s.id = p.subscription_id and s.is_active
+          join tenants t on t.id = s.tenant_id and t.suspended_at is null
           on conflict (event_id, subscription_id) do nothing
           returning 1
         )
@@ -110,6 +153,7 @@ export async function claimDeliveries(
     subscription_id: number
     attempts: number
     trigger: 'event' | 'test'
+    variant: DeliveryVariant | null
     url: string
     secret_sealed: string
     failing: boolean
@@ -144,9 +188,11 @@ export async function claimDeliveries(
             lease_token = ${token}
         from claimed, webhook_subscriptions s, events e
         where d.id = claimed.id and s.id = d.subscription_id and e.id = d.event_id
-        returning d.id::float8 as id, d.subscription_id, d.attempts, d.trigger,
+        returning d.id::float8 as id, d.subscription_id, d.attempts, d.trigger, d.variant,
                   s.url, s.secret_sealed, s.failing_since is not null as failing,
-                  e.id::float8 as event_id, e.type as event_type, e.created_at as event_created_at, e.data as event_data`,
+                  e.id::float8 as event_id, e.created_at as event_created_at,
+                  case when d.variant = 'unmatched' then ${UNMATCHED_EVENT} else e.type end as event_type,
+                  case when d.variant = 'unmatched' then jsonb_build_object('id', e.subject->'before'->'id', 'reason', 'unmatched') else e.data end as event_data`,
   )
   return rows.map((row) => ({
     id: Number(row.id),
@@ -154,6 +200,7 @@ export async function claimDeliveries(
     attempt: row.attempts,
     leaseToken: token,
     trigger: row.trigger,
+    variant: row.variant,
     url: row.url,
     secretSealed: row.secret_sealed,
     subscriptionFailing: row.failing,
@@ -372,7 +419,7 @@ async function disableSubscription(tx: Database, subscriptionId: number, reason:
  * transaction pass the agency over. An attempt in flight finishes.
  */
 export async function giveUpDeliveriesOfTenant(tx: Database, tenantId: number): Promise<void> {
-  await tx.execute(sql`select pg_advisory_xact_lock(${FAN_OUT_LOCK_ID})`)
+  await lockOutFanOut(tx)
   await giveUpPendingDeliveries(tx, sql`subscription_id in (select id from webhook_subscriptions where tenant_id = ${tenantId}::int)`)
 }
 

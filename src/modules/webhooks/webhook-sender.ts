@@ -33,9 +33,12 @@ export interface AttemptOutcome {
   gone: boolean
 }
 
-/** `msg_<event id>`: one message per event, whichever subscriptions receive it. */
-export function messageId(eventId: number): string {
-  return `msg_${eventId}`
+/**
+ * `msg_<event id>`: one message per event, whichever subscriptions receive it; for a variant
+ * sent in its place (`unmatched`), `msg_<event id>_<variant>`, as its body differs.
+ */
+export function messageId(eventId: number, variant: string | null = null): string {
+  return variant === null ? `msg_${eventId}` : `msg_${eventId}_${variant}`
 }
 
 /** The body of an event's deliveries; `timestamp` is when the event happened, not the attempt. */

@@ -1,7 +1,9 @@
-import { and, count, desc, eq, inArray } from 'drizzle-orm'
+import { and, arrayOverlaps, count, desc, eq, inArray, isNotNull } from 'drizzle-orm'
 import type { Database } from '../../db/client.js'
 import { rowsWithTotal } from '../../db/paging.js'
-import { tenants, webhookAttempts, webhookSubscriptions } from '../../db/schema.js'
+import { tenants, webhookAttempts, webhookSubscriptions, webhookSubscriptionsRevision } from '../../db/schema.js'
+import type { ListingFilter } from '../catalogue/listing-filter.js'
+import { MLS_WIDE_EVENTS } from '../events/event-types.js'
 import type { AttemptRow } from './deliveries.repository.js'
 
 export type SubscriptionRow = typeof webhookSubscriptions.$inferSelect
@@ -32,6 +34,39 @@ export async function countSubscriptionsLocked(tx: Database, tenantId: number): 
 export async function insertSubscription(db: Database, values: NewSubscription): Promise<SubscriptionRow> {
   const [row] = await db.insert(webhookSubscriptions).values(values).returning()
   return row!
+}
+
+/** Changes the tenant's subscription; undefined if it is not the tenant's. */
+export async function updateSubscription(
+  db: Database,
+  tenantId: number,
+  id: number,
+  values: Partial<Pick<NewSubscription, 'url' | 'events' | 'description' | 'filter'>>,
+): Promise<SubscriptionRow | undefined> {
+  const [row] = await db
+    .update(webhookSubscriptions)
+    .set(values)
+    .where(and(eq(webhookSubscriptions.tenantId, tenantId), eq(webhookSubscriptions.id, id)))
+    .returning()
+  return row
+}
+
+/** The revision of the subscriptions' events and filters (see webhookSubscriptionsRevision). */
+export async function readSubscriptionsRevision(db: Database): Promise<number> {
+  const [row] = await db.select({ revision: webhookSubscriptionsRevision.revision }).from(webhookSubscriptionsRevision)
+  return row?.revision ?? 0
+}
+
+/** Every active subscription with a filter and an `mls.*` event, of every tenant: what fan-out matches in memory. */
+export async function listFilteredSubscriptions(db: Database): Promise<{ id: number; events: string[]; filter: ListingFilter }[]> {
+  const rows = await db
+    .select({ id: webhookSubscriptions.id, events: webhookSubscriptions.events, filter: webhookSubscriptions.filter })
+    .from(webhookSubscriptions)
+    .where(
+      and(eq(webhookSubscriptions.isActive, true), isNotNull(webhookSubscriptions.filter), arrayOverlaps(webhookSubscriptions.events, [...MLS_WIDE_EVENTS])),
+    )
+    .orderBy(webhookSubscriptions.id)
+  return rows.map((row) => ({ id: row.id, events: row.events, filter: row.filter! }))
 }
 
 /** Deletes the subscription with its deliveries and log (cascade); false if it is not the tenant's. */

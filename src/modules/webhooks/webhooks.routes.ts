@@ -11,12 +11,15 @@ import {
   WebhookCreate,
   WebhookIdParams,
   WebhookSubscription,
+  WebhookUpdate,
 } from './webhooks.schemas.js'
 import { MAX_SUBSCRIPTIONS_PER_TENANT } from './webhooks.service.js'
 
 const tenantRoute = { tags: ['Webhooks'], security: apiKeySecurity }
 
-const DELIVERY_NOTES = `Deliveries follow Standard Webhooks: a POST with the body \`{type, timestamp, data}\` and the headers \`webhook-id\` (\`msg_<event id>\`, the same on every attempt), \`webhook-timestamp\` and \`webhook-signature\` (\`v1,<base64 HMAC-SHA256>\` with the subscription's secret). Only a 2xx answer counts; redirects are not followed. Failed attempts are retried after the delays of WEBHOOK_RETRY_SCHEDULE (±10 %), never sooner than a \`Retry-After\` asks. A 410 answer, or 5 days without a single success, switches the subscription off (\`is_active: false\`, \`disabled_reason\`). Events: ${SUBSCRIBABLE_EVENTS.map((e) => `\`${e}\``).join(', ')}; \`mls.new_listing\` reaches every agency's subscriptions, the others only the listing's own agency.`
+const DELIVERY_NOTES = `Deliveries follow Standard Webhooks: a POST with the body \`{type, timestamp, data}\` and the headers \`webhook-id\` (\`msg_<event id>\`, the same on every attempt), \`webhook-timestamp\` and \`webhook-signature\` (\`v1,<base64 HMAC-SHA256>\` with the subscription's secret). Only a 2xx answer counts; redirects are not followed. Failed attempts are retried after the delays of WEBHOOK_RETRY_SCHEDULE (±10 %), never sooner than a \`Retry-After\` asks. A 410 answer, or 5 days without a single success, switches the subscription off (\`is_active: false\`, \`disabled_reason\`). Events: ${SUBSCRIBABLE_EVENTS.map((e) => `\`${e}\``).join(', ')}; the \`mls.*\` ones reach every agency's subscriptions, the others only the listing's own agency.`
+
+const FILTER_NOTES = `A \`filter\` (the filter parameters of \`GET /mls/properties\`, same types, bounds and checks; null or absent for every listing) narrows the \`mls.*\` events to listings that match it: \`mls.new_listing\` when the new listing matches, \`mls.listing_updated\` when the listing matches after the change, \`mls.listing_removed\` when it matched before. A listing that stops matching after a change is announced as \`mls.listing_removed\` with \`{id, reason: "unmatched"}\` (\`webhook-id\` \`msg_<event id>_unmatched\`), to subscriptions that chose \`mls.listing_removed\`. An invalid filter is a 422 naming the parameter, e.g. \`body.filter.min_price\`.`
 
 /** Webhook subscriptions, test events and delivery logs. Registered behind `authenticate`. */
 const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -27,7 +30,7 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...tenantRoute,
         operationId: 'createWebhook',
         summary: 'Subscribe a URL to events',
-        description: `Answers with the subscription and its signing \`secret\`, shown this once. The URL must be \`https\` (plain \`http\` only where ALLOW_PRIVATE_NETWORK is on), without credentials, and its host must resolve to public addresses only; the rule is checked again at every delivery. ${DELIVERY_NOTES}`,
+        description: `Answers with the subscription and its signing \`secret\`, shown this once. The URL must be \`https\` (plain \`http\` only where ALLOW_PRIVATE_NETWORK is on), without credentials, and its host must resolve to public addresses only; the rule is checked again at every delivery. ${FILTER_NOTES} ${DELIVERY_NOTES}`,
         body: WebhookCreate,
         response: {
           201: rateLimited(CreatedWebhookSubscription, locationHeader('The new subscription, `/webhooks/{id}`.')),
@@ -56,6 +59,22 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => app.services.webhooks.list(request.tenant.id),
+  )
+
+  app.patch(
+    '/webhooks/:id',
+    {
+      schema: {
+        ...tenantRoute,
+        operationId: 'updateWebhook',
+        summary: 'Change a subscription',
+        description: `Changes the fields given (at least one) and answers with the subscription. \`filter: null\` removes the filter; a new \`events\` or \`filter\` applies to every event fanned out after the change. The URL follows the rules of \`POST /webhooks\`. ${FILTER_NOTES}`,
+        params: WebhookIdParams,
+        body: WebhookUpdate,
+        response: { 200: rateLimited(WebhookSubscription), ...rateLimitedErrorResponses(400, 401, 404, 415, 422, 429) },
+      },
+    },
+    async (request) => app.services.webhooks.update(request.tenant.id, request.params.id, request.body),
   )
 
   app.delete(

@@ -1,10 +1,10 @@
 import { Type, type Static, type TSchema } from 'typebox'
 import { CatalogueDetail, CatalogueItem } from '../catalogue/catalogue.schemas.js'
-import { catalogueRemovalReasons } from '../../db/schema.js'
+import { ListingFilter } from '../catalogue/listing-filter.js'
 import { ModerationReasonSchema } from '../properties/properties.schemas.js'
 import { Id, Int32, Nullable, PageQuery, Page, StringEnum, Timestamp, Url, asStoredText } from '../../lib/schemas.js'
 
-import { EVENT_TYPES, SUBSCRIBABLE_EVENTS } from '../events/event-types.js'
+import { EVENT_TYPES, LISTING_REMOVED_REASONS, SUBSCRIBABLE_EVENTS } from '../events/event-types.js'
 
 export { EVENT_TYPES, SUBSCRIBABLE_EVENTS, type SubscribableEvent } from '../events/event-types.js'
 
@@ -27,20 +27,46 @@ export const WebhookCreate = Type.Object(
       description: 'The event types to receive; at least one. Repeats are ignored.',
     }),
     description: Type.Optional(Nullable(Type.String({ maxLength: 500, description: 'A note for the agency’s own use.' }))),
+    filter: Type.Optional(Nullable(ListingFilter)),
   },
   {
     title: 'WebhookCreate',
     additionalProperties: false,
-    examples: [{ url: 'https://crm.example.com/hooks/mls', events: ['mls.new_listing'], description: 'CRM import' }],
+    examples: [
+      { url: 'https://crm.example.com/hooks/mls', events: ['mls.new_listing'], description: 'CRM import' },
+      {
+        url: 'https://crm.example.com/hooks/flats',
+        events: ['mls.new_listing', 'mls.listing_updated', 'mls.listing_removed'],
+        filter: { city_id: 1, deal_type_id: 1, rooms: 2, max_price: 15_000_000 },
+      },
+    ],
   },
 )
 export type WebhookCreate = Static<typeof WebhookCreate>
+
+/** PATCH /webhooks/{id}: the fields to change, at least one; `filter: null` removes the filter. */
+export const WebhookUpdate = Type.Object(
+  {
+    url: Type.Optional(WebhookCreate.properties.url),
+    events: Type.Optional(WebhookCreate.properties.events),
+    description: WebhookCreate.properties.description,
+    filter: WebhookCreate.properties.filter,
+  },
+  {
+    title: 'WebhookUpdate',
+    additionalProperties: false,
+    minProperties: 1,
+    examples: [{ filter: { city_id: 1, min_price: 5_000_000, max_price: 12_000_000 } }, { filter: null }],
+  },
+)
+export type WebhookUpdate = Static<typeof WebhookUpdate>
 
 const subscriptionFields = {
   id: Id,
   url: Url('Where deliveries are POSTed.'),
   events: Type.Array(asStoredText(WebhookEventType), { maxItems: SUBSCRIBABLE_EVENTS.length }),
   description: Nullable(Type.String({ maxLength: 500 })),
+  filter: Nullable(ListingFilter),
   is_active: Type.Boolean({ description: 'False once the service disabled it (see `disabled_reason`).' }),
   created_at: Timestamp,
   disabled_reason: Nullable(
@@ -70,7 +96,11 @@ export type CreatedWebhookSubscription = Static<typeof CreatedWebhookSubscriptio
 export const DeliveryLogEntry = Type.Object(
   {
     id: Id,
-    event_id: Int32({ minimum: 1, description: 'The event; also the `webhook-id` header of every attempt, as `msg_<event_id>`.' }),
+    event_id: Int32({
+      minimum: 1,
+      description:
+        'The event; also the `webhook-id` header of every attempt, as `msg_<event_id>`, or `msg_<event_id>_unmatched` for the `mls.listing_removed` sent in place of an event whose listing stopped matching the filter.',
+    }),
     event_type: asStoredText(DeliveredEventType),
     trigger: Type.Enum(['event', 'test'], { type: 'string', description: '`event`: a delivery of an event; `test`: sent by the test route.' }),
     attempt: Int32({ minimum: 1, description: '1 for the first attempt of a delivery, 2 for the first retry, …' }),
@@ -126,24 +156,22 @@ export const NewListingEvent = eventEnvelope(
 export const ListingUpdatedEvent = eventEnvelope(
   'mls.listing_updated',
   'ListingUpdatedEvent',
-  'The catalogue shows a listing anew: a change approved by the check, photos added, removed or reordered, or the listing back after its agency’s suspension; sent to every agency subscribed to it. `data` is the listing exactly as `GET /mls/properties/{id}` shows it now.',
+  'The catalogue shows a listing anew: a change approved by the check, photos added, removed or reordered, or the listing back after its agency’s suspension; sent to every agency subscribed to it (with a filter: when the listing matches it after the change). `data` is the listing exactly as `GET /mls/properties/{id}` shows it now.',
   CatalogueDetail,
 )
 
 export const ListingRemovedEvent = eventEnvelope(
   'mls.listing_removed',
   'ListingRemovedEvent',
-  'A listing left the catalogue; sent to every agency subscribed to it. `reason` says why.',
+  'A listing left the catalogue, or (reason `unmatched`, to a filtered subscription only) stopped matching the subscription’s filter after a change; sent to every agency subscribed to it (with a filter: when the listing matched it).',
   Type.Object(
     {
       id: Id,
-      reason: asStoredText(
-        StringEnum(
-          'ListingRemovalReason',
-          [...catalogueRemovalReasons],
-          '`withdrawn` or `closed` by its agency, `deleted`, `suspended` with its agency, `rejected` by an operator.',
-        ),
-      ),
+      reason: Type.Enum([...LISTING_REMOVED_REASONS], {
+        type: 'string',
+        description:
+          '`withdrawn`, `closed`, `rejected`, `deleted`, `suspended`: why it left the catalogue. `unmatched`: it is still published, but no longer matches this subscription’s `filter`.',
+      }),
     },
     { title: 'ListingRemovedData' },
   ),

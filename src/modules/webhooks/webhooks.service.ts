@@ -5,14 +5,16 @@ import { ApiError } from '../../lib/errors.js'
 import { invalidAddressError, OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 import type { SecretBox } from '../../lib/secrets.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
-import { TEST_EVENT } from '../events/event-types.js'
+import { filterErrors, type ListingFilter } from '../catalogue/listing-filter.js'
+import { isMlsWide, TEST_EVENT } from '../events/event-types.js'
 import type { EventsService } from '../events/events.service.js'
 import * as deliveries from './deliveries.repository.js'
 import type { AttemptToRecord, ClaimedDelivery } from './deliveries.repository.js'
 import { deliveryLeaseMs, nextAttemptDelay, type RetryPolicy } from './delivery-policy.js'
 import { messageBody, messageId, type WebhookSender } from './webhook-sender.js'
 import * as repository from './webhooks.repository.js'
-import type { CreatedWebhookSubscription, DeliveryLogEntry, WebhookCreate, WebhookSubscription } from './webhooks.schemas.js'
+import { filteredSubscription, planFilteredDeliveries, SubscriptionFilters } from './subscription-filters.js'
+import type { CreatedWebhookSubscription, DeliveryLogEntry, WebhookCreate, WebhookSubscription, WebhookUpdate } from './webhooks.schemas.js'
 
 export type { AttemptToRecord, ClaimedDelivery } from './deliveries.repository.js'
 export { DELIVERIES_CHANNEL } from './deliveries.repository.js'
@@ -31,11 +33,19 @@ function toSubscription(row: repository.SubscriptionRow): WebhookSubscription {
     url: row.url,
     events: row.events,
     description: row.description,
+    filter: row.filter,
     is_active: row.isActive,
     created_at: toOffsetTimestamp(row.createdAt),
     disabled_reason: row.disabledReason,
     disabled_at: row.disabledAt === null ? null : toOffsetTimestamp(row.disabledAt),
   }
+}
+
+/** The checks of a filter across its parameters, as the catalogue's search makes them: a 422 naming `filter.<parameter>`. */
+function checkFilter(filter: ListingFilter | null | undefined): void {
+  if (!filter) return
+  const errors = filterErrors(filter, ['body', 'filter'])
+  if (errors.length > 0) throw ApiError.validation(errors)
 }
 
 function toLogEntry(row: deliveries.AttemptRow): DeliveryLogEntry {
@@ -68,7 +78,8 @@ export interface WebhooksOptions {
  */
 export class WebhooksService {
   private readonly leaseMs: number
-  private readonly bodies = new LRUCache<number, string>({ max: BODIES_KEPT })
+  private readonly bodies = new LRUCache<string, string>({ max: BODIES_KEPT })
+  private readonly filters: SubscriptionFilters
 
   constructor(
     private readonly db: Database,
@@ -79,9 +90,13 @@ export class WebhooksService {
     private readonly options: WebhooksOptions,
   ) {
     this.leaseMs = deliveryLeaseMs(options.timeoutMs)
+    this.filters = new SubscriptionFilters(repository.readSubscriptionsRevision, async (tx) =>
+      (await repository.listFilteredSubscriptions(tx)).map(filteredSubscription),
+    )
   }
 
   async create(tenantId: number, input: WebhookCreate): Promise<CreatedWebhookSubscription> {
+    checkFilter(input.filter)
     const url = await this.checkUrl(input.url)
     const secret = `whsec_${randomBytes(SECRET_BYTES).toString('base64')}`
     const row = await this.db.transaction(async (tx) => {
@@ -91,15 +106,39 @@ export class WebhooksService {
           `An agency may have at most ${MAX_SUBSCRIPTIONS_PER_TENANT} webhook subscriptions; delete one first.`,
         )
       }
+      // Fan-outs see the subscription whole or not at all, filter included (see lockOutFanOut).
+      // After the agency's row, as a suspension takes them, so the two never wait on each other in a circle.
+      await deliveries.lockOutFanOut(tx)
       return repository.insertSubscription(tx, {
         tenantId,
         url,
         events: [...new Set(input.events)],
         description: input.description ?? null,
+        filter: input.filter ?? null,
         secretSealed: this.secrets.seal(secret),
       })
     })
     return { ...toSubscription(row), secret }
+  }
+
+  /**
+   * Changes a subscription's URL, events, description or filter. A change of events or filter
+   * waits for the fan-outs under way and applies to every event fanned out after it commits.
+   */
+  async update(tenantId: number, id: number, input: WebhookUpdate): Promise<WebhookSubscription> {
+    checkFilter(input.filter)
+    const url = input.url === undefined ? undefined : await this.checkUrl(input.url)
+    const row = await this.db.transaction(async (tx) => {
+      if (input.events !== undefined || input.filter !== undefined) await deliveries.lockOutFanOut(tx)
+      return repository.updateSubscription(tx, tenantId, id, {
+        ...(url === undefined ? {} : { url }),
+        ...(input.events === undefined ? {} : { events: [...new Set(input.events)] }),
+        ...(input.description === undefined ? {} : { description: input.description }),
+        ...(input.filter === undefined ? {} : { filter: input.filter }),
+      })
+    })
+    if (!row) throw ApiError.notFound(WEBHOOK_NOT_FOUND)
+    return toSubscription(row)
   }
 
   async list(tenantId: number): Promise<WebhookSubscription[]> {
@@ -144,6 +183,7 @@ export class WebhooksService {
         attempt: 1,
         leaseToken,
         trigger: 'test',
+        variant: null,
         url: subscription.url,
         secretSealed: subscription.secretSealed,
         subscriptionFailing: subscription.failingSince !== null,
@@ -156,11 +196,19 @@ export class WebhooksService {
     return toLogEntry(recorded)
   }
 
-  /** Turns up to `limit` new outbox events into deliveries; how many events it took. */
+  /**
+   * Turns up to `limit` new outbox events into deliveries, in one insert; how many events it
+   * took. Filtered subscriptions of `mls.*` events are matched in memory (subscription-filters.ts).
+   */
   async fanOut(limit: number): Promise<number> {
     return this.db.transaction(async (tx) => {
       const batch = await this.events.claimForFanOut(tx, limit)
-      await deliveries.createDeliveries(tx, batch)
+      if (batch.length === 0) return 0
+      await deliveries.holdFanOutLock(tx)
+      const mlsWide = batch.filter((event) => isMlsWide(event.type))
+      // Read under the fan-out's lock: see SubscriptionFilters.
+      const subscriptions = mlsWide.length === 0 ? [] : await this.filters.current(tx)
+      await deliveries.createDeliveries(tx, batch, planFilteredDeliveries(mlsWide, subscriptions))
       return batch.length
     })
   }
@@ -196,7 +244,8 @@ export class WebhooksService {
    * subscription's health alone.
    */
   async send(delivery: ClaimedDelivery): Promise<AttemptToRecord> {
-    const outcome = await this.sender.send(delivery, { id: messageId(delivery.event.id), body: this.bodyOf(delivery.event) })
+    const id = messageId(delivery.event.id, delivery.variant)
+    const outcome = await this.sender.send(delivery, { id, body: this.bodyOf(id, delivery.event) })
     const retries = delivery.trigger === 'event'
     const delay = outcome.succeeded || !retries || outcome.gone ? undefined : nextAttemptDelay(delivery.attempt, outcome, this.options.retryPolicy)
     return { claimed: delivery, outcome, retryAt: delay === undefined ? null : new Date(Date.now() + delay), updatesHealth: retries }
@@ -215,11 +264,11 @@ export class WebhooksService {
    * to every agency's): the events of the deliveries in hand are few, and their bodies are kept
    * until newer ones push them out.
    */
-  private bodyOf(event: ClaimedDelivery['event']): string {
-    let body = this.bodies.get(event.id)
+  private bodyOf(messageId: string, event: ClaimedDelivery['event']): string {
+    let body = this.bodies.get(messageId)
     if (body === undefined) {
       body = messageBody(event)
-      this.bodies.set(event.id, body)
+      this.bodies.set(messageId, body)
     }
     return body
   }

@@ -17,11 +17,50 @@ import {
 } from '../../db/schema.js'
 import { offsetTimestampFromUtcText, toOffsetTimestamp } from '../../lib/time.js'
 import { ListingStatus } from '../properties/listing-status.js'
-import { isPriceBound, usedKeys, type CatalogueFilter, type CatalogueSort, type FilterKey, type PagePlan } from './catalogue-page-plan.js'
+import { EARTH_RADIUS_M } from './geo.js'
+import { isBound, isGeoKey, isPriceBound, usedKeys, type CatalogueFilter, type CatalogueSort, type FilterKey, type PagePlan } from './catalogue-page-plan.js'
 import type { CatalogueDetail } from './catalogue.schemas.js'
 
+/** The columns the map's conditions read, on the table or on a subquery of the same names. */
+type Located = { latitude: SQL.Aliased | AnyColumn; longitude: SQL.Aliased | AnyColumn; price: SQL.Aliased | AnyColumn }
+
+/**
+ * Metres from the point `near` (placeholders nearLat, nearLon): the haversine on the sphere,
+ * as geo.ts's distanceMetres computes it.
+ */
+const distanceOf = (of: Located) => {
+  const lat = sql`${of.latitude}::float8`
+  const nearLat = sql`${sql.placeholder('nearLat')}::float8`
+  return sql<number>`2 * ${EARTH_RADIUS_M}::float8 * asin(least(1, sqrt(
+    power(sin(radians(${lat} - ${nearLat}) / 2), 2)
+    + cos(radians(${nearLat})) * cos(radians(${lat})) * power(sin(radians(${of.longitude}::float8 - ${sql.placeholder('nearLon')}::float8) / 2), 2))))`
+}
+
+/**
+ * The bounds a walk checks on the rows it read (see boundKeys), and which the rows' own
+ * filters check too: the box's edges exactly, on the stored numbers (the geometric operators
+ * compare with a tolerance of 1e-6, a step of numeric(9,6)), and the circle by distance.
+ */
+const boundConditions: Partial<Record<FilterKey, (of: Located) => SQL | undefined>> = {
+  minPrice: (of) => sql`${of.price} >= ${sql.placeholder('minPrice')}`,
+  maxPrice: (of) => sql`${of.price} <= ${sql.placeholder('maxPrice')}`,
+  west: (of) => sql`${of.longitude} >= ${sql.placeholder('west')}`,
+  east: (of) => sql`${of.longitude} <= ${sql.placeholder('east')}`,
+  south: (of) => sql`${of.latitude} >= ${sql.placeholder('south')}`,
+  north: (of) => sql`${of.latitude} <= ${sql.placeholder('north')}`,
+  nearLat: (of) => sql`${distanceOf(of)} <= ${sql.placeholder('radiusM')}::float8`,
+  nearLon: () => undefined,
+  radiusM: () => undefined,
+}
+
+/**
+ * The box in the form catalogue_geo_idx (migration 0019) answers; the exact edges are
+ * checked beside it (boundConditions).
+ */
+const inGeoIndexBox = sql`point(${properties.longitude}, ${properties.latitude}) <@ box(point(${sql.placeholder('west')}::float8, ${sql.placeholder('south')}::float8), point(${sql.placeholder('east')}::float8, ${sql.placeholder('north')}::float8))`
+
 /** Each filter as a condition on a placeholder of its own name. */
-const filterConditions: Record<FilterKey, () => SQL> = {
+const filterConditions: Record<FilterKey, () => SQL | undefined> = {
   cityId: () => eq(properties.cityId, sql.placeholder('cityId')),
   propertyTypeId: () => eq(properties.propertyTypeId, sql.placeholder('propertyTypeId')),
   dealTypeId: () => eq(properties.dealTypeId, sql.placeholder('dealTypeId')),
@@ -33,6 +72,13 @@ const filterConditions: Record<FilterKey, () => SQL> = {
   rooms: () => eq(properties.rooms, sql.placeholder('rooms')),
   minArea: () => gte(properties.area, sql.placeholder('minArea')),
   maxArea: () => lte(properties.area, sql.placeholder('maxArea')),
+  west: () => and(inGeoIndexBox, boundConditions.west!(properties)),
+  east: () => boundConditions.east!(properties),
+  south: () => boundConditions.south!(properties),
+  north: () => boundConditions.north!(properties),
+  nearLat: () => boundConditions.nearLat!(properties),
+  nearLon: () => undefined,
+  radiusM: () => undefined,
 }
 
 /** Filters the coarse counts table answers. */
@@ -57,11 +103,13 @@ const priceBandKeys = new Set<FilterKey>(['cityId', 'propertyTypeId', 'dealTypeI
 const NO_MAX_PRICE = 1e15
 
 /** Each sort's order, on the table's columns or on a subquery's of the same names. */
-type Ordered = { createdAt: SQL.Aliased | AnyColumn; price: SQL.Aliased | AnyColumn; id: SQL.Aliased | AnyColumn }
+type Ordered = { createdAt: SQL.Aliased | AnyColumn; price: SQL.Aliased | AnyColumn; id: SQL.Aliased | AnyColumn; distance?: SQL.Aliased }
 const orderings = {
   created_desc: (of: Ordered = properties) => [desc(of.createdAt), desc(of.id)],
   price_asc: (of: Ordered = properties) => [asc(of.price), asc(of.id)],
   price_desc: (of: Ordered = properties) => [desc(of.price), desc(of.id)],
+  // On the subquery's distance column: every plan of sort=distance is a range over one.
+  distance: (of: Ordered = properties) => [asc(of.distance ?? distanceOf(properties)), asc(of.id)],
 } as const satisfies Record<CatalogueSort, unknown>
 
 /**
@@ -100,8 +148,17 @@ const itemColumns = {
   floor: properties.floor,
   totalFloors: properties.totalFloors,
   createdAt: properties.createdAt,
+  latitude: properties.latitude,
+  longitude: properties.longitude,
   thumbnailKey: firstThumbnailOf('properties'),
 }
+
+/**
+ * A page listing's coordinates, `[latitude, longitude]`, read from its row by primary key: the
+ * covering indexes that find the pages do not carry them, and reading them there would make
+ * every entry a page skips read its table row.
+ */
+const coordinatesOf = sql<[number | null, number | null]>`(select array[p.latitude, p.longitude] from properties p where p.id = "page"."id")`
 
 /** A listing as the catalogue shows it, its references still ids (see catalogue.mapper.ts). */
 export interface ItemRow {
@@ -116,6 +173,8 @@ export interface ItemRow {
   rooms: number | null
   floor: number | null
   totalFloors: number | null
+  latitude: number | null
+  longitude: number | null
   /** As the API shows it, with a numeric offset. */
   createdAt: string
   thumbnailKey: string | null
@@ -146,6 +205,7 @@ type PageColumns = [
   totalFloors: (number | null)[],
   createdAtsUtc: string[],
   thumbnailKeys: (string | null)[],
+  coordinates: [number | null, number | null][],
 ]
 
 /**
@@ -181,6 +241,7 @@ export async function readPage(
       // As JSON text, which costs PostgreSQL less than arithmetic on the epoch, and Node less than a Date.
       sql`${page.createdAt} at time zone 'UTC'`,
       firstThumbnailOf('page'),
+      coordinatesOf,
     ]
     // One JSON array per column, which the driver parses natively: mapping 50 rows of 13 columns
     // one value at a time was the largest cost of a page here, and a JSON array per row made
@@ -201,7 +262,22 @@ export async function readPage(
       .prepare(name)
   })
   const [{ columns }] = (await statement.execute({ ...filter, limit, offset })) as [{ columns: PageColumns }]
-  const [ids, propertyTypeIds, dealTypeIds, cityIds, districtIds, complexIds, prices, areas, rooms, floors, totalFloors, createdAtsUtc, thumbnailKeys] = columns
+  const [
+    ids,
+    propertyTypeIds,
+    dealTypeIds,
+    cityIds,
+    districtIds,
+    complexIds,
+    prices,
+    areas,
+    rooms,
+    floors,
+    totalFloors,
+    createdAtsUtc,
+    thumbnailKeys,
+    coordinates,
+  ] = columns
   if (ids === null) return []
   return ids.map((id, row) => ({
     id,
@@ -216,14 +292,21 @@ export async function readPage(
     floor: floors[row] ?? null,
     totalFloors: totalFloors[row] ?? null,
     createdAt: offsetTimestampFromUtcText(createdAtsUtc[row]!),
+    latitude: coordinates[row]?.[0] ?? null,
+    longitude: coordinates[row]?.[1] ?? null,
     thumbnailKey: thumbnailKeys[row] ?? null,
   }))
 }
 
 /** The matches a page is cut from, in the page's order, as PagePlan says to read them. */
 function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort, plan: PagePlan) {
-  const { thumbnailKey: _thumbnail, ...indexedColumns } = itemColumns
-  const matching = (filterKeys: FilterKey[]) => db.select(indexedColumns).from(properties).where(publishedWhere(filterKeys))
+  const { thumbnailKey: _thumbnail, latitude, longitude, ...indexedColumns } = itemColumns
+  // Coordinates only where the map is searched: catalogue_geo_idx carries them, the others do not.
+  const located = keys.some(isGeoKey) ? { latitude, longitude } : {}
+  const distance = sort === 'distance' ? { distance: distanceOf(properties).as('distance') } : {}
+  // Typed as the indexed columns: the others are read by name (Located, Ordered) where present.
+  const selection = { ...indexedColumns, ...located, ...distance } as typeof indexedColumns
+  const matching = (filterKeys: FilterKey[]) => db.select(selection).from(properties).where(publishedWhere(filterKeys))
   switch (plan.kind) {
     case 'window': {
       const first = matching(keys)
@@ -236,19 +319,16 @@ function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort
         .orderBy(...orderings[sort](first))
     }
     case 'walk': {
-      const newest = matching(keys.filter((key) => !isPriceBound(key)))
+      const walked = matching(keys.filter((key) => !isBound(key, sort)))
         .orderBy(...orderings[sort]())
         .limit(literal(plan.depth))
-        .as('newest')
-      const priced = and(
-        keys.includes('minPrice') ? gte(newest.price, sql.placeholder('minPrice')) : undefined,
-        keys.includes('maxPrice') ? lte(newest.price, sql.placeholder('maxPrice')) : undefined,
-      )
+        .as('walked')
+      const of = walked as unknown as Located
       return db
         .select()
-        .from(newest)
-        .where(priced)
-        .orderBy(...orderings[sort](newest))
+        .from(walked)
+        .where(and(...keys.filter((key) => isBound(key, sort)).map((key) => boundConditions[key]!(of))))
+        .orderBy(...orderings[sort](walked))
     }
     case 'range': {
       const all = matching(keys).offset(literal(0)).as('all_matches')
@@ -412,4 +492,59 @@ export async function findPublishedListing(db: PipelinedDatabase, id: number): P
 export async function findListing(db: PipelinedDatabase, id: number): Promise<ItemRow | undefined> {
   const [row] = await db.select(itemColumns).from(properties).where(eq(properties.id, id))
   return row && asItemRow(row)
+}
+
+/** One cell of a map's grid with matches: their number, mean position and the box that holds them. */
+export interface ClusterRow {
+  count: number
+  lat: number
+  lon: number
+  west: number
+  south: number
+  east: number
+  north: number
+}
+
+type ClusterColumns = [counts: number[] | null, lats: number[], lons: number[], wests: number[], souths: number[], easts: number[], norths: number[]]
+
+/**
+ * The matches of `filter` (which has a box: catalogue_geo_idx finds them) grouped by the cell
+ * of side `cell` degrees they fall in, cells counted from 0° both ways, south-west first. As
+ * a page, one JSON array per column: a city at a fine zoom is thousands of cells.
+ */
+export async function readClusters(db: PipelinedDatabase, filter: CatalogueFilter, cell: number): Promise<ClusterRow[]> {
+  const keys = usedKeys(filter)
+  const statement = prepared<{ columns: ClusterColumns }[]>(db, `clusters:${keys.join(',')}`, (name) => {
+    const size = sql`${sql.placeholder('cell')}::float8`
+    const cells = db
+      .select({
+        row: sql`floor(${properties.latitude}::float8 / ${size})`.as('row'),
+        column: sql`floor(${properties.longitude}::float8 / ${size})`.as('column'),
+        count: sql`count(*)::int`.as('count'),
+        lat: sql`avg(${properties.latitude})::float8`.as('lat'),
+        lon: sql`avg(${properties.longitude})::float8`.as('lon'),
+        west: sql`min(${properties.longitude})::float8`.as('west'),
+        south: sql`min(${properties.latitude})::float8`.as('south'),
+        east: sql`max(${properties.longitude})::float8`.as('east'),
+        north: sql`max(${properties.latitude})::float8`.as('north'),
+      })
+      .from(properties)
+      .where(publishedWhere(keys))
+      .groupBy(sql`1`, sql`2`)
+      .orderBy(sql`1`, sql`2`)
+      .as('cells')
+    // The aggregates take the cells in the order the subquery sorted them (see readPage).
+    const arrays = sql.join(
+      [cells.count, cells.lat, cells.lon, cells.west, cells.south, cells.east, cells.north].map((column) => sql`array_agg(${column})`),
+      sql`, `,
+    )
+    return db
+      .select({ columns: sql<ClusterColumns>`json_build_array(${arrays})` })
+      .from(cells)
+      .prepare(name)
+  })
+  const [{ columns }] = (await statement.execute({ ...filter, cell })) as [{ columns: ClusterColumns }]
+  const [counts, lats, lons, wests, souths, easts, norths] = columns
+  if (counts === null) return []
+  return counts.map((count, i) => ({ count, lat: lats[i]!, lon: lons[i]!, west: wests[i]!, south: souths[i]!, east: easts[i]!, north: norths[i]! }))
 }

@@ -25,7 +25,7 @@ export interface BenchOptions {
 }
 
 /** What --scenarios accepts; (e) brings its catalogue reads (e1) and (e2) along; (f) needs PostgreSQL. */
-export const SCENARIOS = ['a', 'a1', 'b', 'c', 'd', 'e', 'f'] as const
+export const SCENARIOS = ['a', 'a1', 'b', 'c', 'd', 'g', 'h', 'e', 'f'] as const
 export type ScenarioName = (typeof SCENARIOS)[number]
 
 export const BENCH_DIR = import.meta.dirname
@@ -44,7 +44,7 @@ const USAGE = `Usage: npm run bench -- [options]
                     the photo uploads alone. Targets of scenarios not run are left out.
                     (f), the webhook deliveries, needs PostgreSQL and is left out with --pglite.
   --rounds N        interleaved rounds (ceiling, scenario, ceiling, scenario…) that the ratios
-                    (b)/(a) and (c)/(a1) are judged on, as their median (default 3; 0: none)
+                    (b)/(a), (c)/(a1) and (g)/(a) are judged on, as their median (default 3; 0: none)
   --round-duration S  seconds measured on each side of a round (default 10)
 
 PostgreSQL is taken from DATABASE_URL, which the bench WIPES (reference data aside):

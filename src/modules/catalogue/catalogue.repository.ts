@@ -37,9 +37,9 @@ const distanceOf = (of: Located) => {
 }
 
 /**
- * The bounds a walk checks on the rows it read (see boundKeys), and which the rows' own
- * filters check too: the box's edges exactly, on the stored numbers (the geometric operators
- * compare with a tolerance of 1e-6, a step of numeric(9,6)), and the circle by distance.
+ * The bounds a walk checks on the rows it read (see boundKeys), and the same conditions as
+ * filters: the box's edges on the stored numbers (a range of catalogue_geo_idx, migration
+ * 0019), and the circle by distance within its box.
  */
 const boundConditions: Partial<Record<FilterKey, (of: Located) => SQL | undefined>> = {
   minPrice: (of) => sql`${of.price} >= ${sql.placeholder('minPrice')}`,
@@ -52,12 +52,6 @@ const boundConditions: Partial<Record<FilterKey, (of: Located) => SQL | undefine
   nearLon: () => undefined,
   radiusM: () => undefined,
 }
-
-/**
- * The box in the form catalogue_geo_idx (migration 0019) answers; the exact edges are
- * checked beside it (boundConditions).
- */
-const inGeoIndexBox = sql`point(${properties.longitude}, ${properties.latitude}) <@ box(point(${sql.placeholder('west')}::float8, ${sql.placeholder('south')}::float8), point(${sql.placeholder('east')}::float8, ${sql.placeholder('north')}::float8))`
 
 /** Each filter as a condition on a placeholder of its own name. */
 const filterConditions: Record<FilterKey, () => SQL | undefined> = {
@@ -72,7 +66,7 @@ const filterConditions: Record<FilterKey, () => SQL | undefined> = {
   rooms: () => eq(properties.rooms, sql.placeholder('rooms')),
   minArea: () => gte(properties.area, sql.placeholder('minArea')),
   maxArea: () => lte(properties.area, sql.placeholder('maxArea')),
-  west: () => and(inGeoIndexBox, boundConditions.west!(properties)),
+  west: () => boundConditions.west!(properties),
   east: () => boundConditions.east!(properties),
   south: () => boundConditions.south!(properties),
   north: () => boundConditions.north!(properties),

@@ -297,7 +297,7 @@ export const properties = pgTable(
     //                                          price checked in it, when the range keeps many
     //                                          listings; else the *_price_idx range, then sorted
     //                                          (the service chooses: PagePlan in catalogue.repository.ts)
-    //   bbox, near, clusters               → catalogue_geo_idx (migration 0019), (latitude, longitude),
+    //   bbox, near, clusters               → catalogue_geo_idx (migration 0019), the coordinates as float8,
     //                                          when the box keeps few of the search's listings; else
     //                                          the other filters' index, walked with the box checked
     // Totals for filters on city, type, deal, district and rooms come from catalogue_counts.

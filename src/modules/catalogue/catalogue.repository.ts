@@ -38,16 +38,18 @@ const distanceOf = (of: Located) => {
 
 /**
  * The bounds a walk checks on the rows it read (see boundKeys), and the same conditions as
- * filters: the box's edges on the stored numbers (a range of catalogue_geo_idx, migration
- * 0019), and the circle by distance within its box.
+ * filters: the box's edges (a range of catalogue_geo_idx, migration 0019, whose keys are the
+ * coordinates as float8: compared as such, about twice as fast as numeric; a stored
+ * numeric(9,6) and the same decimal in the query are the same float8, so edges stay
+ * inclusive), and the circle by distance within its box.
  */
 const boundConditions: Partial<Record<FilterKey, (of: Located) => SQL | undefined>> = {
   minPrice: (of) => sql`${of.price} >= ${sql.placeholder('minPrice')}`,
   maxPrice: (of) => sql`${of.price} <= ${sql.placeholder('maxPrice')}`,
-  west: (of) => sql`${of.longitude} >= ${sql.placeholder('west')}`,
-  east: (of) => sql`${of.longitude} <= ${sql.placeholder('east')}`,
-  south: (of) => sql`${of.latitude} >= ${sql.placeholder('south')}`,
-  north: (of) => sql`${of.latitude} <= ${sql.placeholder('north')}`,
+  west: (of) => sql`${of.longitude}::float8 >= ${sql.placeholder('west')}::float8`,
+  east: (of) => sql`${of.longitude}::float8 <= ${sql.placeholder('east')}::float8`,
+  south: (of) => sql`${of.latitude}::float8 >= ${sql.placeholder('south')}::float8`,
+  north: (of) => sql`${of.latitude}::float8 <= ${sql.placeholder('north')}::float8`,
   nearLat: (of) => sql`${distanceOf(of)} <= ${sql.placeholder('radiusM')}::float8`,
   nearLon: () => undefined,
   radiusM: () => undefined,
@@ -515,12 +517,12 @@ export async function readClusters(db: PipelinedDatabase, filter: CatalogueFilte
         row: sql`floor(${properties.latitude}::float8 / ${size})`.as('row'),
         column: sql`floor(${properties.longitude}::float8 / ${size})`.as('column'),
         count: sql`count(*)::int`.as('count'),
-        lat: sql`avg(${properties.latitude})::float8`.as('lat'),
-        lon: sql`avg(${properties.longitude})::float8`.as('lon'),
-        west: sql`min(${properties.longitude})::float8`.as('west'),
-        south: sql`min(${properties.latitude})::float8`.as('south'),
-        east: sql`max(${properties.longitude})::float8`.as('east'),
-        north: sql`max(${properties.latitude})::float8`.as('north'),
+        lat: sql`avg(${properties.latitude}::float8)`.as('lat'),
+        lon: sql`avg(${properties.longitude}::float8)`.as('lon'),
+        west: sql`min(${properties.longitude}::float8)`.as('west'),
+        south: sql`min(${properties.latitude}::float8)`.as('south'),
+        east: sql`max(${properties.longitude}::float8)`.as('east'),
+        north: sql`max(${properties.latitude}::float8)`.as('north'),
       })
       .from(properties)
       .where(publishedWhere(keys))

@@ -33,7 +33,7 @@ function filterOf(query: CatalogueQuery | ClustersQuery): CatalogueFilter {
   if (min_area !== undefined && max_area !== undefined && min_area > max_area) {
     throw ApiError.validation([{ loc: ['query', 'min_area'], msg: 'must not be greater than max_area' }])
   }
-  const geo = catalogueGeoFilterOf({ ...query, sort: 'sort' in query ? query.sort : undefined })
+  const geo = catalogueGeoFilterOf(query)
   return {
     cityId: query.city_id,
     propertyTypeId: query.property_type_id,

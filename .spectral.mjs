@@ -28,6 +28,7 @@ const publicPaths = [
   '/tenants/register/{request_code}',
   '/mls/properties',
   '/mls/properties/{id}',
+  '/mls/clusters',
 ]
 
 /** Public paths that are not rate limited: small, cacheable reference data and the health probes. */

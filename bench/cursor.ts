@@ -1,11 +1,11 @@
 /**
- * (g) Pages by cursor cost the same at any depth: the catalogue's first page (newest first, 50
+ * (j) Pages by cursor cost the same at any depth: the catalogue's first page (newest first, 50
  * items) against the page 10,000 pages deep reached by `next_cursor` (500,000 listings in on a
  * million; the deepest the seed allows when it is smaller), as interleaved rounds (first, deep,
  * first, deep…) whose latency ratios are judged on their median (target <= 2×).
  *
  * Both are single URLs, which the service would answer from its cache of serialised answers
- * after the first time: (g) measures a service of its own started with that cache off
+ * after the first time: (j) measures a service of its own started with that cache off
  * (CATALOGUE_CACHE_MB=0), so every request runs its statements. It runs after every other
  * scenario, once the main service is stopped (PGlite admits one process). One connection: the
  * latency is then what one page costs, not how long it queued behind the others.
@@ -47,7 +47,7 @@ export async function runCursorPages(serviceEnv: NodeJS.ProcessEnv, options: { r
   const service = await startChild('service (cache off)', 'bench/serve.ts', { ...serviceEnv, CATALOGUE_CACHE_MB: '0' })
   try {
     const firstPath = `/mls/properties?limit=${LIMIT}`
-    process.stderr.write(`(g) walking by cursor towards page ${TARGET_PAGES}… `)
+    process.stderr.write(`(j) walking by cursor towards page ${TARGET_PAGES}… `)
     const started = performance.now()
     let page = await getPage(service.url + firstPath)
     // A full page: the last one may be short.
@@ -59,14 +59,14 @@ export async function runCursorPages(serviceEnv: NodeJS.ProcessEnv, options: { r
       page = await getPage(`${service.url}${firstPath}&cursor=${cursor}`)
       deepPageNumber++
     }
-    if (cursor === null) throw new Error('(g) needs a catalogue of more than one page')
+    if (cursor === null) throw new Error('(j) needs a catalogue of more than one page')
     const deepPath = `${firstPath}&cursor=${cursor}`
     const walkSeconds = (performance.now() - started) / 1000
     process.stderr.write(`page ${deepPageNumber} (${page.items.length} items) in ${walkSeconds.toFixed(1)} s\n`)
 
-    const first: Scenario = { id: 'g', title: `GET /mls/properties, first page`, baseUrl: service.url, next: () => ({ method: 'GET', path: firstPath }) }
+    const first: Scenario = { id: 'j', title: `GET /mls/properties, first page`, baseUrl: service.url, next: () => ({ method: 'GET', path: firstPath }) }
     const deep: Scenario = {
-      id: 'g',
+      id: 'j',
       title: `GET /mls/properties, page ${deepPageNumber} by cursor`,
       baseUrl: service.url,
       next: () => ({ method: 'GET', path: deepPath }),
@@ -75,7 +75,7 @@ export async function runCursorPages(serviceEnv: NodeJS.ProcessEnv, options: { r
     await warmUp(deep, CONNECTIONS, 2)
     const rounds: CursorRound[] = []
     for (let round = 1; round <= options.rounds; round++) {
-      process.stderr.write(`(g) round ${round} of ${options.rounds}: ${options.seconds} s each… `)
+      process.stderr.write(`(j) round ${round} of ${options.rounds}: ${options.seconds} s each… `)
       const firstResult = await measure(first, CONNECTIONS, options.seconds)
       const deepResult = await measure(deep, CONNECTIONS, options.seconds)
       const ratio = round4(deepResult.latency_avg_ms / firstResult.latency_avg_ms)
@@ -105,7 +105,7 @@ export async function runCursorPages(serviceEnv: NodeJS.ProcessEnv, options: { r
 async function getPage(url: string): Promise<{ items: unknown[]; total: number; next_cursor: string | null }> {
   const response = await fetch(url)
   const body = await response.text()
-  if (!response.ok) throw new Error(`(g) ${url} answered ${response.status}: ${body.slice(0, 500)}`)
+  if (!response.ok) throw new Error(`(j) ${url} answered ${response.status}: ${body.slice(0, 500)}`)
   return JSON.parse(body) as { items: unknown[]; total: number; next_cursor: string | null }
 }
 

@@ -168,6 +168,49 @@ export const DISTRICTS_BY_CITY: ReadonlyMap<number, number[]> = new Map(
 export const cityById = new Map(seedCities.map((city) => [city.id, city]))
 
 // ---------------------------------------------------------------------------------------
+// Where listings are: around their city's centre, most in one of its districts. The seed
+// (in SQL) and the map searches (in JavaScript) place them by these same numbers.
+
+/** Half a city's extent in degrees of latitude: Moscow ~17 km, Saint Petersburg ~13 km, the others ~8 km. */
+export const citySpread = (cityId: number) => (cityId === 1 ? 0.15 : cityId === 2 ? 0.12 : 0.07)
+/** A degree of longitude is shorter than one of latitude by this much at the city. */
+export const lonScale = (cityId: number) => 1 / Math.cos((cityById.get(cityId)!.latitude * Math.PI) / 180)
+/** One listing in this many has no coordinates (its agency gave none). */
+export const UNLOCATED_SHARE = 0.03
+/** A district's listings spread this much around its centre, a share of the city's spread (a normal deviation). */
+export const DISTRICT_SPREAD = 0.25
+/** Listings without a district spread this much around the city's centre. */
+export const CITY_SPREAD = 0.45
+
+/**
+ * The centre of the city's `k`-th district of `n` (from 1): the first at the city's centre (a
+ * city's first district is its central one in places.ts), the others on a ring at 55 % of the
+ * city's spread, evenly around it.
+ */
+export function districtCentre(cityId: number, k: number, n: number): { lat: number; lon: number } {
+  const city = cityById.get(cityId)!
+  if (k === 1) return { lat: city.latitude, lon: city.longitude }
+  const angle = (2 * Math.PI * (k - 2)) / Math.max(1, n - 1)
+  const distance = 0.55 * citySpread(cityId)
+  return { lat: city.latitude + distance * Math.sin(angle), lon: city.longitude + distance * Math.cos(angle) * lonScale(cityId) }
+}
+
+/** A standard normal draw (Box–Muller), as the seed draws it in SQL. */
+const normal = () => Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random())
+
+/** Where a listing of the city (in the district, if any) stands, as the seed places them; rounded as stored. */
+export function randomLocation(cityId: number, districtId?: number): { latitude: number; longitude: number } {
+  const districts = DISTRICTS_BY_CITY.get(cityId) ?? []
+  const k = districtId === undefined ? 0 : districts.indexOf(districtId) + 1
+  const centre = k > 0 ? districtCentre(cityId, k, districts.length) : { lat: cityById.get(cityId)!.latitude, lon: cityById.get(cityId)!.longitude }
+  const spread = citySpread(cityId) * (k > 0 ? DISTRICT_SPREAD : CITY_SPREAD)
+  return {
+    latitude: Number((centre.lat + spread * normal()).toFixed(6)),
+    longitude: Number((centre.lon + spread * lonScale(cityId) * normal()).toFixed(6)),
+  }
+}
+
+// ---------------------------------------------------------------------------------------
 // Drawing in JavaScript (the seed draws the same in SQL).
 
 export function pickWeighted<T>(table: readonly Weighted<T>[], r = Math.random()): T {

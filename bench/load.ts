@@ -3,8 +3,8 @@ import autocannon from 'autocannon'
 import type { CpuMeter, CpuShares } from './machine.js'
 import type { BenchRequest } from './requests.js'
 
-/** (e) is the photo uploads, (e1) and (e2) the catalogue reads alone and during them; (g) pages by cursor (cursor.ts). */
-export type ScenarioId = 'a' | 'a1' | 'b' | 'c' | 'd' | 'e' | 'e1' | 'e2' | 'g'
+/** (e) is the photo uploads, (e1) and (e2) the catalogue reads alone and during them; (g) and (h) the map's searches and clusters; (j) pages by cursor (cursor.ts). */
+export type ScenarioId = 'a' | 'a1' | 'b' | 'c' | 'd' | 'e' | 'e1' | 'e2' | 'g' | 'h' | 'j'
 
 export interface Scenario {
   id: ScenarioId

@@ -24,8 +24,8 @@ export interface BenchOptions {
   roundDuration: number
 }
 
-/** What --scenarios accepts; (e) brings its catalogue reads (e1) and (e2) along; (f) needs PostgreSQL; (g) is pages by cursor. */
-export const SCENARIOS = ['a', 'a1', 'b', 'c', 'd', 'e', 'f', 'g'] as const
+/** What --scenarios accepts; (e) brings its catalogue reads (e1) and (e2) along; (f) needs PostgreSQL; (j) is pages by cursor. */
+export const SCENARIOS = ['a', 'a1', 'b', 'c', 'd', 'g', 'h', 'e', 'f', 'j'] as const
 export type ScenarioName = (typeof SCENARIOS)[number]
 
 export const BENCH_DIR = import.meta.dirname
@@ -45,8 +45,8 @@ const USAGE = `Usage: npm run bench -- [options]
                     (f), the webhook deliveries, needs PostgreSQL and is left out with --pglite.
                     (g): the first catalogue page against the page 10,000 deep by cursor.
   --rounds N        interleaved rounds (ceiling, scenario, ceiling, scenario…) that the ratios
-                    (b)/(a) and (c)/(a1) are judged on, as their median (default 3; 0: none);
-                    (g)'s rounds (first page, deep page…), at least 1
+                    (b)/(a), (c)/(a1) and (g)/(a) are judged on, as their median (default 3; 0: none);
+                    (j)'s rounds (first page, deep page…), at least 1
   --round-duration S  seconds measured on each side of a round (default 10)
 
 PostgreSQL is taken from DATABASE_URL, which the bench WIPES (reference data aside):

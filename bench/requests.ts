@@ -10,6 +10,7 @@ import {
   BOOL_ATTRIBUTES,
   CITY_WEIGHTS,
   cityById,
+  citySpread,
   dealFor,
   dealName,
   DEAL_WEIGHTS,
@@ -29,6 +30,8 @@ import {
   pickWeighted,
   PRICE_BANDS,
   randomInt,
+  randomLocation,
+  lonScale,
   roomsFor,
   STREETS,
   TYPE_WEIGHTS,
@@ -57,18 +60,8 @@ export function catalogueSearch(): BenchRequest {
     query.set('city_id', String(pickWeighted(CITY_WEIGHTS)))
   } else {
     const city = Math.random() < 0.9 ? pickWeighted(CITY_WEIGHTS) : undefined
-    const type = Math.random() < 0.75 ? pickWeighted(TYPE_WEIGHTS) : undefined
-    const deal = Math.random() < 0.85 ? dealFor(type ?? 0, pickWeighted(DEAL_WEIGHTS)) : undefined
     if (city !== undefined) query.set('city_id', String(city))
-    if (type !== undefined) query.set('property_type_id', String(type))
-    if (deal !== undefined) query.set('deal_type_id', String(deal))
-    if (deal !== undefined && Math.random() < 0.5) {
-      const [low, high] = [drawFromBand(PRICE_BANDS[deal]!), drawFromBand(PRICE_BANDS[deal]!)].sort((x, y) => x - y)
-      // some set a budget only, the others a band
-      if (Math.random() < 0.7) query.set('min_price', String(low))
-      query.set('max_price', String(high))
-    }
-    if (type !== LAND && Math.random() < 0.2) query.set('rooms', String(randomInt(1, 4)))
+    narrowSearch(query)
     const districts = city === undefined ? [] : (DISTRICTS_BY_CITY.get(city) ?? [])
     if (districts.length > 0 && Math.random() < 0.15) query.set('district_id', String(pick(districts)))
   }
@@ -78,6 +71,64 @@ export function catalogueSearch(): BenchRequest {
   // most read the first page; the others page on, at most to offset 200
   query.set('offset', String(Math.random() < 0.6 ? 0 : limit * randomInt(1, Math.floor(200 / limit))))
   return { method: 'GET', path: `/mls/properties?${query.toString()}` }
+}
+
+/** Type, deal, a price band and rooms as visitors narrow a search, each often left out. */
+function narrowSearch(query: URLSearchParams): void {
+  const type = Math.random() < 0.75 ? pickWeighted(TYPE_WEIGHTS) : undefined
+  const deal = Math.random() < 0.85 ? dealFor(type ?? 0, pickWeighted(DEAL_WEIGHTS)) : undefined
+  if (type !== undefined) query.set('property_type_id', String(type))
+  if (deal !== undefined) query.set('deal_type_id', String(deal))
+  if (deal !== undefined && Math.random() < 0.5) {
+    const [low, high] = [drawFromBand(PRICE_BANDS[deal]!), drawFromBand(PRICE_BANDS[deal]!)].sort((x, y) => x - y)
+    // some set a budget only, the others a band
+    if (Math.random() < 0.7) query.set('min_price', String(low))
+    query.set('max_price', String(high))
+  }
+  if (type !== LAND && Math.random() < 0.2) query.set('rooms', String(randomInt(1, 4)))
+}
+
+/** How far a map shows at each zoom, half its height in degrees of latitude: the whole city, a district, a few streets. */
+const MAP_VIEWS = [
+  { zoom: 'city', halfHeight: (cityId: number) => citySpread(cityId) },
+  { zoom: 'district', halfHeight: () => 0.02 },
+  { zoom: 'street', halfHeight: () => 0.003 },
+] as const
+
+/**
+ * A map's visible box: centred on the city (at city zoom) or on a random place of it where
+ * listings are, as wide as a 16:9 screen of that height; `minLon,minLat,maxLon,maxLat`.
+ */
+function mapBox(cityId: number, view: (typeof MAP_VIEWS)[number]): string {
+  const city = cityById.get(cityId)!
+  const centre =
+    view.zoom === 'city' ? { latitude: city.latitude, longitude: city.longitude } : randomLocation(cityId, pick(DISTRICTS_BY_CITY.get(cityId) ?? [0]))
+  const halfHeight = view.halfHeight(cityId)
+  const halfWidth = halfHeight * (16 / 9) * lonScale(cityId)
+  return [centre.longitude - halfWidth, centre.latitude - halfHeight, centre.longitude + halfWidth, centre.latitude + halfHeight]
+    .map((value) => value.toFixed(5))
+    .join(',')
+}
+
+/** (g) A map search: a random box at city, district or street zoom, with a random filter, the first page. */
+export function mapSearch(): BenchRequest {
+  const query = new URLSearchParams()
+  query.set('bbox', mapBox(pickWeighted(CITY_WEIGHTS), pick(MAP_VIEWS)))
+  narrowSearch(query)
+  query.set('limit', String(Math.random() < 0.5 ? 20 : 50))
+  return { method: 'GET', path: `/mls/properties?${query.toString()}` }
+}
+
+/** The zoom at which a city's whole box is a few hundred cells of the clusters' grid. */
+const CITY_ZOOM = 11
+
+/** (h) Clusters of a whole city's box, with a random filter. */
+export function mapClusters(): BenchRequest {
+  const query = new URLSearchParams()
+  query.set('bbox', mapBox(pickWeighted(CITY_WEIGHTS), MAP_VIEWS[0]))
+  query.set('zoom', String(CITY_ZOOM))
+  narrowSearch(query)
+  return { method: 'GET', path: `/mls/clusters?${query.toString()}` }
 }
 
 /** (c) One published listing, picked from a few thousand. */
@@ -122,6 +173,7 @@ export function submissionBody(): PropertySubmission {
   const cityId = pickWeighted(CITY_WEIGHTS)
   const city = cityById.get(cityId)!
   const districts = DISTRICTS_BY_CITY.get(cityId) ?? []
+  const districtId = districts.length > 0 && Math.random() < 0.7 ? pick(districts) : undefined
   const street = pick(STREETS)
   const house = String(randomInt(1, 150))
   const apartment = type === FLAT ? String(randomInt(1, 300)) : undefined
@@ -138,13 +190,12 @@ export function submissionBody(): PropertySubmission {
     },
     location: {
       city_id: cityId,
-      ...(districts.length > 0 && Math.random() < 0.7 ? { district_id: pick(districts) } : {}),
+      ...(districtId === undefined ? {} : { district_id: districtId }),
       address: `${city.name}, ул. ${street}, д. ${house}${apartment ? `, кв. ${apartment}` : ''}`,
       street,
       house_number: house,
       ...(apartment ? { apartment_number: apartment } : {}),
-      latitude: Number((city.latitude + (Math.random() - 0.5) * 0.2).toFixed(6)),
-      longitude: Number((city.longitude + (Math.random() - 0.5) * 0.3).toFixed(6)),
+      ...randomLocation(cityId, districtId),
     },
     attributes,
   }

@@ -16,7 +16,7 @@ import { runScenario, type Scenario, type ScenarioId, type ScenarioResult } from
 import { CpuMeter, describeMachine, machineLine } from './machine.js'
 import { defaultOutFile, parseOptions, type BenchOptions } from './options.js'
 import { printReport, writeReport, type RunInfo } from './report.js'
-import { catalogueDetail, catalogueSearch, submission, type BenchRequest } from './requests.js'
+import { catalogueDetail, catalogueSearch, mapClusters, mapSearch, submission, type BenchRequest } from './requests.js'
 import { interleavedRatio, type InterleavedRatio } from './rounds.js'
 import { prepareDatabase, type PreparedDatabase } from './seed.js'
 import { runUploads, type UploadFigures } from './uploads.js'
@@ -84,9 +84,9 @@ async function main(options: BenchOptions): Promise<void> {
   let webhooks: WebhookFigures | undefined
   if (options.scenarios.includes('f')) webhooks = await runWebhooks(service, serviceEnv, options.databaseUrl!, load)
 
-  // (g) last, on a service of its own without the answer cache: this one goes first (PGlite admits one process).
+  // (j) last, on a service of its own without the answer cache: this one goes first (PGlite admits one process).
   let cursorPages: CursorFigures | undefined
-  if (options.scenarios.includes('g')) {
+  if (options.scenarios.includes('j')) {
     await service.stop()
     cursorPages = await runCursorPages(serviceEnv, { rounds: Math.max(1, options.rounds), seconds: options.roundDuration })
   }
@@ -116,8 +116,8 @@ async function main(options: BenchOptions): Promise<void> {
 }
 
 /**
- * The ratios the targets are judged on: (b)/(a) and (c)/(a1) from interleaved rounds, for each
- * pair whose both scenarios ran (and so are warm).
+ * The ratios the targets are judged on: (b)/(a), (c)/(a1) and (g)/(a) from interleaved rounds,
+ * for each pair whose both scenarios ran (and so are warm).
  */
 async function ratioRounds(scenarios: Scenario[], options: BenchOptions, meter: CpuMeter): Promise<InterleavedRatio[]> {
   const byId = new Map(scenarios.map((scenario) => [scenario.id, scenario]))
@@ -126,6 +126,7 @@ async function ratioRounds(scenarios: Scenario[], options: BenchOptions, meter: 
   for (const [ceilingId, scenarioId] of [
     ['a', 'b'],
     ['a1', 'c'],
+    ['a', 'g'],
   ] as const) {
     const ceiling = byId.get(ceilingId)
     const scenario = byId.get(scenarioId)
@@ -189,6 +190,8 @@ function defineScenarios(service: Child, ceiling: Child, prepared: PreparedDatab
     { id: 'b', title: 'GET /mls/properties, random filters', baseUrl: service.url, next: catalogueSearch },
     { id: 'c', title: 'GET /mls/properties/{id}', baseUrl: service.url, next: () => catalogueDetail(prepared.publishedIds) },
     { id: 'd', title: 'POST /properties', baseUrl: service.url, next: () => submission(prepared.tenants) },
+    { id: 'g', title: 'GET /mls/properties?bbox=…, random map box and filters', baseUrl: service.url, next: mapSearch },
+    { id: 'h', title: 'GET /mls/clusters, a city’s box, random filters', baseUrl: service.url, next: mapClusters },
   ]
 }
 
@@ -201,6 +204,8 @@ async function smokeTest(service: Child, prepared: PreparedDatabase): Promise<vo
     ['b', catalogueSearch, 30],
     ['c', () => catalogueDetail(prepared.publishedIds), 5],
     ['d', () => submission(prepared.tenants), 5],
+    ['g', mapSearch, 10],
+    ['h', mapClusters, 5],
   ]
   for (const [id, next, count] of samples) {
     for (let i = 0; i < count; i++) {

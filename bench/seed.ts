@@ -7,14 +7,20 @@
 import { sql, type SQL } from 'drizzle-orm'
 import { queryRows, type Database, type DatabaseHandle } from '../src/db/client.js'
 import { seedPropertyTypes } from '../src/db/seed/dictionaries.js'
+import { seedCities } from '../src/db/seed/places.js'
 import { digestSecret } from '../src/lib/secrets.js'
 import {
   AREA_BANDS,
   BENCH_EMAIL_DOMAIN,
   benchApiKey,
   BOOL_ATTRIBUTES,
+  CITY_SPREAD,
   CITY_WEIGHTS,
+  citySpread,
   DAILY_RENT,
+  DISTRICT_SPREAD,
+  districtCentre,
+  DISTRICTS_BY_CITY,
   DEAL_WEIGHTS,
   ENUM_ATTRIBUTES,
   enumValues,
@@ -33,6 +39,8 @@ import {
   STREETS,
   TYPE_WEIGHTS,
   typesFor,
+  lonScale,
+  UNLOCATED_SHARE,
   type Band,
   type Weighted,
 } from './data.js'
@@ -274,7 +282,9 @@ async function insertOwners(db: Database, tenants: number, perTenant: number): P
 function insertListings(first: number, last: number, total: number, tenants: number, ownersPerTenant: number): SQL {
   const raw = sql.raw
   return sql`
-    with city_districts as (select city_id, array_agg(id order by id) as ids from districts group by city_id)
+    with city_districts as (select city_id, array_agg(id order by id) as ids from districts group by city_id),
+         district_centres (id, lat, lon) as (values ${raw(districtCentresSql())}),
+         city_spreads (id, spread, lon_scale) as (values ${raw(citySpreadsSql())})
     insert into properties (
       tenant_id, status_id, property_type_id, deal_type_id, price, description, owner_id,
       city_id, district_id, address, street, house_number, apartment_number, latitude, longitude,
@@ -287,8 +297,13 @@ function insertListings(first: number, last: number, total: number, tenants: num
       ci.id, a.district_id,
       ci.name || ', ул. ' || a.street || ', д. ' || a.house_number || coalesce(', кв. ' || b.apartment_number, ''),
       a.street, a.house_number, b.apartment_number,
-      round((ci.latitude + (random() - 0.5) * 0.2)::numeric, 6),
-      round((ci.longitude + (random() - 0.5) * 0.3)::numeric, 6),
+      -- normally spread around the district's centre, or wider around the city's without one
+      case when r.r_located >= ${UNLOCATED_SHARE}::float8 then round((coalesce(dc.lat, ci.latitude)
+        + cs.spread * (case when dc.id is null then ${CITY_SPREAD}::float8 else ${DISTRICT_SPREAD}::float8 end)
+          * sqrt(-2 * ln(1 - r.r_g1)) * cos(2 * pi() * r.r_g2))::numeric, 6) end,
+      case when r.r_located >= ${UNLOCATED_SHARE}::float8 then round((coalesce(dc.lon, ci.longitude)
+        + cs.spread * cs.lon_scale * (case when dc.id is null then ${CITY_SPREAD}::float8 else ${DISTRICT_SPREAD}::float8 end)
+          * sqrt(-2 * ln(1 - r.r_g3)) * cos(2 * pi() * r.r_g4))::numeric, 6) end,
       ${raw(attributesSql())},
       case when a.status_id <> 1 then jsonb_build_object(
         'checked_at', to_char(c.checked_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"'),
@@ -303,10 +318,11 @@ function insertListings(first: number, last: number, total: number, tenants: num
       select g.n, random() as r_city, random() as r_district, random() as r_type, random() as r_deal, random() as r_status,
              random() as r_tenant, random() as r_owner, random() as r_age, random() as r_published, random() as r_price,
              random() as r_area, random() as r_floors, random() as r_floor, random() as r_street, random() as r_house,
-             random() as r_apartment
+             random() as r_apartment, random() as r_located, random() as r_g1, random() as r_g2, random() as r_g3, random() as r_g4
       from generate_series(${first}::int, ${last}::int) as g(n)
     ) as r
     join cities ci on ci.id = ${raw(weightedCase('r.r_city', CITY_WEIGHTS))}
+    join city_spreads cs on cs.id = ci.id
     left join city_districts cd on cd.city_id = ci.id
     cross join lateral (
       select ${raw(weightedCase('r.r_type', TYPE_WEIGHTS))} as type_id,
@@ -320,6 +336,7 @@ function insertListings(first: number, last: number, total: number, tenants: num
              (${raw(textArray(STREETS))})[1 + floor(r.r_street * ${STREETS.length}::int)::int] as street,
              (1 + floor(r.r_house * 150))::int::text as house_number
     ) as a
+    left join district_centres dc on dc.id = a.district_id
     cross join lateral (
       select case when a.type_id = ${LAND}::int and a.drawn_deal = ${DAILY_RENT}::int then ${SALE}::int else a.drawn_deal end as deal_id,
              ${raw(byType('a.type_id', (type) => band(AREA_BANDS[type]!, 'r.r_area')))} as area,
@@ -336,6 +353,23 @@ function insertListings(first: number, last: number, total: number, tenants: num
              coalesce(case when a.status_id in (2, 4, 5) then least(now(), a.created_at + r.r_published * interval '3 hours') end,
                       least(now(), a.created_at + interval '1 hour')) as checked_at
     ) as c`
+}
+
+/** `(district id, latitude, longitude), …` of every shipped district's centre (data.ts). */
+function districtCentresSql(): string {
+  const rows: string[] = []
+  for (const [cityId, ids] of DISTRICTS_BY_CITY) {
+    ids.forEach((id, index) => {
+      const centre = districtCentre(cityId, index + 1, ids.length)
+      rows.push(`(${id}, ${centre.lat}::float8, ${centre.lon}::float8)`)
+    })
+  }
+  return rows.length > 0 ? rows.join(', ') : '(0, 0::float8, 0::float8)'
+}
+
+/** `(city id, spread, longitude scale), …` of every shipped city (data.ts). */
+function citySpreadsSql(): string {
+  return seedCities.map((city) => `(${city.id}, ${citySpread(city.id)}::float8, ${lonScale(city.id)}::float8)`).join(', ')
 }
 
 /**

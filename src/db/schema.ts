@@ -298,6 +298,9 @@ export const properties = pgTable(
     //                                          price checked in it, when the range keeps many
     //                                          listings; else the *_price_idx range, then sorted
     //                                          (the service chooses: PagePlan in catalogue.repository.ts)
+    //   bbox, near, clusters               → catalogue_geo_idx (migration 0021), the coordinates as float8,
+    //                                          when the box keeps few of the search's listings; else
+    //                                          the other filters' index, walked with the box checked
     // A page by cursor reads the same index from the cursor's key on: `(created_at, id) < (…)` or
     // `(price, id) > (…)` is the start of its range (catalogue-cursor.ts).
     // Totals for filters on city, type, deal, district and rooms come from catalogue_counts.

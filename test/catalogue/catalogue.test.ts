@@ -24,7 +24,7 @@ describe('the public MLS catalogue', () => {
       await submitProperty(t.app, agency, {
         owner,
         price: 12000000,
-        location: { city_id: 1, district_id: 1, residential_complex_id: 4 },
+        location: { city_id: 1, district_id: 1, residential_complex_id: 4, latitude: 55.7577, longitude: 37.6133 },
         attributes: { area: '60', rooms: '2', floor: '3', total_floors: '12' },
       })
     ).id
@@ -68,6 +68,8 @@ describe('the public MLS catalogue', () => {
       city: { id: 1, name: 'Москва' },
       district: { id: 1, name: 'Центральный административный округ' },
       residential_complex: { id: 4, name: 'Алые Паруса' },
+      latitude: 55.7577,
+      longitude: 37.6133,
       price: 12000000,
       area: 60,
       rooms: 2,

@@ -15,7 +15,11 @@ import { decodeCursor, encodeCursor, idKey, timestampKey, type CursorBinding, ty
 import type { CatalogueFilter, CatalogueSort } from './catalogue-page-plan.js'
 
 /** A run of one sort's order that a page after a key reads, as one keyset range. */
-export type Keyset = { part: 'created'; createdAt: string; id: number } | { part: 'priced'; price: number; id: number } | { part: 'unpriced'; id: number }
+export type Keyset =
+  | { part: 'created'; createdAt: string; id: number }
+  | { part: 'priced'; price: number; id: number }
+  | { part: 'unpriced'; id: number }
+  | { part: 'distance'; latitude: number; longitude: number; id: number }
 
 /** What a listing's place in each sort is read from. */
 export interface SortedRow {
@@ -23,6 +27,9 @@ export interface SortedRow {
   price: number | null
   /** UTC to the microsecond, as a timestamp key (cursor.ts). */
   createdAtKey: string
+  /** Read where the map is searched; a distance order's key is its last listing's place. */
+  latitude: number | null
+  longitude: number | null
 }
 
 /** Past any price numeric(15,2) holds: the start of the priced part of price_desc. */
@@ -40,6 +47,18 @@ const sortKeys: Record<CatalogueSort, { of: (row: SortedRow) => CursorKey; read:
   },
   price_asc: { of: (row) => [row.price, row.id], read: (key) => readPriceKey(key) },
   price_desc: { of: (row) => [row.price, row.id], read: (key) => readPriceKey(key) },
+  // Where the last listing is, not its distance: the database computes both distances by one
+  // expression, so the comparison is exact (catalogue.repository.ts).
+  distance: {
+    of: (row) => [row.latitude, row.longitude, row.id],
+    read: ([latitude, longitude, id, ...rest]) => {
+      const after = idKey(id)
+      const isCoordinate = (value: unknown, limit: number): value is number => typeof value === 'number' && Math.abs(value) <= limit
+      return after !== undefined && rest.length === 0 && isCoordinate(latitude, 90) && isCoordinate(longitude, 180)
+        ? { part: 'distance', latitude, longitude, id: after }
+        : undefined
+    },
+  },
 }
 
 function readPriceKey([price, id, ...rest]: unknown[]): Keyset | undefined {

@@ -10,12 +10,13 @@
  * written for that plan:
  * - `window`: a search's first matches in its order, on the index made for that order (see
  *   schema.ts), reading `windowFor(offset + limit)` of them; the page is cut from those.
- * - `walk`: a price range newest first with many matches: the newest listings of the search
- *   without its price, as many as should hold the page (the depth), then the price, so only
- *   the walk on the newest-first index can serve it. Short of the page (the prices were not
- *   spread over time as the counts suggest), the page is read by `range` instead.
- * - `range`: a price range newest first with few matches: every match, found on a price
- *   index, then sorted.
+ * - `walk`: a search with bounds (a price range newest first, an area on the map) and many
+ *   matches: the first listings of the search without its bounds, in the page's order, as
+ *   many as should hold the page (the depth), then the bounds, so only the walk on the index
+ *   of that order can serve it. Short of the page (the matches were not spread over the order
+ *   as the counts suggest), the page is read by `range` instead.
+ * - `range`: a search with bounds and few matches: every match, found on a price index or the
+ *   map's (catalogue_geo_idx), then sorted. Always for `sort=distance`, which no index orders.
  */
 import type { catalogueSorts } from './catalogue.schemas.js'
 
@@ -31,6 +32,15 @@ export interface CatalogueFilter {
   rooms?: number | undefined
   minArea?: number | undefined
   maxArea?: number | undefined
+  /** An area on the map (geo.ts), edges inclusive: all four or none. */
+  west?: number | undefined
+  south?: number | undefined
+  east?: number | undefined
+  north?: number | undefined
+  /** A circle on the map, in the box above: all three or none. */
+  nearLat?: number | undefined
+  nearLon?: number | undefined
+  radiusM?: number | undefined
 }
 export type FilterKey = keyof CatalogueFilter
 
@@ -42,14 +52,32 @@ export type PagePlan = { kind: 'window'; window: number } | { kind: 'walk'; dept
 export interface PageCounts {
   /** The search's total. */
   matches: number
-  /** The total of the same search without its price range. */
-  withoutPrice: number
+  /** The total of the same search without its bounds (boundKeys). */
+  withoutBounds: number
 }
 
 /** The filters a search uses, in a stable order: they name its statements. */
 export const usedKeys = (filter: CatalogueFilter): FilterKey[] => (Object.keys(filter) as FilterKey[]).filter((key) => filter[key] !== undefined).sort()
 
 export const isPriceBound = (key: FilterKey) => key === 'minPrice' || key === 'maxPrice'
+
+const geoKeys = new Set<FilterKey>(['west', 'south', 'east', 'north', 'nearLat', 'nearLon', 'radiusM'])
+export const isGeoKey = (key: FilterKey) => geoKeys.has(key)
+
+/**
+ * The filters a walk checks on the rows it reads rather than in the index it walks: an area
+ * on the map always, a price range when the page is newest first (sorted by price, the price
+ * index serves the range itself).
+ */
+export const isBound = (key: FilterKey, sort: CatalogueSort) => isGeoKey(key) || (sort === 'created_desc' && isPriceBound(key))
+export const boundKeys = (filter: CatalogueFilter, sort: CatalogueSort): FilterKey[] => usedKeys(filter).filter((key) => isBound(key, sort))
+
+/** The same search without its bounds: what a walk walks. */
+export function withoutBounds(filter: CatalogueFilter, sort: CatalogueSort): CatalogueFilter {
+  const unbounded = { ...filter }
+  for (const key of boundKeys(filter, sort)) unbounded[key] = undefined
+  return unbounded
+}
 
 /**
  * The smallest of 100, 400, 1,600… that reaches `rows`: a LIMIT written into the SQL as a
@@ -62,19 +90,20 @@ export function windowFor(rows: number): number {
   return window
 }
 
-/** Whether a page's plan needs the search's counts: a price range, newest first. */
-export const pageNeedsCounts = (filter: CatalogueFilter, sort: CatalogueSort) =>
-  sort === 'created_desc' && (filter.minPrice !== undefined || filter.maxPrice !== undefined)
+/** Whether a page's plan needs the search's counts: a search with bounds, in an order an index keeps. */
+export const pageNeedsCounts = (filter: CatalogueFilter, sort: CatalogueSort) => sort !== 'distance' && boundKeys(filter, sort).length > 0
 
 /**
- * The plan of the page that ends at row `end` (offset + limit). Without a price range newest
- * first, a window. With one, walk the newest if fewer index entries are read that way (about
- * `end` × all / matches of them, twice that to be safe) than there are matches; else the range.
+ * The plan of the page that ends at row `end` (offset + limit). Without bounds, a window;
+ * nearest first, the range. With bounds, walk the order if fewer index entries are read that
+ * way (about `end` × all / matches of them, twice that to be safe) than there are matches;
+ * else the range.
  */
 export function planPage(filter: CatalogueFilter, sort: CatalogueSort, end: number, counts?: PageCounts): PagePlan {
+  if (sort === 'distance') return { kind: 'range' }
   if (!pageNeedsCounts(filter, sort)) return { kind: 'window', window: windowFor(end) }
-  if (!counts) throw new Error('a page of a price range, newest first, is planned from its counts')
-  const depth = Math.ceil((2 * end * counts.withoutPrice) / Math.max(counts.matches, 1))
+  if (!counts) throw new Error('a page of a search with bounds is planned from its counts')
+  const depth = Math.ceil((2 * end * counts.withoutBounds) / Math.max(counts.matches, 1))
   return depth < counts.matches ? { kind: 'walk', depth: windowFor(depth) } : { kind: 'range' }
 }
 

@@ -20,6 +20,8 @@ export function toCatalogueItem(row: ItemRow, names: ReferenceNames, mediaBase: 
     city: names.ref('city', row.cityId)!,
     district: names.ref('district', row.districtId),
     residential_complex: names.ref('complex', row.complexId),
+    latitude: row.latitude,
+    longitude: row.longitude,
     price: row.price,
     area: row.area,
     rooms: row.rooms,

@@ -20,11 +20,46 @@ import { timestampKeyFromUtc } from '../../lib/cursor.js'
 import { offsetTimestampFromUtcText, toOffsetTimestamp } from '../../lib/time.js'
 import { ListingStatus } from '../properties/listing-status.js'
 import type { Keyset, SortedRow } from './catalogue-cursor.js'
-import { isPriceBound, usedKeys, type CatalogueFilter, type CatalogueSort, type FilterKey, type PagePlan } from './catalogue-page-plan.js'
+import { EARTH_RADIUS_M } from './geo.js'
+import { isBound, isGeoKey, isPriceBound, usedKeys, type CatalogueFilter, type CatalogueSort, type FilterKey, type PagePlan } from './catalogue-page-plan.js'
 import type { CatalogueDetail } from './catalogue.schemas.js'
 
+/** The columns the map's conditions read, on the table or on a subquery of the same names. */
+type Located = { latitude: SQL | SQL.Aliased | AnyColumn; longitude: SQL | SQL.Aliased | AnyColumn; price?: SQL.Aliased | AnyColumn }
+
+/**
+ * Metres from the point `near` (placeholders nearLat, nearLon): the haversine on the sphere,
+ * as geo.ts's distanceMetres computes it.
+ */
+const distanceOf = (of: Located) => {
+  const lat = sql`${of.latitude}::float8`
+  const nearLat = sql`${sql.placeholder('nearLat')}::float8`
+  return sql<number>`2 * ${EARTH_RADIUS_M}::float8 * asin(least(1, sqrt(
+    power(sin(radians(${lat} - ${nearLat}) / 2), 2)
+    + cos(radians(${nearLat})) * cos(radians(${lat})) * power(sin(radians(${of.longitude}::float8 - ${sql.placeholder('nearLon')}::float8) / 2), 2))))`
+}
+
+/**
+ * The bounds a walk checks on the rows it read (see boundKeys), and the same conditions as
+ * filters: the box's edges (a range of catalogue_geo_idx, migration 0021, whose keys are the
+ * coordinates as float8: compared as such, about twice as fast as numeric; a stored
+ * numeric(9,6) and the same decimal in the query are the same float8, so edges stay
+ * inclusive), and the circle by distance within its box.
+ */
+const boundConditions: Partial<Record<FilterKey, (of: Located) => SQL | undefined>> = {
+  minPrice: (of) => sql`${of.price!} >= ${sql.placeholder('minPrice')}`,
+  maxPrice: (of) => sql`${of.price!} <= ${sql.placeholder('maxPrice')}`,
+  west: (of) => sql`${of.longitude}::float8 >= ${sql.placeholder('west')}::float8`,
+  east: (of) => sql`${of.longitude}::float8 <= ${sql.placeholder('east')}::float8`,
+  south: (of) => sql`${of.latitude}::float8 >= ${sql.placeholder('south')}::float8`,
+  north: (of) => sql`${of.latitude}::float8 <= ${sql.placeholder('north')}::float8`,
+  nearLat: (of) => sql`${distanceOf(of)} <= ${sql.placeholder('radiusM')}::float8`,
+  nearLon: () => undefined,
+  radiusM: () => undefined,
+}
+
 /** Each filter as a condition on a placeholder of its own name. */
-const filterConditions: Record<FilterKey, () => SQL> = {
+const filterConditions: Record<FilterKey, () => SQL | undefined> = {
   cityId: () => eq(properties.cityId, sql.placeholder('cityId')),
   propertyTypeId: () => eq(properties.propertyTypeId, sql.placeholder('propertyTypeId')),
   dealTypeId: () => eq(properties.dealTypeId, sql.placeholder('dealTypeId')),
@@ -36,6 +71,13 @@ const filterConditions: Record<FilterKey, () => SQL> = {
   rooms: () => eq(properties.rooms, sql.placeholder('rooms')),
   minArea: () => gte(properties.area, sql.placeholder('minArea')),
   maxArea: () => lte(properties.area, sql.placeholder('maxArea')),
+  west: () => boundConditions.west!(properties),
+  east: () => boundConditions.east!(properties),
+  south: () => boundConditions.south!(properties),
+  north: () => boundConditions.north!(properties),
+  nearLat: () => boundConditions.nearLat!(properties),
+  nearLon: () => undefined,
+  radiusM: () => undefined,
 }
 
 /** Filters the coarse counts table answers. */
@@ -60,11 +102,13 @@ const priceBandKeys = new Set<FilterKey>(['cityId', 'propertyTypeId', 'dealTypeI
 const NO_MAX_PRICE = 1e15
 
 /** Each sort's order, on the table's columns or on a subquery's of the same names. */
-type Ordered = { createdAt: SQL.Aliased | AnyColumn; price: SQL.Aliased | AnyColumn; id: SQL.Aliased | AnyColumn }
+type Ordered = { createdAt: SQL.Aliased | AnyColumn; price: SQL.Aliased | AnyColumn; id: SQL.Aliased | AnyColumn; distance?: SQL.Aliased }
 const orderings = {
   created_desc: (of: Ordered = properties) => [desc(of.createdAt), desc(of.id)],
   price_asc: (of: Ordered = properties) => [asc(of.price), asc(of.id)],
   price_desc: (of: Ordered = properties) => [desc(of.price), desc(of.id)],
+  // On the subquery's distance column: every plan of sort=distance is a range over one.
+  distance: (of: Ordered = properties) => [asc(of.distance ?? distanceOf(properties)), asc(of.id)],
 } as const satisfies Record<CatalogueSort, unknown>
 
 /**
@@ -92,9 +136,16 @@ const keysetConditions: Record<Keyset['part'], (direction: '<' | '>') => SQL> = 
     sql`(${properties.createdAt}, ${properties.id}) ${sql.raw(direction)} (${sql.placeholder('afterCreatedAt')}::timestamptz, ${afterId})`,
   priced: (direction) => sql`(${properties.price}, ${properties.id}) ${sql.raw(direction)} (${sql.placeholder('afterPrice')}::numeric, ${afterId})`,
   unpriced: (direction) => sql`${properties.price} is null and ${properties.id} ${sql.raw(direction)} ${afterId}`,
+  // The last row's distance computed from its coordinates by the same expression as every
+  // row's, so the comparison is exact (numeric(9,6) to float8, as the columns are read).
+  distance: (direction) =>
+    sql`(${distanceOf(properties)}, ${properties.id}) ${sql.raw(direction)} (${distanceOf({
+      latitude: sql`${sql.placeholder('afterLat')}::numeric(9,6)`,
+      longitude: sql`${sql.placeholder('afterLon')}::numeric(9,6)`,
+    })}, ${afterId})`,
 }
 /** Which way "after" goes in each sort. */
-const afterDirections = { created_desc: '<', price_asc: '>', price_desc: '<' } as const satisfies Record<CatalogueSort, '<' | '>'>
+const afterDirections = { created_desc: '<', price_asc: '>', price_desc: '<', distance: '>' } as const satisfies Record<CatalogueSort, '<' | '>'>
 const keysetCondition = (sort: CatalogueSort, part: Keyset['part'] | undefined) => part && keysetConditions[part](afterDirections[sort])
 
 /**
@@ -121,8 +172,17 @@ const itemColumns = {
   floor: properties.floor,
   totalFloors: properties.totalFloors,
   createdAt: properties.createdAt,
+  latitude: properties.latitude,
+  longitude: properties.longitude,
   thumbnailKey: firstThumbnailOf('properties'),
 }
+
+/**
+ * A page listing's coordinates, `[latitude, longitude]`, read from its row by primary key: the
+ * covering indexes that find the pages do not carry them, and reading them there would make
+ * every entry a page skips read its table row.
+ */
+const coordinatesOf = sql<[number | null, number | null]>`(select array[p.latitude, p.longitude] from properties p where p.id = "page"."id")`
 
 /** A listing as the catalogue shows it, its references still ids (see catalogue.mapper.ts). */
 export interface ItemRow {
@@ -137,6 +197,8 @@ export interface ItemRow {
   rooms: number | null
   floor: number | null
   totalFloors: number | null
+  latitude: number | null
+  longitude: number | null
   /** As the API shows it, with a numeric offset. */
   createdAt: string
   thumbnailKey: string | null
@@ -167,6 +229,7 @@ type PageColumns = [
   totalFloors: (number | null)[],
   createdAtsUtc: string[],
   thumbnailKeys: (string | null)[],
+  coordinates: [number | null, number | null][],
 ]
 
 /**
@@ -206,6 +269,7 @@ export async function readPage(
       // As JSON text, which costs PostgreSQL less than arithmetic on the epoch, and Node less than a Date.
       sql`${page.createdAt} at time zone 'UTC'`,
       firstThumbnailOf('page'),
+      coordinatesOf,
     ]
     // One JSON array per column, which the driver parses natively: mapping 50 rows of 13 columns
     // one value at a time was the largest cost of a page here, and a JSON array per row made
@@ -226,7 +290,22 @@ export async function readPage(
       .prepare(name)
   })
   const [{ columns }] = (await statement.execute({ ...filter, ...keyValues(after), limit, offset })) as [{ columns: PageColumns }]
-  const [ids, propertyTypeIds, dealTypeIds, cityIds, districtIds, complexIds, prices, areas, rooms, floors, totalFloors, createdAtsUtc, thumbnailKeys] = columns
+  const [
+    ids,
+    propertyTypeIds,
+    dealTypeIds,
+    cityIds,
+    districtIds,
+    complexIds,
+    prices,
+    areas,
+    rooms,
+    floors,
+    totalFloors,
+    createdAtsUtc,
+    thumbnailKeys,
+    coordinates,
+  ] = columns
   if (ids === null) return []
   return ids.map((id, row) => ({
     id,
@@ -242,6 +321,8 @@ export async function readPage(
     totalFloors: totalFloors[row] ?? null,
     createdAt: offsetTimestampFromUtcText(createdAtsUtc[row]!),
     createdAtKey: timestampKeyFromUtc(createdAtsUtc[row]!),
+    latitude: coordinates[row]?.[0] ?? null,
+    longitude: coordinates[row]?.[1] ?? null,
     thumbnailKey: thumbnailKeys[row] ?? null,
   }))
 }
@@ -260,6 +341,8 @@ function keyValues(after: Keyset | undefined) {
       return { afterPrice: after.price, afterId: after.id }
     case 'unpriced':
       return { afterId: after.id }
+    case 'distance':
+      return { afterLat: after.latitude, afterLon: after.longitude, afterId: after.id }
   }
 }
 
@@ -268,8 +351,13 @@ function keyValues(after: Keyset | undefined) {
  * cursor, only those after its key (`after`), which every plan checks first in the index.
  */
 function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort, plan: PagePlan, after: SQL | undefined) {
-  const { thumbnailKey: _thumbnail, ...indexedColumns } = itemColumns
-  const matching = (filterKeys: FilterKey[]) => db.select(indexedColumns).from(properties).where(publishedWhere(filterKeys, after))
+  const { thumbnailKey: _thumbnail, latitude, longitude, ...indexedColumns } = itemColumns
+  // Coordinates only where the map is searched: catalogue_geo_idx carries them, the others do not.
+  const located = keys.some(isGeoKey) ? { latitude, longitude } : {}
+  const distance = sort === 'distance' ? { distance: distanceOf(properties).as('distance') } : {}
+  // Typed as the indexed columns: the others are read by name (Located, Ordered) where present.
+  const selection = { ...indexedColumns, ...located, ...distance } as typeof indexedColumns
+  const matching = (filterKeys: FilterKey[]) => db.select(selection).from(properties).where(publishedWhere(filterKeys, after))
   switch (plan.kind) {
     case 'window': {
       const first = matching(keys)
@@ -282,19 +370,16 @@ function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort
         .orderBy(...orderings[sort](first))
     }
     case 'walk': {
-      const newest = matching(keys.filter((key) => !isPriceBound(key)))
+      const walked = matching(keys.filter((key) => !isBound(key, sort)))
         .orderBy(...orderings[sort]())
         .limit(literal(plan.depth))
-        .as('newest')
-      const priced = and(
-        keys.includes('minPrice') ? gte(newest.price, sql.placeholder('minPrice')) : undefined,
-        keys.includes('maxPrice') ? lte(newest.price, sql.placeholder('maxPrice')) : undefined,
-      )
+        .as('walked')
+      const of = walked as unknown as Located
       return db
         .select()
-        .from(newest)
-        .where(priced)
-        .orderBy(...orderings[sort](newest))
+        .from(walked)
+        .where(and(...keys.filter((key) => isBound(key, sort)).map((key) => boundConditions[key]!(of))))
+        .orderBy(...orderings[sort](walked))
     }
     case 'range': {
       const all = matching(keys).offset(literal(0)).as('all_matches')
@@ -467,4 +552,59 @@ export async function findPublishedRow(db: PipelinedDatabase, id: number): Promi
     .from(properties)
     .where(and(eq(properties.id, id), isPublished))
   return row
+}
+
+/** One cell of a map's grid with matches: their number, mean position and the box that holds them. */
+export interface ClusterRow {
+  count: number
+  lat: number
+  lon: number
+  west: number
+  south: number
+  east: number
+  north: number
+}
+
+type ClusterColumns = [counts: number[] | null, lats: number[], lons: number[], wests: number[], souths: number[], easts: number[], norths: number[]]
+
+/**
+ * The matches of `filter` (which has a box: catalogue_geo_idx finds them) grouped by the cell
+ * of side `cell` degrees they fall in, cells counted from 0° both ways, south-west first. As
+ * a page, one JSON array per column: a city at a fine zoom is thousands of cells.
+ */
+export async function readClusters(db: PipelinedDatabase, filter: CatalogueFilter, cell: number): Promise<ClusterRow[]> {
+  const keys = usedKeys(filter)
+  const statement = prepared<{ columns: ClusterColumns }[]>(db, `clusters:${keys.join(',')}`, (name) => {
+    const size = sql`${sql.placeholder('cell')}::float8`
+    const cells = db
+      .select({
+        row: sql`floor(${properties.latitude}::float8 / ${size})`.as('row'),
+        column: sql`floor(${properties.longitude}::float8 / ${size})`.as('column'),
+        count: sql`count(*)::int`.as('count'),
+        lat: sql`avg(${properties.latitude}::float8)`.as('lat'),
+        lon: sql`avg(${properties.longitude}::float8)`.as('lon'),
+        west: sql`min(${properties.longitude}::float8)`.as('west'),
+        south: sql`min(${properties.latitude}::float8)`.as('south'),
+        east: sql`max(${properties.longitude}::float8)`.as('east'),
+        north: sql`max(${properties.latitude}::float8)`.as('north'),
+      })
+      .from(properties)
+      .where(publishedWhere(keys))
+      .groupBy(sql`1`, sql`2`)
+      .orderBy(sql`1`, sql`2`)
+      .as('cells')
+    // The aggregates take the cells in the order the subquery sorted them (see readPage).
+    const arrays = sql.join(
+      [cells.count, cells.lat, cells.lon, cells.west, cells.south, cells.east, cells.north].map((column) => sql`array_agg(${column})`),
+      sql`, `,
+    )
+    return db
+      .select({ columns: sql<ClusterColumns>`json_build_array(${arrays})` })
+      .from(cells)
+      .prepare(name)
+  })
+  const [{ columns }] = (await statement.execute({ ...filter, cell })) as [{ columns: ClusterColumns }]
+  const [counts, lats, lons, wests, souths, easts, norths] = columns
+  if (counts === null) return []
+  return counts.map((count, i) => ({ count, lat: lats[i]!, lon: lons[i]!, west: wests[i]!, south: souths[i]!, east: easts[i]!, north: norths[i]! }))
 }

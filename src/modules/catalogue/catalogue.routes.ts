@@ -5,7 +5,7 @@ import { Type } from 'typebox'
 import type { FastifyReply } from 'fastify'
 import { rateLimited, rateLimitedErrorResponses, rateLimitHeaders, type ResponseHeaders, header } from '../../lib/schemas.js'
 import type { CatalogueAnswer } from './catalogue.service.js'
-import { CatalogueDetail, CatalogueIdParams, CataloguePage, CatalogueQuery } from './catalogue.schemas.js'
+import { CatalogueDetail, CatalogueIdParams, CataloguePage, CatalogueQuery, ClustersQuery, MapClusters } from './catalogue.schemas.js'
 
 /** Short enough that a new listing shows within a minute, long enough to absorb bursts. */
 const CACHE_CONTROL = 'public, max-age=30'
@@ -68,13 +68,34 @@ const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'A deep page skips index entries, never listings, so its cost grows with the offset: ' +
           'about 1.5 ms at 10,000 and 100 ms at 850,000 on a million listings. ' +
           'To walk many pages, follow `next_cursor` instead (`cursor=`): a page by cursor costs the same at any depth, ' +
-          'and listings published meanwhile neither shift nor repeat items on the pages after. Narrowing the search with filters is faster.',
+          'and listings published meanwhile neither shift nor repeat items on the pages after. Narrowing the search with filters is faster. ' +
+          '`bbox` and `near` (with `radius_m`) keep the listings in an area of the map; a listing without coordinates is in none. ' +
+          'With `near`, `sort=distance` lists the nearest first.',
         querystring: CatalogueQuery,
         headers: ConditionalRequest,
         response: { 200: rateLimited(CataloguePage, cachingHeaders), 304: NotModified, ...rateLimitedErrorResponses(422, 429) },
       },
     },
     async (request, reply) => send(reply, await app.services.catalogue.search(request.query, (page) => reply.serialize(page) as string)),
+  )
+
+  app.get(
+    '/mls/clusters',
+    {
+      schema: {
+        ...catalogue,
+        operationId: 'getCatalogueClusters',
+        summary: 'Published listings in a map’s area, grouped for the map',
+        description:
+          'The listings matching the filters in `bbox`, grouped on a grid that fits `zoom`: one cluster per cell with listings, ' +
+          'with its exact count, its listings’ mean position and the box that holds them. `total` is the sum of the counts. ' +
+          'Takes every filter of `GET /mls/properties`.',
+        querystring: ClustersQuery,
+        headers: ConditionalRequest,
+        response: { 200: rateLimited(MapClusters, cachingHeaders), 304: NotModified, ...rateLimitedErrorResponses(422, 429) },
+      },
+    },
+    async (request, reply) => send(reply, await app.services.catalogue.clusters(request.query, (clusters) => reply.serialize(clusters) as string)),
   )
 
   app.get(

@@ -5,12 +5,13 @@ import { refuseOffsetWithCursor } from '../../lib/cursor.js'
 import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import type { ReferenceNames } from '../reference/reference-names.js'
 import { cursorAfter, keysetsAfter, positionOf, type Keyset } from './catalogue-cursor.js'
-import { expectedRows, pageNeedsCounts, planPage, type CatalogueFilter, type CatalogueSort, type PageCounts } from './catalogue-page-plan.js'
+import { expectedRows, pageNeedsCounts, planPage, withoutBounds, type CatalogueFilter, type CatalogueSort, type PageCounts } from './catalogue-page-plan.js'
 import { CatalogueCache, type Kept } from './catalogue-cache.js'
 import { CatalogueVersions } from './catalogue-versions.js'
 import { placesOf, toCatalogueDetail, toCatalogueItem } from './catalogue.mapper.js'
 import * as repository from './catalogue.repository.js'
-import type { CatalogueDetail, CatalogueItem, CatalogueQuery } from './catalogue.schemas.js'
+import type { CatalogueDetail, CatalogueItem, CatalogueQuery, ClustersQuery, MapClusters } from './catalogue.schemas.js'
+import { catalogueGeoFilterOf, cellDegrees, checkClusterBox, parseBbox } from './geo.js'
 
 /** A catalogue answer ready to send: its JSON bytes and their ETag. */
 export interface CatalogueAnswer {
@@ -23,7 +24,19 @@ export type Serialize = (payload: unknown) => string
 
 type CataloguePage = { items: CatalogueItem[]; total: number; limit: number; offset: number; next_cursor: string | null }
 
-function filterOf(query: CatalogueQuery): CatalogueFilter {
+/**
+ * The filter of a search or of clusters, its ranges checked. A bad map parameter, or a minimum
+ * over its maximum, is a 422 naming the parameter.
+ */
+function filterOf(query: CatalogueQuery | ClustersQuery): CatalogueFilter {
+  const { min_price, max_price, min_area, max_area } = query
+  if (min_price !== undefined && max_price !== undefined && min_price > max_price) {
+    throw ApiError.validation([{ loc: ['query', 'min_price'], msg: 'must not be greater than max_price' }])
+  }
+  if (min_area !== undefined && max_area !== undefined && min_area > max_area) {
+    throw ApiError.validation([{ loc: ['query', 'min_area'], msg: 'must not be greater than max_area' }])
+  }
+  const geo = catalogueGeoFilterOf(query)
   return {
     cityId: query.city_id,
     propertyTypeId: query.property_type_id,
@@ -36,11 +49,21 @@ function filterOf(query: CatalogueQuery): CatalogueFilter {
     rooms: query.rooms,
     minArea: query.min_area,
     maxArea: query.max_area,
+    west: geo?.box.west,
+    south: geo?.box.south,
+    east: geo?.box.east,
+    north: geo?.box.north,
+    nearLat: geo?.circle?.lat,
+    nearLon: geo?.circle?.lon,
+    radiusM: geo?.circle?.radiusM,
   }
 }
 
+/** A mean position to the stored precision (numeric(9,6)). */
+const round6 = (degrees: number) => Math.round(degrees * 1e6) / 1e6
+
 /** Serialises a value once, with its ETag (the SHA-1 that @fastify/etag would compute), to be kept for `cityId`. */
-function answerOf(serialize: Serialize, payload: CataloguePage | CatalogueDetail, cityId: number | undefined): Kept<CatalogueAnswer> {
+function answerOf(serialize: Serialize, payload: CataloguePage | CatalogueDetail | MapClusters, cityId: number | undefined): Kept<CatalogueAnswer> {
   const body = Buffer.from(serialize(payload))
   return { value: { body, etag: `"${hash('sha1', body, 'base64')}"` }, bytes: body.length, cityId }
 }
@@ -78,14 +101,8 @@ export class CatalogueService {
    * the page after, or null on the last page; the page reads one row more than it shows to know.
    */
   async search(query: CatalogueQuery, serialize: Serialize): Promise<CatalogueAnswer> {
-    const { limit, offset, cursor, sort = 'created_desc', min_price, max_price, min_area, max_area } = query
+    const { limit, offset, cursor, sort = 'created_desc' } = query
     refuseOffsetWithCursor(cursor, offset)
-    if (min_price !== undefined && max_price !== undefined && min_price > max_price) {
-      throw ApiError.validation([{ loc: ['query', 'min_price'], msg: 'must not be greater than max_price' }])
-    }
-    if (min_area !== undefined && max_area !== undefined && min_area > max_area) {
-      throw ApiError.validation([{ loc: ['query', 'min_area'], msg: 'must not be greater than max_area' }])
-    }
     const filter = filterOf(query)
     const position = cursor === undefined ? undefined : positionOf(cursor, sort, filter)
     const snapshot = await this.versions.current()
@@ -97,12 +114,9 @@ export class CatalogueService {
         cityId: search.cityId,
       }))
     return this.cache.get(`list:${sort}:${limit}:${offset}:${cursor ?? ''}:${JSON.stringify(Object.values(filter))}`, snapshot, async () => {
-      // How a price range's page is read, newest first, depends on how many listings it keeps.
+      // How a page with bounds (a price range newest first, an area) is read depends on how many listings they keep.
       const counts: PageCounts | undefined = pageNeedsCounts(filter, sort)
-        ? await Promise.all([totalOf(filter), totalOf({ ...filter, minPrice: undefined, maxPrice: undefined })]).then(([matches, withoutPrice]) => ({
-            matches,
-            withoutPrice,
-          }))
+        ? await Promise.all([totalOf(filter), totalOf(withoutBounds(filter, sort))]).then(([matches, unbounded]) => ({ matches, withoutBounds: unbounded }))
         : undefined
       const [total, read] = await Promise.all([
         counts?.matches ?? totalOf(filter),
@@ -113,6 +127,26 @@ export class CatalogueService {
       const items = rows.map((row) => toCatalogueItem(row, this.names, this.mediaBase))
       const next_cursor = read.length > limit ? cursorAfter(sort, filter, rows.at(-1)!) : null
       return answerOf(serialize, { items, total, limit, offset, next_cursor }, filter.cityId)
+    })
+  }
+
+  /**
+   * The matches in a map's box grouped on the grid of its zoom (geo.ts cellDegrees): one
+   * cluster per cell with listings, counted exactly, at its listings' mean position with the
+   * box that holds them. Kept like a search's answers.
+   */
+  async clusters(query: ClustersQuery, serialize: Serialize): Promise<CatalogueAnswer> {
+    const filter = filterOf(query)
+    checkClusterBox(parseBbox(query.bbox), query.zoom)
+    const snapshot = await this.versions.current()
+    return this.cache.get(`clusters:${query.zoom}:${JSON.stringify(Object.values(filter))}`, snapshot, async () => {
+      const rows = await repository.readClusters(this.db, filter, cellDegrees(query.zoom))
+      let total = 0
+      const clusters = rows.map((row) => {
+        total += row.count
+        return { lat: round6(row.lat), lon: round6(row.lon), count: row.count, bbox: [row.west, row.south, row.east, row.north] }
+      })
+      return answerOf(serialize, { clusters, total }, filter.cityId)
     })
   }
 

@@ -1,0 +1,169 @@
+/**
+ * The catalogue's map parameters, parsed and checked: pure functions, shared by every caller
+ * that takes the catalogue's filters (a search, clusters, a filtered subscription).
+ */
+import { ApiError } from '../../lib/errors.js'
+
+/** An area on the map, edges inclusive, in degrees: west ≤ east and south ≤ north. */
+export interface GeoBox {
+  west: number
+  south: number
+  east: number
+  north: number
+}
+
+/** A point and a distance from it, in metres. */
+export interface GeoCircle {
+  lat: number
+  lon: number
+  radiusM: number
+}
+
+/** The map part of a search, as the SQL takes it: the box any match lies in, and the circle if `near` was given. */
+export interface GeoFilter {
+  box: GeoBox
+  circle: GeoCircle | undefined
+}
+
+/** The largest `radius_m`: a city and its suburbs. */
+export const MAX_RADIUS_M = 100_000
+/** The mean Earth radius (IUGG), as the SQL's distance uses it. */
+export const EARTH_RADIUS_M = 6_371_008.8
+/** Metres in a degree of latitude, on that sphere. */
+const METRES_PER_DEGREE = (Math.PI * EARTH_RADIUS_M) / 180
+
+/** Thrown for a bad map parameter: `parameter` names it, `message` says what is wrong. */
+export class GeoParameterError extends Error {
+  constructor(
+    readonly parameter: string,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+/** Numbers separated by commas, exactly `count` of them, each finite. */
+function numbersOf(text: string, count: number, parameter: string, shape: string): number[] {
+  const parts = text.split(',')
+  const values = parts.map((part) => (/^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(part) ? Number(part) : NaN))
+  if (parts.length !== count || values.some((value) => !Number.isFinite(value))) {
+    throw new GeoParameterError(parameter, `must be ${count} numbers separated by commas: ${shape}`)
+  }
+  return values
+}
+
+function checkLatitude(value: number, parameter: string, name: string): void {
+  if (value < -90 || value > 90) throw new GeoParameterError(parameter, `${name} must be a latitude, from -90 to 90`)
+}
+
+function checkLongitude(value: number, parameter: string, name: string): void {
+  if (value < -180 || value > 180) throw new GeoParameterError(parameter, `${name} must be a longitude, from -180 to 180`)
+}
+
+/** `minLon,minLat,maxLon,maxLat` → a box; a box across the antimeridian is two searches, so min must be below max. */
+export function parseBbox(text: string, parameter = 'bbox'): GeoBox {
+  const [west, south, east, north] = numbersOf(text, 4, parameter, 'minLon,minLat,maxLon,maxLat') as [number, number, number, number]
+  checkLongitude(west, parameter, 'minLon')
+  checkLatitude(south, parameter, 'minLat')
+  checkLongitude(east, parameter, 'maxLon')
+  checkLatitude(north, parameter, 'maxLat')
+  if (west >= east) throw new GeoParameterError(parameter, 'minLon must be less than maxLon')
+  if (south >= north) throw new GeoParameterError(parameter, 'minLat must be less than maxLat')
+  return { west, south, east, north }
+}
+
+/** `lat,lon` → a point. */
+export function parseNear(text: string, parameter = 'near'): { lat: number; lon: number } {
+  const [lat, lon] = numbersOf(text, 2, parameter, 'lat,lon') as [number, number]
+  checkLatitude(lat, parameter, 'lat')
+  checkLongitude(lon, parameter, 'lon')
+  return { lat, lon }
+}
+
+/**
+ * The smallest box of whole degrees' fractions that holds the circle: its latitudes by the
+ * radius, its longitudes widened by the latitude where a degree is shortest. Near a pole, or
+ * across the antimeridian, every longitude.
+ */
+export function boxAround(circle: GeoCircle): GeoBox {
+  const dLat = circle.radiusM / METRES_PER_DEGREE
+  const south = Math.max(-90, circle.lat - dLat)
+  const north = Math.min(90, circle.lat + dLat)
+  const widest = Math.cos((Math.max(Math.abs(south), Math.abs(north)) * Math.PI) / 180)
+  const dLon = widest > 1e-9 ? dLat / widest : 360
+  const west = circle.lon - dLon
+  const east = circle.lon + dLon
+  if (west < -180 || east > 180) return { west: -180, south, east: 180, north }
+  return { west, south, east, north }
+}
+
+/** The overlap of two boxes, or undefined when they do not meet. */
+export function intersectBoxes(a: GeoBox, b: GeoBox): GeoBox | undefined {
+  const box = { west: Math.max(a.west, b.west), south: Math.max(a.south, b.south), east: Math.min(a.east, b.east), north: Math.min(a.north, b.north) }
+  return box.west <= box.east && box.south <= box.north ? box : undefined
+}
+
+/** The great-circle distance in metres (haversine, on the sphere of EARTH_RADIUS_M), as the SQL computes it. */
+export function distanceMetres(lat1: number, lon1: number, lat2: number, lon2: number): number {
+  const rad = Math.PI / 180
+  const a = Math.sin(((lat2 - lat1) * rad) / 2) ** 2 + Math.cos(lat1 * rad) * Math.cos(lat2 * rad) * Math.sin(((lon2 - lon1) * rad) / 2) ** 2
+  return 2 * EARTH_RADIUS_M * Math.asin(Math.min(1, Math.sqrt(a)))
+}
+
+/** The map parameters of a catalogue query, as the query string gives them. */
+export interface GeoQuery {
+  bbox?: string | undefined
+  near?: string | undefined
+  radius_m?: number | undefined
+  sort?: string | undefined
+}
+
+/**
+ * The map filter of a query, or undefined without one. `near` needs `radius_m` (and only it
+ * takes one); `sort=distance` needs `near`. With both `bbox` and `near`, a match is in both;
+ * when they do not meet, the box is empty (west > east) and nothing matches.
+ */
+export function geoFilterOf(query: GeoQuery): GeoFilter | undefined {
+  const box = query.bbox === undefined ? undefined : parseBbox(query.bbox)
+  if (query.near === undefined) {
+    if (query.radius_m !== undefined) throw new GeoParameterError('radius_m', 'is only taken with near')
+    if (query.sort === 'distance') throw new GeoParameterError('sort', 'distance needs near')
+    return box && { box, circle: undefined }
+  }
+  const point = parseNear(query.near)
+  if (query.radius_m === undefined) throw new GeoParameterError('radius_m', 'is required with near')
+  if (!(query.radius_m > 0 && query.radius_m <= MAX_RADIUS_M)) throw new GeoParameterError('radius_m', `must be over 0 and at most ${MAX_RADIUS_M}`)
+  const circle = { ...point, radiusM: query.radius_m }
+  const around = boxAround(circle)
+  return { box: box ? (intersectBoxes(box, around) ?? { west: 1, south: 0, east: -1, north: 0 }) : around, circle }
+}
+
+/** As geoFilterOf, a bad parameter answered as a 422 naming it. */
+export function catalogueGeoFilterOf(query: GeoQuery): GeoFilter | undefined {
+  try {
+    return geoFilterOf(query)
+  } catch (error) {
+    if (error instanceof GeoParameterError) throw ApiError.validation([{ loc: ['query', error.parameter], msg: error.message }])
+    throw error
+  }
+}
+
+/** Cells per side of a map tile: a tile of 256 px holds 8 × 8 clusters, one per 32 px. */
+export const CELLS_PER_TILE = 8
+/** The most cells a clusters' box may span on either side: 32 tiles, wider than any screen. */
+export const MAX_CELLS_PER_SIDE = 256
+
+/**
+ * The side of a cluster's cell in degrees at `zoom`: a web-mercator tile spans 360 / 2^zoom
+ * degrees of longitude; the grid splits it in CELLS_PER_TILE and uses the same step for
+ * latitudes (square in degrees, so a little taller than wide on the ground).
+ */
+export const cellDegrees = (zoom: number) => 360 / 2 ** zoom / CELLS_PER_TILE
+
+/** Refuses a box of more than MAX_CELLS_PER_SIDE cells on a side at `zoom`: the map would be all clusters of one. */
+export function checkClusterBox(box: GeoBox, zoom: number): void {
+  const cell = cellDegrees(zoom)
+  if ((box.east - box.west) / cell > MAX_CELLS_PER_SIDE || (box.north - box.south) / cell > MAX_CELLS_PER_SIDE) {
+    throw ApiError.validation([{ loc: ['query', 'bbox'], msg: `spans more than ${MAX_CELLS_PER_SIDE / CELLS_PER_TILE} map tiles on a side at zoom ${zoom}` }])
+  }
+}

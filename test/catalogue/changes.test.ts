@@ -273,20 +273,23 @@ describe('the change feed, GET /mls/changes', () => {
       test.skip('needs two transactions at once: PGlite runs one at a time, so nothing commits out of order there')
       return
     }
-    const [slow, fast] = [await publish(), await publish()]
+    // In two cities: a change raises its city's catalogue version (catalogue_versions), and two
+    // changes in one city wait for each other there.
+    const [slow, fast] = [await publish(), await publish(agency, { location: { city_id: 2, address: 'Невский проспект, 1' } })]
     const cursor = await snapshot()
     let releaseSlow!: () => void
     const slowHeld = new Promise<void>((resolve) => (releaseSlow = resolve))
     let slowChanged!: () => void
     const slowHasChanged = new Promise<void>((resolve) => (slowChanged = resolve))
-    // The slow transaction changes its listing first and commits last.
+    // The slow transaction changes its listing first and commits last. Descriptions: the
+    // catalogue shows them and no count depends on them, so neither waits for the other.
     const slowCommit = t.db.transaction(async (tx) => {
-      await tx.execute(sql`update properties set price = price + 1 where id = ${slow}`)
+      await tx.execute(sql`update properties set description = description || '.' where id = ${slow}`)
       slowChanged()
       await slowHeld
     })
     await slowHasChanged
-    await t.db.execute(sql`update properties set price = price + 1 where id = ${fast}`)
+    await t.db.execute(sql`update properties set description = description || '.' where id = ${fast}`)
     const early = await changesAfter(cursor)
     assert.deepEqual(
       early.items.map((item) => item.id),

@@ -314,9 +314,29 @@ export interface paths {
         };
         /**
          * Search the published listings
-         * @description Newest first unless `sort` says otherwise. Any `offset` is served; past the last match the page is empty. A deep page skips index entries, never listings, so its cost grows with the offset: about 1.5 ms at 10,000 and 100 ms at 850,000 on a million listings. Narrowing the search with filters is faster.
+         * @description Newest first unless `sort` says otherwise. Any `offset` is served; past the last match the page is empty. A deep page skips index entries, never listings, so its cost grows with the offset: about 1.5 ms at 10,000 and 100 ms at 850,000 on a million listings. To walk many pages, follow `next_cursor` instead (`cursor=`): a page by cursor costs the same at any depth, and listings published meanwhile neither shift nor repeat items on the pages after. Narrowing the search with filters is faster. `bbox` and `near` (with `radius_m`) keep the listings in an area of the map; a listing without coordinates is in none. With `near`, `sort=distance` lists the nearest first.
          */
         get: operations["searchCatalogue"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mls/clusters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Published listings in a map’s area, grouped for the map
+         * @description The listings matching the filters in `bbox`, grouped on a grid that fits `zoom`: one cluster per cell with listings, with its exact count, its listings’ mean position and the box that holds them. `total` is the sum of the counts. Takes every filter of `GET /mls/properties`.
+         */
+        get: operations["getCatalogueClusters"];
         put?: never;
         post?: never;
         delete?: never;
@@ -337,6 +357,46 @@ export interface paths {
          * @description The catalogue item with the description, typed attributes, photo URLs and publication time; never the owner or the agency’s contacts. A listing that is not published answers 404 `Property not found`.
          */
         get: operations["getCatalogueProperty"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mls/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of the catalogue, oldest first, for mirrors
+         * @description Every change of what the catalogue shows, in the order the changes committed: `upsert` when a listing is published or what the catalogue shows of it changes (the listing as `GET /mls/properties/{id}` shows it), `remove` when it leaves the catalogue (with why). Each listing appears once, at its latest change: a mirror that applies the items in order, from the start (no `after`) or from a snapshot, equals the catalogue. Read on with `after=<next_cursor>`; a reader never misses a change that commits while it reads. Removals are kept CHANGE_RETENTION_DAYS (90 by default): a cursor older than the removals kept answers 410, and the mirror starts again from the beginning.
+         */
+        get: operations["listCatalogueChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mls/changes/snapshot": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A starting cursor for a mirror that copies the catalogue first
+         * @description The feed’s position now. Take it before copying the catalogue (`GET /mls/properties`, `GET /mls/properties/{id}`), then read `GET /mls/changes?after=<cursor>`: the changes made while copying come again, and applying them twice changes nothing.
+         */
+        get: operations["getCatalogueChangesSnapshot"];
         put?: never;
         post?: never;
         delete?: never;
@@ -455,10 +515,30 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a property; it goes back through the internal check
-         * @description `owner` and `location` are replaced whole (null clears them), `attributes` are merged (null removes one). A change sends the listing back to status 1 for the check; a PATCH that changes nothing leaves it, and its status, as it is.
+         * Change a property; the change goes through the internal check
+         * @description `owner` and `location` are replaced whole (null clears them), `attributes` are merged (null removes one). A change of a published listing (status 2) becomes its `revision`: the listing stays published, and the catalogue shows the approved version until the check passes the revision, then the new one at once; a rejected revision leaves the listing as it was. A change of a listing in another status sends it back to status 1 for the check. A PATCH that changes nothing leaves the listing, and its status, as it is.
          */
         patch: operations["updateProperty"];
+        trace?: never;
+    };
+    "/properties/{id}/revision": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Discard the pending or rejected change of a published listing
+         * @description Back to the approved version, which the catalogue shows: the listing as it is then, with `revision: null`. A listing without a revision answers 404.
+         */
+        delete: operations["discardPropertyRevision"];
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/properties/{id}/status": {
@@ -568,7 +648,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe a URL to events
-         * @description Answers with the subscription and its signing `secret`, shown this once. The URL must be `https` (plain `http` only where ALLOW_PRIVATE_NETWORK is on), without credentials, and its host must resolve to public addresses only; the rule is checked again at every delivery. Deliveries follow Standard Webhooks: a POST with the body `{type, timestamp, data}` and the headers `webhook-id` (`msg_<event id>`, the same on every attempt), `webhook-timestamp` and `webhook-signature` (`v1,<base64 HMAC-SHA256>` with the subscription's secret). Only a 2xx answer counts; redirects are not followed. Failed attempts are retried after the delays of WEBHOOK_RETRY_SCHEDULE (±10 %), never sooner than a `Retry-After` asks. A 410 answer, or 5 days without a single success, switches the subscription off (`is_active: false`, `disabled_reason`). Events: `mls.new_listing`, `property.published`, `property.rejected`; `mls.new_listing` reaches every agency's subscriptions, the others only the listing's own agency.
+         * @description Answers with the subscription and its signing `secret`, shown this once. The URL must be `https` (plain `http` only where ALLOW_PRIVATE_NETWORK is on), without credentials, and its host must resolve to public addresses only; the rule is checked again at every delivery. A `filter` (the filter parameters of `GET /mls/properties`, same types, bounds and checks; null or absent for every listing) narrows the `mls.*` events to listings that match it: `mls.new_listing` when the new listing matches, `mls.listing_updated` when the listing matches after the change, `mls.listing_removed` when it matched before. A listing that stops matching after a change is announced as `mls.listing_removed` with `{id, reason: "unmatched"}` (`webhook-id` `msg_<event id>_unmatched`), to subscriptions that chose `mls.listing_removed`. An invalid filter is a 422 naming the parameter, e.g. `body.filter.min_price`. Deliveries follow Standard Webhooks: a POST with the body `{type, timestamp, data}` and the headers `webhook-id` (`msg_<event id>`, the same on every attempt), `webhook-timestamp` and `webhook-signature` (`v1,<base64 HMAC-SHA256>` with the subscription's secret). Only a 2xx answer counts; redirects are not followed. Failed attempts are retried after the delays of WEBHOOK_RETRY_SCHEDULE (±10 %), never sooner than a `Retry-After` asks. A 410 answer, or 5 days without a single success, switches the subscription off (`is_active: false`, `disabled_reason`). Events: `mls.new_listing`, `mls.listing_updated`, `mls.listing_removed`, `property.published`, `property.rejected`; the `mls.*` ones reach every agency's subscriptions, the others only the listing's own agency.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -594,7 +674,11 @@ export interface paths {
         delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a subscription
+         * @description Changes the fields given (at least one) and answers with the subscription. `filter: null` removes the filter; a new `events` or `filter` applies to every event fanned out after the change. The URL follows the rules of `POST /webhooks`. A `filter` (the filter parameters of `GET /mls/properties`, same types, bounds and checks; null or absent for every listing) narrows the `mls.*` events to listings that match it: `mls.new_listing` when the new listing matches, `mls.listing_updated` when the listing matches after the change, `mls.listing_removed` when it matched before. A listing that stops matching after a change is announced as `mls.listing_removed` with `{id, reason: "unmatched"}` (`webhook-id` `msg_<event id>_unmatched`), to subscriptions that chose `mls.listing_removed`. An invalid filter is a 422 naming the parameter, e.g. `body.filter.min_price`.
+         */
+        patch: operations["updateWebhook"];
         trace?: never;
     };
     "/webhooks/{id}/test": {
@@ -659,6 +743,46 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "mls.listing_updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A listing on the MLS changed
+         * @description The catalogue shows a listing anew: a change approved by the check, photos added, removed or reordered, or the listing back after its agency’s suspension; sent to every agency subscribed to it (with a filter: when the listing matches it after the change). `data` is the listing exactly as `GET /mls/properties/{id}` shows it now. Sent as a signed POST to the URL of every matching subscription (Standard Webhooks).
+         */
+        post: operations["receiveListingUpdated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "mls.listing_removed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A listing left the MLS, or stopped matching your filter
+         * @description A listing left the catalogue, or (reason `unmatched`, to a filtered subscription only) stopped matching the subscription’s filter after a change; sent to every agency subscribed to it (with a filter: when the listing matched it). Sent as a signed POST to the URL of every matching subscription (Standard Webhooks).
+         */
+        post: operations["receiveListingRemoved"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "property.published": {
         parameters: {
             query?: never;
@@ -670,7 +794,7 @@ export interface webhooks {
         put?: never;
         /**
          * One of your listings was published
-         * @description One of the agency’s listings passed the check (or an operator approved it) and is published. Sent as a signed POST to the URL of every matching subscription (Standard Webhooks).
+         * @description One of the agency’s listings passed the check (or an operator approved it) and is published; for a revision (`revision: true`), the catalogue shows the listing’s new version from now on. Sent as a signed POST to the URL of every matching subscription (Standard Webhooks).
          */
         post: operations["receivePropertyPublished"];
         delete?: never;
@@ -690,7 +814,7 @@ export interface webhooks {
         put?: never;
         /**
          * One of your listings was rejected
-         * @description One of the agency’s listings failed the check (or an operator rejected it); `reasons` says why. Sent as a signed POST to the URL of every matching subscription (Standard Webhooks).
+         * @description One of the agency’s listings failed the check (or an operator rejected it); `reasons` says why. For a revision of a published listing (`revision: true`), the listing stays published as it was (status 2) and its revision is `rejected`. Sent as a signed POST to the URL of every matching subscription (Standard Webhooks).
          */
         post: operations["receivePropertyRejected"];
         delete?: never;
@@ -737,6 +861,8 @@ export interface components {
             city: components["schemas"]["ReferenceItem"];
             district: components["schemas"]["ReferenceItem"] | null;
             residential_complex: components["schemas"]["ReferenceItem"] | null;
+            latitude: number | null;
+            longitude: number | null;
             price: number | null;
             area: number | null;
             rooms: number | null;
@@ -763,6 +889,78 @@ export interface components {
             timestamp: string;
             data: components["schemas"]["CatalogueItem"];
         };
+        /** CatalogueProperty */
+        CatalogueProperty: {
+            /** Format: int32 */
+            id: number;
+            property_type: components["schemas"]["ReferenceItem"];
+            deal_type: components["schemas"]["ReferenceItem"];
+            city: components["schemas"]["ReferenceItem"];
+            district: components["schemas"]["ReferenceItem"] | null;
+            residential_complex: components["schemas"]["ReferenceItem"] | null;
+            latitude: number | null;
+            longitude: number | null;
+            price: number | null;
+            area: number | null;
+            rooms: number | null;
+            floor: number | null;
+            total_floors: number | null;
+            thumbnail_url: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            created_at: string;
+            description: string | null;
+            /** @description Attribute name → typed value, by the catalogue of `GET /attributes`. */
+            attributes: {
+                [key: string]: string | number | boolean;
+            };
+            images: string[];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            published_at: string;
+        };
+        /**
+         * ListingUpdatedEvent
+         * @description The catalogue shows a listing anew: a change approved by the check, photos added, removed or reordered, or the listing back after its agency’s suspension; sent to every agency subscribed to it (with a filter: when the listing matches it after the change). `data` is the listing exactly as `GET /mls/properties/{id}` shows it now.
+         */
+        ListingUpdatedEvent: {
+            /** @enum {string} */
+            type: "mls.listing_updated";
+            /**
+             * Format: date-time
+             * @description When the event happened (UTC, ending in Z); the same on every attempt.
+             */
+            timestamp: string;
+            data: components["schemas"]["CatalogueProperty"];
+        };
+        /** ListingRemovedData */
+        ListingRemovedData: {
+            /** Format: int32 */
+            id: number;
+            /**
+             * @description `withdrawn`, `closed`, `rejected`, `deleted`, `suspended`: why it left the catalogue. `unmatched`: it is still published, but no longer matches this subscription’s `filter`.
+             * @enum {string}
+             */
+            reason: "withdrawn" | "closed" | "rejected" | "deleted" | "suspended" | "unmatched";
+        };
+        /**
+         * ListingRemovedEvent
+         * @description A listing left the catalogue, or (reason `unmatched`, to a filtered subscription only) stopped matching the subscription’s filter after a change; sent to every agency subscribed to it (with a filter: when the listing matched it).
+         */
+        ListingRemovedEvent: {
+            /** @enum {string} */
+            type: "mls.listing_removed";
+            /**
+             * Format: date-time
+             * @description When the event happened (UTC, ending in Z); the same on every attempt.
+             */
+            timestamp: string;
+            data: components["schemas"]["ListingRemovedData"];
+        };
         /** PropertyPublishedData */
         PropertyPublishedData: {
             /** Format: int32 */
@@ -776,10 +974,12 @@ export interface components {
              */
             published_at: string;
             listing: components["schemas"]["CatalogueItem"];
+            /** @description Whether what was approved is a revision of a listing already published. */
+            revision: boolean;
         };
         /**
          * PropertyPublishedEvent
-         * @description One of the agency’s listings passed the check (or an operator approved it) and is published.
+         * @description One of the agency’s listings passed the check (or an operator approved it) and is published; for a revision (`revision: true`), the catalogue shows the listing’s new version from now on.
          */
         PropertyPublishedEvent: {
             /** @enum {string} */
@@ -807,14 +1007,15 @@ export interface components {
         PropertyRejectedData: {
             /** Format: int32 */
             property_id: number;
-            /** @enum {number} */
-            status_id: 3;
+            status_id: 3 | 2;
             status_name: string;
             reasons: components["schemas"]["ModerationReason"][];
+            /** @description Whether what was rejected is a revision of a published listing. */
+            revision: boolean;
         };
         /**
          * PropertyRejectedEvent
-         * @description One of the agency’s listings failed the check (or an operator rejected it); `reasons` says why.
+         * @description One of the agency’s listings failed the check (or an operator rejected it); `reasons` says why. For a revision of a published listing (`revision: true`), the listing stays published as it was (status 2) and its revision is `rejected`.
          */
         PropertyRejectedEvent: {
             /** @enum {string} */
@@ -1072,40 +1273,81 @@ export interface components {
             total: number;
             /** Format: int32 */
             limit: number;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description The `offset` asked for; 0 on a page by cursor, whose items are counted from the cursor.
+             */
             offset: number;
+            next_cursor: string | null;
         };
-        /** CatalogueProperty */
-        CatalogueProperty: {
+        /** MapCluster */
+        MapCluster: {
+            /** @description The mean latitude of the cluster’s listings. */
+            lat: number;
+            /** @description The mean longitude of the cluster’s listings. */
+            lon: number;
+            /**
+             * Format: int32
+             * @description Exact number of matching listings in the cluster.
+             */
+            count: number;
+            /** @description The smallest box holding the cluster’s listings, `[minLon, minLat, maxLon, maxLat]`: zoom the map to it. */
+            bbox: number[];
+        };
+        /** MapClusters */
+        MapClusters: {
+            clusters: components["schemas"]["MapCluster"][];
+            /**
+             * Format: int64
+             * @description Number of listings matching the filters in the bbox: the sum of the counts.
+             */
+            total: number;
+        };
+        /**
+         * CatalogueChangeOp
+         * @description `upsert`: the listing is in the catalogue, as `property` shows it; `remove`: it left.
+         * @enum {unknown}
+         */
+        CatalogueChangeOp: "upsert" | "remove";
+        /**
+         * CatalogueRemovalReason
+         * @description `withdrawn` or `closed` by its agency, `deleted`, `suspended` with its agency, `rejected` by an operator.
+         * @enum {unknown}
+         */
+        CatalogueRemovalReason: "withdrawn" | "closed" | "rejected" | "deleted" | "suspended";
+        /** ListingRemoval */
+        ListingRemoval: {
             /** Format: int32 */
             id: number;
-            property_type: components["schemas"]["ReferenceItem"];
-            deal_type: components["schemas"]["ReferenceItem"];
-            city: components["schemas"]["ReferenceItem"];
-            district: components["schemas"]["ReferenceItem"] | null;
-            residential_complex: components["schemas"]["ReferenceItem"] | null;
-            price: number | null;
-            area: number | null;
-            rooms: number | null;
-            floor: number | null;
-            total_floors: number | null;
-            thumbnail_url: string | null;
+            reason: components["schemas"]["CatalogueRemovalReason"];
+        };
+        /** CatalogueChange */
+        CatalogueChange: {
+            /** @description Where this change is in the feed: `after` this cursor reads the changes that follow it. */
+            cursor: string;
+            op: components["schemas"]["CatalogueChangeOp"];
+            /** Format: int32 */
+            id: number;
             /**
              * Format: date-time
              * @example 2026-11-22T09:15:02.123+00:00
              */
-            created_at: string;
-            description: string | null;
-            /** @description Attribute name → typed value, by the catalogue of `GET /attributes`. */
-            attributes: {
-                [key: string]: string | number | boolean;
-            };
-            images: string[];
-            /**
-             * Format: date-time
-             * @example 2026-11-22T09:15:02.123+00:00
-             */
-            published_at: string;
+            changed_at: string;
+            /** @description For `upsert`, the listing exactly as `GET /mls/properties/{id}` shows it; for `remove`, its id and why it left. */
+            property: components["schemas"]["CatalogueProperty"] | components["schemas"]["ListingRemoval"];
+        };
+        /** CatalogueChangesPage */
+        CatalogueChangesPage: {
+            items: components["schemas"]["CatalogueChange"][];
+            /** @description Read on from here; the same cursor again when there was nothing new. */
+            next_cursor: string;
+            /** @description Whether more changes follow already; if not, poll `next_cursor` later. */
+            has_more: boolean;
+        };
+        /** CatalogueChangesSnapshot */
+        CatalogueChangesSnapshot: {
+            /** @description The feed’s position now: changes committed from now on come after it. */
+            cursor: string;
         };
         /** Tenant */
         Tenant: {
@@ -1342,6 +1584,25 @@ export interface components {
             reasons: components["schemas"]["ModerationReason"][];
         };
         /**
+         * RevisionStatus
+         * @description `pending_review` while the internal check has yet to pass it, `rejected` when it did not.
+         * @enum {unknown}
+         */
+        RevisionStatus: "pending_review" | "rejected";
+        /**
+         * PropertyRevision
+         * @description A change to a published listing that the internal check has not passed: the listing shows it, while the catalogue goes on showing the approved version. Null when there is none.
+         */
+        PropertyRevision: {
+            status: components["schemas"]["RevisionStatus"];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            submitted_at: string;
+            moderation: components["schemas"]["ModerationResult"] | null;
+        };
+        /**
          * Image
          * @example {
          *       "id": 7,
@@ -1422,6 +1683,7 @@ export interface components {
                 [key: string]: string | number | boolean;
             };
             moderation: components["schemas"]["ModerationResult"] | null;
+            revision: components["schemas"]["PropertyRevision"] | null;
             /** @description In display order; at most IMAGE_MAX_PER_PROPERTY (50 by default). */
             images: components["schemas"]["Image"][];
             /**
@@ -1474,8 +1736,12 @@ export interface components {
             total: number;
             /** Format: int32 */
             limit: number;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description The `offset` asked for; 0 on a page by cursor, whose items are counted from the cursor.
+             */
             offset: number;
+            next_cursor: string | null;
         };
         /**
          * PropertyPatch
@@ -1565,7 +1831,59 @@ export interface components {
          * WebhookEventType
          * @description An event a subscription can receive.
          */
-        WebhookEventType: "mls.new_listing" | "property.published" | "property.rejected";
+        WebhookEventType: "mls.new_listing" | "mls.listing_updated" | "mls.listing_removed" | "property.published" | "property.rejected";
+        /**
+         * ListingFilter
+         * @description The filter parameters of `GET /mls/properties`, with the same meaning, types and bounds; every one given must match.
+         * @example {
+         *       "city_id": 1,
+         *       "deal_type_id": 1,
+         *       "max_price": 15000000,
+         *       "rooms": 2
+         *     }
+         */
+        ListingFilter: {
+            /** Format: int32 */
+            city_id?: number;
+            /** Format: int32 */
+            property_type_id?: number;
+            /** Format: int32 */
+            deal_type_id?: number;
+            /** Format: int32 */
+            tenant_id?: number;
+            /** @description Minimum price, inclusive. */
+            min_price?: number;
+            /** @description Maximum price, inclusive. */
+            max_price?: number;
+            /** Format: int32 */
+            district_id?: number;
+            /** Format: int32 */
+            residential_complex_id?: number;
+            /**
+             * Format: int32
+             * @description Exact number of rooms.
+             */
+            rooms?: number;
+            /** @description Minimum total area, m², inclusive. */
+            min_area?: number;
+            /** @description Maximum total area, m², inclusive. */
+            max_area?: number;
+            /**
+             * @description A box, `minLon,minLat,maxLon,maxLat` in degrees (WGS 84), edges included; a listing without coordinates does not match.
+             * @example 37.55,55.70,37.70,55.80
+             */
+            bbox?: string;
+            /**
+             * @description A point, `lat,lon` in degrees (WGS 84), with `radius_m`: listings at most that far from it; one without coordinates does not match.
+             * @example 55.7558,37.6173
+             */
+            near?: string;
+            /**
+             * Format: int32
+             * @description With `near`: the distance in metres, 1 to 100,000.
+             */
+            radius_m?: number;
+        };
         /**
          * WebhookCreate
          * @example {
@@ -1575,6 +1893,20 @@ export interface components {
          *       ],
          *       "description": "CRM import"
          *     }
+         * @example {
+         *       "url": "https://crm.example.com/hooks/flats",
+         *       "events": [
+         *         "mls.new_listing",
+         *         "mls.listing_updated",
+         *         "mls.listing_removed"
+         *       ],
+         *       "filter": {
+         *         "city_id": 1,
+         *         "deal_type_id": 1,
+         *         "rooms": 2,
+         *         "max_price": 15000000
+         *       }
+         *     }
          */
         WebhookCreate: {
             /** @description Where deliveries are POSTed: `https` (plain `http` only with ALLOW_PRIVATE_NETWORK), no credentials, a public host. */
@@ -1582,6 +1914,7 @@ export interface components {
             /** @description The event types to receive; at least one. Repeats are ignored. */
             events: components["schemas"]["WebhookEventType"][];
             description?: string | null;
+            filter?: components["schemas"]["ListingFilter"] | null;
         };
         /** WebhookCreated */
         WebhookCreated: {
@@ -1594,6 +1927,7 @@ export interface components {
             url: string;
             events: components["schemas"]["WebhookEventType"][];
             description: string | null;
+            filter: components["schemas"]["ListingFilter"] | null;
             /** @description False once the service disabled it (see `disabled_reason`). */
             is_active: boolean;
             /**
@@ -1617,6 +1951,7 @@ export interface components {
             url: string;
             events: components["schemas"]["WebhookEventType"][];
             description: string | null;
+            filter: components["schemas"]["ListingFilter"] | null;
             /** @description False once the service disabled it (see `disabled_reason`). */
             is_active: boolean;
             /**
@@ -1628,18 +1963,39 @@ export interface components {
             disabled_at: string | null;
         };
         /**
+         * WebhookUpdate
+         * @example {
+         *       "filter": {
+         *         "city_id": 1,
+         *         "min_price": 5000000,
+         *         "max_price": 12000000
+         *       }
+         *     }
+         * @example {
+         *       "filter": null
+         *     }
+         */
+        WebhookUpdate: {
+            /** @description Where deliveries are POSTed: `https` (plain `http` only with ALLOW_PRIVATE_NETWORK), no credentials, a public host. */
+            url?: string;
+            /** @description The event types to receive; at least one. Repeats are ignored. */
+            events?: components["schemas"]["WebhookEventType"][];
+            description?: string | null;
+            filter?: components["schemas"]["ListingFilter"] | null;
+        };
+        /**
          * DeliveredEventType
          * @description The type of a delivered event: a subscribable one, or `webhook.test`.
          * @enum {unknown}
          */
-        DeliveredEventType: "mls.new_listing" | "property.published" | "property.rejected" | "webhook.test";
+        DeliveredEventType: "mls.new_listing" | "mls.listing_updated" | "mls.listing_removed" | "property.published" | "property.rejected" | "webhook.test";
         /** WebhookLogEntry */
         WebhookLogEntry: {
             /** Format: int32 */
             id: number;
             /**
              * Format: int32
-             * @description The event; also the `webhook-id` header of every attempt, as `msg_<event_id>`.
+             * @description The event; also the `webhook-id` header of every attempt, as `msg_<event_id>`, or `msg_<event_id>_unmatched` for the `mls.listing_removed` sent in place of an event whose listing stopped matching the filter.
              */
             event_id: number;
             event_type: components["schemas"]["DeliveredEventType"];
@@ -2313,12 +2669,26 @@ export interface operations {
                 min_area?: number;
                 /** @description Maximum total area, m², inclusive. */
                 max_area?: number;
-                /** @description Newest first by default. */
-                sort?: "created_desc" | "price_asc" | "price_desc";
+                /**
+                 * @description An area on the map, `minLon,minLat,maxLon,maxLat` in degrees (WGS 84), edges included; min below max (an area across the antimeridian is two searches). Listings without coordinates never match.
+                 * @example 37.55,55.73,37.68,55.78
+                 */
+                bbox?: string;
+                /**
+                 * @description A point, `lat,lon` in degrees: listings within `radius_m` of it (great-circle distance). Needs `radius_m`.
+                 * @example 55.7558,37.6176
+                 */
+                near?: string;
+                /** @description Metres from `near`, up to 100000; only with `near`. */
+                radius_m?: number;
+                /** @description Newest first by default. Listings without a price come last with `price_asc` and first with `price_desc`. `distance`, nearest first, only with `near`. */
+                sort?: "created_desc" | "price_asc" | "price_desc" | "distance";
                 /** @description Page size, 1 to 100. */
                 limit?: number;
                 /** @description Number of items skipped. */
                 offset?: number;
+                /** @description `next_cursor` of the previous page: the page after it, in the same sort and filters (another search’s cursor is a 422). Costs the same at any depth, and listings added meanwhile do not shift the pages. Not with a non-zero `offset`. */
+                cursor?: string;
             };
             header?: {
                 /** @description An ETag this client holds (a list, weak tags and `*` work too): a 304 while it is current. */
@@ -2342,6 +2712,83 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CataloguePage"];
+                };
+            };
+            /** @description Not modified: If-None-Match lists the current ETag. No body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    /** @description Caches may keep the answer this long. */
+                    "Cache-Control"?: "public, max-age=30";
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCatalogueClusters: {
+        parameters: {
+            query: {
+                city_id?: number;
+                property_type_id?: number;
+                deal_type_id?: number;
+                tenant_id?: number;
+                /** @description Minimum price, inclusive. */
+                min_price?: number;
+                /** @description Maximum price, inclusive. */
+                max_price?: number;
+                district_id?: number;
+                residential_complex_id?: number;
+                /** @description Exact number of rooms. */
+                rooms?: number;
+                /** @description Minimum total area, m², inclusive. */
+                min_area?: number;
+                /** @description Maximum total area, m², inclusive. */
+                max_area?: number;
+                /**
+                 * @description The map’s visible area, `minLon,minLat,maxLon,maxLat` in degrees (WGS 84), edges included.
+                 * @example 37.55,55.73,37.68,55.78
+                 */
+                bbox: string;
+                /**
+                 * @description A point, `lat,lon` in degrees: listings within `radius_m` of it (great-circle distance). Needs `radius_m`.
+                 * @example 55.7558,37.6176
+                 */
+                near?: string;
+                /** @description Metres from `near`, up to 100000; only with `near`. */
+                radius_m?: number;
+                /** @description The map’s zoom (web-mercator tiles): each tile of 360/2^zoom degrees is split in 8 × 8 cells, one cluster per cell with listings. The bbox may span at most 32 tiles on a side. */
+                zoom: number;
+            };
+            header?: {
+                /** @description An ETag this client holds (a list, weak tags and `*` work too): a 304 while it is current. */
+                "if-none-match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    /** @description Caches may keep the answer this long. */
+                    "Cache-Control"?: "public, max-age=30";
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MapClusters"];
                 };
             };
             /** @description Not modified: If-None-Match lists the current ETag. No body. */
@@ -2407,6 +2854,76 @@ export interface operations {
             };
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listCatalogueChanges: {
+        parameters: {
+            query?: {
+                /** @description Opaque: a `cursor` or `next_cursor` this service gave. */
+                after?: string;
+                /** @description Changes per page. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogueChangesPage"];
+                };
+            };
+            /** @description Gone: what was asked for is no longer kept. */
+            410: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCatalogueChangesSnapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogueChangesSnapshot"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -2553,6 +3070,8 @@ export interface operations {
                 limit?: number;
                 /** @description Number of items skipped. */
                 offset?: number;
+                /** @description `next_cursor` of the previous page: the page after it, in the same sort and filters (another search’s cursor is a 422). Costs the same at any depth, and listings added meanwhile do not shift the pages. Not with a non-zero `offset`. */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -2714,6 +3233,37 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    discardPropertyRevision: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Property"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3064,6 +3614,43 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookUpdate"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     sendTestWebhook: {
         parameters: {
             query?: never;
@@ -3135,7 +3722,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description `msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats. */
+                /** @description `msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats; `msg_<event id>_unmatched` for the `mls.listing_removed` (reason `unmatched`) sent in place of an event whose listing stopped matching the subscription’s filter. */
                 "webhook-id": string;
                 /** @description When this attempt was signed, in Unix seconds; refuse a delivery far from your clock (Standard Webhooks allows 5 minutes). */
                 "webhook-timestamp": string;
@@ -3174,11 +3761,97 @@ export interface operations {
             };
         };
     };
+    receiveListingUpdated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats; `msg_<event id>_unmatched` for the `mls.listing_removed` (reason `unmatched`) sent in place of an event whose listing stopped matching the subscription’s filter. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in Unix seconds; refuse a delivery far from your clock (Standard Webhooks allows 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription’s secret (the base64 after `whsec_`). Any Standard Webhooks library verifies it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ListingUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the service switches the subscription off and stops delivering to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered. Any 2xx answer counts; its body is kept (first 4 KiB) in the delivery log. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, redirects included, fails the attempt: it is retried after the delays of WEBHOOK_RETRY_SCHEDULE, never sooner than a `Retry-After` header asks. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveListingRemoved: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats; `msg_<event id>_unmatched` for the `mls.listing_removed` (reason `unmatched`) sent in place of an event whose listing stopped matching the subscription’s filter. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in Unix seconds; refuse a delivery far from your clock (Standard Webhooks allows 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription’s secret (the base64 after `whsec_`). Any Standard Webhooks library verifies it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ListingRemovedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the service switches the subscription off and stops delivering to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered. Any 2xx answer counts; its body is kept (first 4 KiB) in the delivery log. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, redirects included, fails the attempt: it is retried after the delays of WEBHOOK_RETRY_SCHEDULE, never sooner than a `Retry-After` header asks. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     receivePropertyPublished: {
         parameters: {
             query?: never;
             header: {
-                /** @description `msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats. */
+                /** @description `msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats; `msg_<event id>_unmatched` for the `mls.listing_removed` (reason `unmatched`) sent in place of an event whose listing stopped matching the subscription’s filter. */
                 "webhook-id": string;
                 /** @description When this attempt was signed, in Unix seconds; refuse a delivery far from your clock (Standard Webhooks allows 5 minutes). */
                 "webhook-timestamp": string;
@@ -3221,7 +3894,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description `msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats. */
+                /** @description `msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats; `msg_<event id>_unmatched` for the `mls.listing_removed` (reason `unmatched`) sent in place of an event whose listing stopped matching the subscription’s filter. */
                 "webhook-id": string;
                 /** @description When this attempt was signed, in Unix seconds; refuse a delivery far from your clock (Standard Webhooks allows 5 minutes). */
                 "webhook-timestamp": string;
@@ -3264,7 +3937,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description `msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats. */
+                /** @description `msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats; `msg_<event id>_unmatched` for the `mls.listing_removed` (reason `unmatched`) sent in place of an event whose listing stopped matching the subscription’s filter. */
                 "webhook-id": string;
                 /** @description When this attempt was signed, in Unix seconds; refuse a delivery far from your clock (Standard Webhooks allows 5 minutes). */
                 "webhook-timestamp": string;

@@ -24,8 +24,8 @@ export interface BenchOptions {
   roundDuration: number
 }
 
-/** What --scenarios accepts; (e) brings its catalogue reads (e1) and (e2) along; (f) needs PostgreSQL; (j) is pages by cursor. */
-export const SCENARIOS = ['a', 'a1', 'b', 'c', 'd', 'g', 'h', 'e', 'f', 'j'] as const
+/** What --scenarios accepts; (e) brings its catalogue reads (e1) and (e2) along; (f) needs PostgreSQL; (i) replays the change feed; (j) is pages by cursor. */
+export const SCENARIOS = ['a', 'a1', 'b', 'c', 'd', 'g', 'h', 'e', 'f', 'i', 'j'] as const
 export type ScenarioName = (typeof SCENARIOS)[number]
 
 export const BENCH_DIR = import.meta.dirname

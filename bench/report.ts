@@ -4,6 +4,13 @@ import path from 'node:path'
 import type { ScenarioId, ScenarioResult } from './load.js'
 import { cpuLine, machineLine, type MachineInfo } from './machine.js'
 import type { CursorFigures } from './cursor.js'
+import type { FeedReplayFigures } from './feed.js'
+
+/** Figures of the scenarios that run after the load scenarios, each its own way. */
+export interface LateFigures {
+  cursorPages?: CursorFigures | undefined
+  feedReplay?: FeedReplayFigures | undefined
+}
 import type { InterleavedRatio } from './rounds.js'
 import type { UploadFigures } from './uploads.js'
 import type { WebhookFigures } from './webhooks.js'
@@ -51,7 +58,7 @@ export function checkTargets(
   uploads?: UploadFigures,
   webhooks?: WebhookFigures,
   interleaved: readonly InterleavedRatio[] = [],
-  cursorPages?: CursorFigures,
+  { cursorPages, feedReplay }: LateFigures = {},
 ): { ratios: Ratios; targets: TargetCheck[] } {
   const { a, a1, b, c, d, e, e1, e2, g } = results
   const ratios: Ratios = {}
@@ -165,6 +172,15 @@ export function checkTargets(
       shown: filtered.lost_deliveries === null ? 'unknown: some still waiting' : undefined,
     })
   }
+  if (feedReplay) {
+    targets.push({
+      name: `(i) the whole change feed replayed (${feedReplay.changes} changes)`,
+      value: feedReplay.seconds,
+      target: '< 120 s for a million listings',
+      pass: feedReplay.changes < 1_000_000 ? null : feedReplay.seconds < 120,
+      shown: `${feedReplay.seconds} s, ${feedReplay.changes_per_second.toFixed(0)} changes/s`,
+    })
+  }
   if (cursorPages) {
     targets.push({
       name: `(j) page ${cursorPages.deep_page} by cursor / page 1, latency`,
@@ -191,9 +207,9 @@ export function printReport(
   uploads?: UploadFigures,
   webhooks?: WebhookFigures,
   interleaved: readonly InterleavedRatio[] = [],
-  cursorPages?: CursorFigures,
+  late: LateFigures = {},
 ): void {
-  const { ratios, targets } = checkTargets(results, uploads, webhooks, interleaved, cursorPages)
+  const { ratios, targets } = checkTargets(results, uploads, webhooks, interleaved, late)
   const rows = Object.values(results).map((r) => [
     `(${r.id})`,
     r.title,
@@ -254,7 +270,8 @@ export function printReport(
         (filtered.database_cpu_share === null ? '' : `, PostgreSQL backends ${percent(filtered.database_cpu_share)}`),
     )
   }
-  if (cursorPages) printCursorPages(cursorPages)
+  if (late.feedReplay) printFeedReplay(late.feedReplay)
+  if (late.cursorPages) printCursorPages(late.cursorPages)
   console.log()
   console.log('Targets:')
   for (const check of targets) {
@@ -284,6 +301,14 @@ function printInterleaved(ratio: InterleavedRatio): void {
         (round.scenario.cpu ? `; during (${ratio.scenario}) ${cpuLine(round.scenario.cpu, round.scenario.requests_per_second)}` : ''),
     )
   }
+}
+
+function printFeedReplay(figures: FeedReplayFigures): void {
+  console.log()
+  console.log(
+    `(i) change feed from its start, ${figures.page_size} a page, one connection: ${figures.changes} changes (${figures.upserts} upserts, ${figures.removes} removes) ` +
+      `in ${figures.pages} pages, ${(figures.bytes / 1024 / 1024).toFixed(1)} MiB, ${figures.seconds} s: ${figures.changes_per_second.toFixed(0)} changes/s; slowest page ${figures.slowest_page_ms} ms`,
+  )
 }
 
 function printCursorPages(figures: CursorFigures): void {
@@ -338,16 +363,17 @@ export function writeReport(
   uploads?: UploadFigures,
   webhooks?: WebhookFigures,
   interleaved: readonly InterleavedRatio[] = [],
-  cursorPages?: CursorFigures,
+  late: LateFigures = {},
 ): void {
-  const { ratios, targets } = checkTargets(results, uploads, webhooks, interleaved, cursorPages)
+  const { ratios, targets } = checkTargets(results, uploads, webhooks, interleaved, late)
   const report = {
     ...info,
     date: new Date().toISOString(),
     scenarios: results,
     ...(uploads ? { uploads } : {}),
     ...(webhooks ? { webhooks } : {}),
-    ...(cursorPages ? { cursor_pages: cursorPages } : {}),
+    ...(late.feedReplay ? { feed_replay: late.feedReplay } : {}),
+    ...(late.cursorPages ? { cursor_pages: late.cursorPages } : {}),
     /** Each scenario's single run against its ceiling's single run. */
     ratios,
     interleaved,

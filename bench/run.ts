@@ -11,6 +11,7 @@ import { openDatabase } from '../src/db/client.js'
 import { migrateDatabase } from '../src/db/migrate.js'
 import { startChild, stopAllChildren, type Child } from './children.js'
 import { runCursorPages, type CursorFigures } from './cursor.js'
+import { runFeedReplay } from './feed.js'
 import { fetchFixtures } from './fixtures.js'
 import { runScenario, type Scenario, type ScenarioId, type ScenarioResult } from './load.js'
 import { CpuMeter, describeMachine, machineLine } from './machine.js'
@@ -84,6 +85,9 @@ async function main(options: BenchOptions): Promise<void> {
   let webhooks: WebhookFigures | undefined
   if (options.scenarios.includes('f')) webhooks = await runWebhooks(service, serviceEnv, options.databaseUrl!, load)
 
+  // (i) with the main service, before it stops for (j).
+  const feedReplay = options.scenarios.includes('i') ? await runFeedReplay(service) : undefined
+
   // (j) last, on a service of its own without the answer cache: this one goes first (PGlite admits one process).
   let cursorPages: CursorFigures | undefined
   if (options.scenarios.includes('j')) {
@@ -111,8 +115,8 @@ async function main(options: BenchOptions): Promise<void> {
       log_level: 'warn',
     },
   }
-  printReport(info, results, uploads, webhooks, interleaved, cursorPages)
-  writeReport(options.out ?? defaultOutFile(options.engine, prepared.listings), info, results, uploads, webhooks, interleaved, cursorPages)
+  printReport(info, results, uploads, webhooks, interleaved, { cursorPages, feedReplay })
+  writeReport(options.out ?? defaultOutFile(options.engine, prepared.listings), info, results, uploads, webhooks, interleaved, { cursorPages, feedReplay })
 }
 
 /**

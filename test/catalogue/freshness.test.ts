@@ -88,7 +88,7 @@ describe('catalogue answers kept between requests', () => {
     }
   })
 
-  it('drops a listing at once when it is withdrawn, edited or deleted', async () => {
+  it('drops a listing at once when it is withdrawn or deleted, and shows an approved edit at once', async () => {
     const withdrawn = await publish({ cityId: 3 })
     const edited = await publish({ cityId: 3 })
     const deleted = await publish({ cityId: 3 })
@@ -102,17 +102,24 @@ describe('catalogue answers kept between requests', () => {
       assert.equal((await detail(app, withdrawn)).statusCode, 404)
     }
 
+    // An edit stays online at its approved version until the check passes it, then shows at once.
     const patched = await t.app.inject({ method: 'PATCH', url: `/properties/${edited}`, headers: agency.headers, payload: { price: 9_900_000 } })
     assert.equal(patched.statusCode, 200, patched.body)
+    const price = async (app: FastifyInstance) => (await search(app, '?city_id=3')).items.find((item) => item.id === edited)?.price
     for (const app of [t.app, other]) {
-      assert.deepEqual(await shown(app), [deleted])
-      assert.equal((await detail(app, edited)).statusCode, 404)
+      assert.deepEqual(await shown(app), [deleted, edited])
+      assert.equal(await price(app), 8_500_000)
+    }
+    await runInternalCheck(t.app)
+    for (const app of [t.app, other]) {
+      assert.equal(await price(app), 9_900_000)
+      assert.equal((await detail(app, edited)).json<CatalogueDetail>().price, 9_900_000)
     }
 
     const removed = await t.app.inject({ method: 'DELETE', url: `/properties/${deleted}`, headers: agency.headers })
     assert.equal(removed.statusCode, 204, removed.body)
     for (const app of [t.app, other]) {
-      assert.deepEqual(await shown(app), [])
+      assert.deepEqual(await shown(app), [edited])
       assert.equal((await detail(app, deleted)).statusCode, 404)
     }
   })

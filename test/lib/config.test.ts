@@ -31,7 +31,7 @@ describe('configuration', () => {
     assert.deepEqual(config.corsOrigins, [])
     assert.deepEqual(config.metrics, { port: 9464, host: '127.0.0.1', token: undefined })
     assert.equal(config.databasePipelinedConnections, 2)
-    assert.deepEqual(config.retention, { eventDays: 30, orphanFileMinAgeMs: 3_600_000 })
+    assert.deepEqual(config.retention, { eventDays: 30, changeDays: 90, orphanFileMinAgeMs: 3_600_000 })
     assert.equal(config.images.maxEdge, 2560)
     rmSync(dir, { recursive: true })
   })
@@ -59,6 +59,7 @@ describe('configuration', () => {
       SECRET_KEY: 'k'.repeat(32),
       DATABASE_PIPELINED_CONNECTIONS: '3',
       EVENT_RETENTION_DAYS: '90',
+      CHANGE_RETENTION_DAYS: '30',
       ORPHAN_FILE_MIN_AGE: '90s',
       RATE_LIMIT_FAILURES_PER_MINUTE: '5',
       CORS_ORIGINS: 'https://agency.example, http://localhost:5173,',
@@ -74,7 +75,7 @@ describe('configuration', () => {
     assert.deepEqual(config.corsOrigins, ['https://agency.example', 'http://localhost:5173'])
     assert.deepEqual(config.metrics, { port: 0, host: '0.0.0.0', token: 'm'.repeat(16) })
     assert.equal(config.databasePipelinedConnections, 3)
-    assert.deepEqual(config.retention, { eventDays: 90, orphanFileMinAgeMs: 90_000 })
+    assert.deepEqual(config.retention, { eventDays: 90, changeDays: 30, orphanFileMinAgeMs: 90_000 })
     assert.equal(config.redisKeyPrefix, 'staging:')
     assert.equal(config.publicBaseUrl, 'http://localhost:8080')
     assert.equal(config.moderationMode, 'manual')
@@ -95,6 +96,7 @@ describe('configuration', () => {
           SECRET_KEY: 'short',
           DATABASE_PIPELINED_CONNECTIONS: '0',
           EVENT_RETENTION_DAYS: '0',
+          CHANGE_RETENTION_DAYS: 'forever',
           ORPHAN_FILE_MIN_AGE: '1h,2h',
           REDIS_KEY_PREFIX: 'with spaces',
           CORS_ORIGINS: 'https://agency.example/app',
@@ -112,6 +114,7 @@ describe('configuration', () => {
           'SECRET_KEY',
           'DATABASE_PIPELINED_CONNECTIONS',
           'EVENT_RETENTION_DAYS',
+          'CHANGE_RETENTION_DAYS',
           'ORPHAN_FILE_MIN_AGE',
           'REDIS_KEY_PREFIX',
           'CORS_ORIGINS',

@@ -105,11 +105,16 @@ function isTenantOperationWithId({ path, operation }: Operation): boolean {
   return path.includes('{') && (operation.security ?? []).some((requirement) => 'ApiKey' in requirement)
 }
 
-/** A tenant with one of everything: a published listing with a photo, a subscription, a spare key and a revoked one. */
+/**
+ * A tenant with one of everything: a published listing with a photo and a revision waiting for
+ * the check, a subscription, a spare key and a revoked one.
+ */
 async function holdingsOf(app: FastifyInstance): Promise<Holdings> {
   const owner = await createTenant(app)
   const property = await submitProperty(app, owner)
   await runInternalCheck(app)
+  const revised = await app.inject({ method: 'PATCH', url: `/properties/${property.id}`, headers: owner.headers, payload: { price: 7_500_000 } })
+  assert.equal(revised.statusCode, 200, revised.body)
   const uploaded = await upload(app, owner, { file: await photo('jpeg'), fields: { property_id: String(property.id) } })
   assert.equal(uploaded.statusCode, 201, uploaded.body)
   const subscription = await subscribe(app, owner, { url: 'http://127.0.0.1:9/hooks', events: ['property.published'] })

@@ -21,7 +21,7 @@ import { offsetTimestampFromUtcText, toOffsetTimestamp } from '../../lib/time.js
 import { ListingStatus } from '../properties/listing-status.js'
 import type { Keyset, SortedRow } from './catalogue-cursor.js'
 import { EARTH_RADIUS_M } from './geo.js'
-import { isBound, isGeoKey, isPriceBound, usedKeys, type CatalogueFilter, type CatalogueSort, type FilterKey, type PagePlan } from './catalogue-page-plan.js'
+import { isBound, isPriceBound, usedKeys, type CatalogueFilter, type CatalogueSort, type FilterKey, type PagePlan } from './catalogue-page-plan.js'
 import type { CatalogueDetail } from './catalogue.schemas.js'
 
 /** The columns the map's conditions read, on the table or on a subquery of the same names. */
@@ -177,13 +177,6 @@ const itemColumns = {
   thumbnailKey: firstThumbnailOf('properties'),
 }
 
-/**
- * A page listing's coordinates, `[latitude, longitude]`, read from its row by primary key: the
- * covering indexes that find the pages do not carry them, and reading them there would make
- * every entry a page skips read its table row.
- */
-const coordinatesOf = sql<[number | null, number | null]>`(select array[p.latitude, p.longitude] from properties p where p.id = "page"."id")`
-
 /** A listing as the catalogue shows it, its references still ids (see catalogue.mapper.ts). */
 export interface ItemRow {
   id: number
@@ -229,7 +222,8 @@ type PageColumns = [
   totalFloors: (number | null)[],
   createdAtsUtc: string[],
   thumbnailKeys: (string | null)[],
-  coordinates: [number | null, number | null][],
+  latitudes: (number | null)[],
+  longitudes: (number | null)[],
 ]
 
 /**
@@ -269,7 +263,8 @@ export async function readPage(
       // As JSON text, which costs PostgreSQL less than arithmetic on the epoch, and Node less than a Date.
       sql`${page.createdAt} at time zone 'UTC'`,
       firstThumbnailOf('page'),
-      coordinatesOf,
+      page.latitude,
+      page.longitude,
     ]
     // One JSON array per column, which the driver parses natively: mapping 50 rows of 13 columns
     // one value at a time was the largest cost of a page here, and a JSON array per row made
@@ -304,7 +299,8 @@ export async function readPage(
     totalFloors,
     createdAtsUtc,
     thumbnailKeys,
-    coordinates,
+    latitudes,
+    longitudes,
   ] = columns
   if (ids === null) return []
   return ids.map((id, row) => ({
@@ -321,8 +317,8 @@ export async function readPage(
     totalFloors: totalFloors[row] ?? null,
     createdAt: offsetTimestampFromUtcText(createdAtsUtc[row]!),
     createdAtKey: timestampKeyFromUtc(createdAtsUtc[row]!),
-    latitude: coordinates[row]?.[0] ?? null,
-    longitude: coordinates[row]?.[1] ?? null,
+    latitude: latitudes[row] ?? null,
+    longitude: longitudes[row] ?? null,
     thumbnailKey: thumbnailKeys[row] ?? null,
   }))
 }
@@ -351,12 +347,11 @@ function keyValues(after: Keyset | undefined) {
  * cursor, only those after its key (`after`), which every plan checks first in the index.
  */
 function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort, plan: PagePlan, after: SQL | undefined) {
-  const { thumbnailKey: _thumbnail, latitude, longitude, ...indexedColumns } = itemColumns
-  // Coordinates only where the map is searched: catalogue_geo_idx carries them, the others do not.
-  const located = keys.some(isGeoKey) ? { latitude, longitude } : {}
+  // Every covering index carries the coordinates (migration 0022): the page's rows are read from the index alone.
+  const { thumbnailKey: _thumbnail, ...indexedColumns } = itemColumns
   const distance = sort === 'distance' ? { distance: distanceOf(properties).as('distance') } : {}
-  // Typed as the indexed columns: the others are read by name (Located, Ordered) where present.
-  const selection = { ...indexedColumns, ...located, ...distance } as typeof indexedColumns
+  // Typed as the indexed columns: the distance is read by name (Ordered) where present.
+  const selection = { ...indexedColumns, ...distance } as typeof indexedColumns
   const matching = (filterKeys: FilterKey[]) => db.select(selection).from(properties).where(publishedWhere(filterKeys, after))
   switch (plan.kind) {
     case 'window': {

@@ -29,6 +29,8 @@ const publicPaths = [
   '/mls/properties',
   '/mls/properties/{id}',
   '/mls/clusters',
+  '/mls/changes',
+  '/mls/changes/snapshot',
 ]
 
 /** Public paths that are not rate limited: small, cacheable reference data and the health probes. */
@@ -46,6 +48,7 @@ const inputlessOperations = [
   '/attributes',
   '/tenants/me',
   '/webhooks#get',
+  '/mls/changes/snapshot',
 ]
 
 /** Lists whose length is set by the data, not by the request, and which are not paged. */

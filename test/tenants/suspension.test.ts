@@ -93,7 +93,7 @@ describe('suspending an agency', () => {
       assert.equal((await t.app.inject({ url: '/properties', headers: { 'x-api-key': key } })).body, INVALID_KEY)
     }
     // Its listings are out of the catalogue, lists, totals and details alike; others' stay.
-    assert.deepEqual(await catalogueOf(agency), { items: [], total: 0, limit: 50, offset: 0 })
+    assert.deepEqual(await catalogueOf(agency), { items: [], total: 0, limit: 50, offset: 0, next_cursor: null })
     assert.equal((await get<CataloguePage>('/mls/properties')).total, totalBefore - 2)
     const hidden = await t.app.inject(`/mls/properties/${published[0]}`)
     assert.equal(hidden.statusCode, 404)

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { ListingFacts } from '../../src/modules/catalogue/listing-facts.js'
-import { compileFilter, distanceM, filterErrors, type ListingFilter } from '../../src/modules/catalogue/listing-filter.js'
+import { distanceMetres } from '../../src/modules/catalogue/geo.js'
+import { compileFilter, filterErrors, type ListingFilter } from '../../src/modules/catalogue/listing-filter.js'
 
 const flat: ListingFacts = {
   id: 7,
@@ -43,7 +44,7 @@ describe('a listing filter, on one listing’s facts', () => {
     assert.ok(matches({ bbox: '37.6136,55.7577,37.7,55.8' }))
     assert.ok(!matches({ bbox: '37.62,55.7,37.7,55.8' }))
     // Moscow to Saint Petersburg: about 634 km.
-    assert.ok(Math.abs(distanceM({ lat: 55.7558, lon: 37.6173 }, { lat: 59.9386, lon: 30.3141 }) - 634_000) < 5_000)
+    assert.ok(Math.abs(distanceMetres(55.7558, 37.6173, 59.9386, 30.3141) - 634_000) < 5_000)
     assert.ok(matches({ near: '55.7558,37.6173', radius_m: 320 })) // about 313 m away
     assert.ok(!matches({ near: '55.7558,37.6173', radius_m: 310 }))
   })

@@ -57,13 +57,18 @@ interface StoredChange {
  * which JSON carries without a Date.
  */
 export async function readChanges(db: PipelinedDatabase, after: number, limit: number): Promise<{ changes: ChangeRow[]; prunedThrough: number }> {
+  // The page's rows first, on the position index (LIMIT written as a literal, 1 to 1,001, so
+  // that even a generic plan reads the index in order and stops), then each row's listing: a
+  // listing built in the same query level as the ORDER BY would be built for every change
+  // after the cursor before the sort kept a page of them.
   const [result] = await queryRows<{ pruned_through: string; changes: StoredChange[] | null }>(
     db,
     sql`select
           (select pruned_through from catalogue_change_horizon) as pruned_through,
-          (select json_agg(page order by page.position) from (
-             select c.position, c.listing_id, c.op, c.reason, c.changed_at at time zone 'UTC' as changed_at,
-               (select json_build_object(
+          (select json_agg(json_build_object(
+               'position', page.position, 'listing_id', page.listing_id, 'op', page.op, 'reason', page.reason,
+               'changed_at', page.changed_at at time zone 'UTC',
+               'listing', (select json_build_object(
                   'id', p.id, 'propertyTypeId', p.property_type_id, 'dealTypeId', p.deal_type_id, 'cityId', p.city_id,
                   'districtId', p.district_id, 'complexId', p.residential_complex_id, 'price', p.price, 'area', p.area,
                   'rooms', p.rooms, 'floor', p.floor, 'totalFloors', p.total_floors, 'latitude', p.latitude, 'longitude', p.longitude,
@@ -71,12 +76,15 @@ export async function readChanges(db: PipelinedDatabase, after: number, limit: n
                   'description', p.description, 'attributes', p.attributes,
                   'thumbnailKey', (select pi.thumbnail_key from property_images pi where pi.property_id = p.id order by pi.sort_order, pi.id limit 1),
                   'imageKeys', array(select pi.file_key from property_images pi where pi.property_id = p.id order by pi.sort_order, pi.id))
-                from properties p where p.id = c.listing_id and c.op = 'upsert' and p.status_id = 2) as listing
+                from properties p where p.id = page.listing_id and page.op = 'upsert' and p.status_id = 2))
+             order by page.position)
+           from (
+             select c.position, c.listing_id, c.op, c.reason, c.changed_at
              from catalogue_changes c
              where c.position > ${after}
              order by c.position
-             limit ${limit}
-          ) page) as changes`,
+             limit ${sql.raw(String(Math.min(Math.max(Math.trunc(limit), 1), 1001)))}
+           ) page) as changes`,
   )
   const changes = (result?.changes ?? []).map((change) => ({
     position: Number(change.position),

@@ -1869,19 +1869,16 @@ export interface components {
             /** @description Maximum total area, m², inclusive. */
             max_area?: number;
             /**
-             * @description A box, `minLon,minLat,maxLon,maxLat` in degrees (WGS 84), edges included; a listing without coordinates does not match.
-             * @example 37.55,55.70,37.70,55.80
+             * @description An area on the map, `minLon,minLat,maxLon,maxLat` in degrees (WGS 84), edges included; min below max (an area across the antimeridian is two searches). Listings without coordinates never match.
+             * @example 37.55,55.73,37.68,55.78
              */
             bbox?: string;
             /**
-             * @description A point, `lat,lon` in degrees (WGS 84), with `radius_m`: listings at most that far from it; one without coordinates does not match.
-             * @example 55.7558,37.6173
+             * @description A point, `lat,lon` in degrees: listings within `radius_m` of it (great-circle distance). Needs `radius_m`.
+             * @example 55.7558,37.6176
              */
             near?: string;
-            /**
-             * Format: int32
-             * @description With `near`: the distance in metres, 1 to 100,000.
-             */
+            /** @description Metres from `near`, up to 100000; only with `near`. */
             radius_m?: number;
         };
         /**

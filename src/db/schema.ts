@@ -358,6 +358,8 @@ export const propertyRevisions = pgTable(
   (t) => [check('property_revisions_status_check', sql`${t.status} in ('pending_review', 'rejected')`)],
 )
 
+export type RevisionRow = typeof propertyRevisions.$inferSelect
+
 /**
  * The change feed (GET /mls/changes): one row per listing that is or was in the catalogue, moved
  * to the end of the feed by every change of what the catalogue shows of it (triggers on

@@ -1,5 +1,3 @@
-import type { PropertyRow } from '../../db/schema.js'
-
 /**
  * What a filter of the catalogue can ask of a listing, as it was at one moment: the values
  * `GET /mls/properties` filters on. An `mls.*` event keeps the facts of its listing before and
@@ -27,10 +25,21 @@ export interface EventSubject {
   after: ListingFacts | null
 }
 
-type FactColumns = Pick<
-  PropertyRow,
-  'id' | 'tenantId' | 'propertyTypeId' | 'dealTypeId' | 'cityId' | 'districtId' | 'residentialComplexId' | 'price' | 'area' | 'rooms' | 'latitude' | 'longitude'
->
+/** The columns of a listing's row the facts come from (db/schema.ts's PropertyRow has them). */
+interface FactColumns {
+  id: number
+  tenantId: number
+  propertyTypeId: number
+  dealTypeId: number
+  cityId: number | null
+  districtId: number | null
+  residentialComplexId: number | null
+  price: number | null
+  area: number | null
+  rooms: number | null
+  latitude: number | null
+  longitude: number | null
+}
 
 export function listingFactsOf(row: FactColumns): ListingFacts {
   return {

@@ -1,5 +1,4 @@
-import type { PropertyRow } from '../../db/schema.js'
-import type { RevisionRow } from './properties.repository.js'
+import type { PropertyRow, RevisionRow } from '../../db/schema.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
 import type { ReferenceNames } from '../reference/reference-names.js'
 import type { Property } from './properties.schemas.js'

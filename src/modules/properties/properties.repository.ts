@@ -13,6 +13,7 @@ import {
   type NewPropertyColumns,
   type PropertyRow,
   type RevisionFields,
+  type RevisionRow,
   type RevisionStatus,
 } from '../../db/schema.js'
 import { ListingStatus } from './listing-status.js'
@@ -380,7 +381,7 @@ export function listByStatus(db: Database, statusId: number, page: { limit: numb
 // ---------------------------------------------------------------------------------------
 // Revisions: changes to published listings, checked while the approved version stays in the catalogue.
 
-export type RevisionRow = typeof propertyRevisions.$inferSelect
+export type { RevisionRow }
 
 export async function findRevision(db: Database, tenantId: number, propertyId: number): Promise<RevisionRow | undefined> {
   const [row] = await db

@@ -33,7 +33,7 @@ export function canBeEdited(status: number): boolean {
   return status !== ListingStatus.Closed
 }
 
-/** An edit that changes something sends the listing back through the internal check. */
+/** An edit that changes something sends a listing that is not published back through the internal check (a published one keeps its status: revisions.ts). */
 export const STATUS_AFTER_EDIT = ListingStatus.PendingReview
 
 /** Only a listing waiting for review is decided, by the internal check or an operator: published (2) or rejected (3). */

@@ -27,27 +27,8 @@ interface StoredChange {
   op: 'upsert' | 'remove'
   reason: CatalogueRemovalReason | null
   changed_at: string
-  listing: {
-    id: number
-    propertyTypeId: number
-    dealTypeId: number
-    cityId: number | null
-    districtId: number | null
-    complexId: number | null
-    price: number | null
-    area: number | null
-    rooms: number | null
-    floor: number | null
-    totalFloors: number | null
-    latitude: number | null
-    longitude: number | null
-    createdAt: string
-    publishedAt: string
-    description: string | null
-    attributes: DetailRow['attributes']
-    thumbnailKey: string | null
-    imageKeys: string[]
-  } | null
+  /** As DetailRow, its times as UTC text (`createdAt`, `publishedAt`), mapped below. */
+  listing: DetailRow | null
 }
 
 /**

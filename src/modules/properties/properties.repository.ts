@@ -69,7 +69,7 @@ const upsertOwnerByPhone = (keepNotes: SQL) => ({
 const ownerColumns = { id: owners.id, name: owners.name, phone: owners.phone, notes: owners.notes }
 
 /** What a submission sets of a new property; every other column takes its default. */
-const submittedColumnNames = [
+export const submittedColumnNames = [
   'tenantId',
   'propertyTypeId',
   'dealTypeId',

@@ -5,23 +5,12 @@
  */
 import stringify from 'safe-stable-stringify'
 import type { PropertyRow, RevisionFields } from '../../db/schema.js'
+import { submittedColumnNames } from './properties.repository.js'
 
+/** What an agency submits of a listing (its agency aside) and its owner: what a revision keeps. */
 const revisionColumns = [
-  'propertyTypeId',
-  'dealTypeId',
-  'price',
-  'description',
+  ...submittedColumnNames.filter((column): column is Exclude<typeof column, 'tenantId'> => column !== 'tenantId'),
   'ownerId',
-  'cityId',
-  'districtId',
-  'residentialComplexId',
-  'address',
-  'street',
-  'houseNumber',
-  'apartmentNumber',
-  'latitude',
-  'longitude',
-  'attributes',
 ] as const satisfies readonly (keyof RevisionFields)[]
 
 /** The submitted columns of a listing's row, as a revision keeps them. */

@@ -137,6 +137,7 @@ describe('downloading a feed', () => {
     server.serve('/final.xml', { body: '<realty-feed/>' })
     server.serve('/moved.xml', { body: '', status: 302, headers: { location: '/final.xml' } })
     const download = await downloadFeed(open, server.url('/moved.xml'), NOTHING_KNOWN, LIMITS)
+    assert.ok(download.changed)
     assert.equal(await contents(download), '<realty-feed/>')
     await download.discard()
   })

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import pLimit from 'p-limit'
 import stringify from 'safe-stable-stringify'
 import type { Database } from '../../db/client.js'
+import type { feedRunProblems } from '../../db/schema.js'
 import { ApiError } from '../../lib/errors.js'
 import type { ImagesService } from '../images/images.service.js'
 import { ListingStatus } from '../properties/listing-status.js'
@@ -43,6 +44,7 @@ export interface FeedImportInput {
 }
 
 type Counts = RunOutcome['counts']
+type NewProblem = typeof feedRunProblems.$inferInsert
 
 /** A listing's content as the feed gives it: equal digests mean the offer said nothing new. */
 function offerDigest(submission: unknown, imageUrls: readonly string[]): string {
@@ -53,7 +55,7 @@ function offerDigest(submission: unknown, imageUrls: readonly string[]): string 
 
 /** The problems of a run, numbered in the order found, written in batches. */
 class ProblemLog {
-  private pending: (typeof import('../../db/schema.js').feedRunProblems.$inferInsert)[] = []
+  private pending: NewProblem[] = []
   private seq = 0
 
   constructor(
@@ -116,7 +118,7 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
   const limit = pLimit(OFFER_CONCURRENCY)
   const seen = new Set<string>()
   const inFlight = new Set<Promise<void>>()
-  let failure: unknown
+  let failure: Error | undefined
 
   for await (const offer of readYandexRealtyOffers(input.read())) {
     if (failure !== undefined) break
@@ -146,7 +148,7 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
     const submission = mapped.submission
     const task = limit(() => applyOffer(deps, input, { internalId: mapped.internalId, submission, imageUrls: mapped.imageUrls }, known, counts, problems))
       .catch((error: unknown) => {
-        failure ??= error
+        failure ??= error instanceof Error ? error : new Error(`An offer could not be applied: ${JSON.stringify(error)}`)
       })
       .finally(() => inFlight.delete(task))
     inFlight.add(task)

@@ -268,7 +268,7 @@ export class FeedsService {
         stillHeld()
         const outcome = await importFeed(
           { db: this.db, properties: this.properties, images: this.images, reference: this.reference, photos: this.options.feeds.photos },
-          { feed, runId: run.id, agency, read: download.read, stillHeld },
+          { feed, runId: run.id, agency, read: () => download.read(), stillHeld },
         )
         return { ...outcome, file: { etag: download.etag, lastModified: download.lastModified, digest: download.digest } }
       } finally {

@@ -107,7 +107,10 @@ describe('feed runs', () => {
     const before = await Promise.all(['brk-1', 'brk-2', 'brk-3', 'brk-4'].map((id) => byExternalId(agency, id)))
 
     // The first offers changed, then the XML breaks: nothing of it may be applied.
-    const changedThenBroken = feedXml(offers(4, 'brk', { price: 1_000_000 })).replace('<offer internal-id="brk-3">', '<offer internal-id="brk-3"><oops></offer>')
+    const changedThenBroken = feedXml(offers(4, 'brk', { price: 1_000_000 })).replace(
+      '<offer internal-id="brk-3">',
+      '<offer internal-id="brk-3"><oops></offer>',
+    )
     const cases: [string, Parameters<FeedServer['serve']>[1], RegExp][] = [
       ['not_xml', { body: 'this is not xml at all' }, /.+/],
       ['wrong_root', { body: '<?xml version="1.0"?><yml_catalog><shop/></yml_catalog>' }, /.+/],
@@ -236,7 +239,7 @@ describe('feed runs', () => {
 
     const photos = async () => {
       const listing = await byExternalId(agency, 'ph-1')
-      const response = await t.app.inject({ method: 'GET', url: `/properties/${listing!.id}/images`, headers: agency.headers })
+      const response = await t.app.inject({ method: 'GET', url: `/property-images?property_id=${listing!.id}`, headers: agency.headers })
       assert.equal(response.statusCode, 200, response.body)
       return response
         .json<StoredImage[]>()

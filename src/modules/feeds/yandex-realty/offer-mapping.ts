@@ -479,13 +479,15 @@ function readPrice(mapping: OfferMapping, areas: Areas): number | null {
       return mapping.refuse('invalid_price', 'price/unit', `Единица цены ${quoted(unit)} не распознана: ожидается «кв. м», «сотка» или «гектар».`)
     }
     // The MLS keeps the price of the whole object: a price per unit is multiplied by the area.
+    // Per m² is per m² of the building, or of the land when there is no building (a lot).
     const perSquareMetre = factor === 1
-    const area = perSquareMetre ? areas.total : areas.lot === null ? null : (areas.lot * 100) / factor
+    const lotInUnits = areas.lot === null ? null : (areas.lot * 100) / factor
+    const area = perSquareMetre ? (areas.total ?? lotInUnits) : lotInUnits
     if (area === null) {
       return mapping.refuse(
         'price_unit_without_area',
         'price/unit',
-        `Цена указана за ${quoted(unit)}, но у объявления нет ${perSquareMetre ? 'общей площади (<area>)' : 'площади участка (<lot-area>)'}, чтобы посчитать цену целиком.`,
+        `Цена указана за ${quoted(unit)}, но у объявления нет ${perSquareMetre ? 'площади (<area> или <lot-area>)' : 'площади участка (<lot-area>)'}, чтобы посчитать цену целиком.`,
       )
     }
     total = value * area

@@ -526,7 +526,7 @@ function readLocation(mapping: OfferMapping, places: FeedPlaces): PropertySubmis
   const address = mapping.text('location/address')
   if (address !== null) location.address = fitText(mapping, 'location/address', address, MAX_ADDRESS, 'Адрес')
   const apartment = mapping.text('location/apartment')
-  if (apartment !== null && apartment.length <= MAX_APARTMENT) location.apartment_number = apartment
+  if (apartment !== null) location.apartment_number = fitText(mapping, 'location/apartment', apartment, MAX_APARTMENT, 'Номер квартиры')
   const latitudeText = mapping.text('location/latitude')
   const longitudeText = mapping.text('location/longitude')
   if (latitudeText !== null && longitudeText !== null) {
@@ -544,7 +544,7 @@ function readLocation(mapping: OfferMapping, places: FeedPlaces): PropertySubmis
 
 function fitText(mapping: OfferMapping, field: string, text: string, limit: number, what: string): string {
   if (text.length <= limit) return text
-  mapping.problem('value_truncated', field, `${what} длиннее ${limit} символов и обрезан до этой длины.`)
+  mapping.problem('value_truncated', field, `${what} длиннее ${limit} символов; сохранены первые ${limit}.`)
   return text.slice(0, limit)
 }
 

@@ -26,7 +26,7 @@ export const offerProblemCodes = [
   { code: 'unsupported_rent_period', refuses: true, meaning: 'A rent whose `price/period` is neither a day nor a month.' },
   { code: 'unknown_category', refuses: true, meaning: '`category` is missing or names a kind of property the MLS does not list (a garage, a hostel bed…).' },
   { code: 'missing_price', refuses: true, meaning: 'The offer has no `price/value`.' },
-  { code: 'invalid_price', refuses: true, meaning: '`price/value` is not a positive number, or is too large.' },
+  { code: 'invalid_price', refuses: true, meaning: '`price/value` is not a positive number, is too large, or its `unit` is unknown.' },
   { code: 'unsupported_currency', refuses: true, meaning: '`price/currency` is not roubles (RUB or RUR).' },
   { code: 'price_unit_without_area', refuses: true, meaning: 'The price is per m², sotka or hectare, but the offer gives no area to multiply it by.' },
   { code: 'unknown_locality', refuses: true, meaning: '`location/locality-name` is missing or is not one of the reference cities.' },
@@ -47,7 +47,7 @@ export const offerProblemCodes = [
     refuses: false,
     meaning: '`sales-agent` has no phone, or neither a name nor an organization; the listing is imported without its owner.',
   },
-  { code: 'value_truncated', refuses: false, meaning: 'The description or address is longer than a listing keeps; it is cut to fit.' },
+  { code: 'value_truncated', refuses: false, meaning: 'The description, address or apartment number is longer than a listing keeps; it is cut to fit.' },
   { code: 'invalid_image_url', refuses: false, meaning: 'An `image` is not an http(s) URL; that photo is left out.' },
   { code: 'image_download_failed', refuses: false, meaning: 'A photo could not be downloaded or is not an image; the listing is imported without it.' },
 ] as const satisfies readonly OfferProblemCode[]

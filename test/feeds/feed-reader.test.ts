@@ -165,6 +165,16 @@ describe('readYandexRealtyOffers', () => {
     assert.equal((await failure(strings('<realty-feed></realty-feed><realty-feed></realty-feed>'))).error.code, 'not_xml')
   })
 
+  it('expands no entity a DTD declares: neither a file nor a multiplied text reaches an offer', async () => {
+    const declarations = ['<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">', '<!ENTITY b SYSTEM "file:///etc/passwd">']
+    for (const declaration of declarations) {
+      const feed = `<?xml version="1.0"?><!DOCTYPE realty-feed [${declaration}]><realty-feed><offer internal-id="1"><description>&b;</description></offer></realty-feed>`
+      const { error } = await failure(strings(feed))
+      assert.equal(error.code, 'not_xml')
+      assert.match(error.message, /undefined entity/)
+    }
+  })
+
   it('refuses an offer over 1 MiB of text with offer_too_large, without holding more of it', async () => {
     async function* hugeOffer(): AsyncGenerator<string> {
       yield '<realty-feed><offer internal-id="big"><description>'

@@ -318,6 +318,18 @@ describe('mapOffer, element by element', () => {
     assert.equal(refusal(await priceOf('<value>99999999999999</value>')).code, 'invalid_price')
   })
 
+  it('takes the price in the money of the city’s country: tenge in Kazakhstan', async () => {
+    const inAlmaty = (currency: string) =>
+      mapOne(
+        `<type>продажа</type><category>квартира</category><location><locality-name>Алматы</locality-name></location><price><value>45000000</value>${currency}</price>`,
+      )
+    assert.equal((await inAlmaty('<currency>KZT</currency>')).submission?.price, 45_000_000)
+    assert.equal((await inAlmaty('')).submission?.price, 45_000_000)
+    const roubles = refusal(await inAlmaty('<currency>RUB</currency>'))
+    assert.equal(roubles.code, 'unsupported_currency')
+    assert.match(roubles.message, /KZT/)
+  })
+
   it('converts a price per unit to the whole price, and refuses one without the area', async () => {
     const priced = (price: string, areas: string) => mapOne(`<type>продажа</type><category>участок</category>${MOSCOW}<price>${price}</price>${areas}`)
     const perHectare = await priced(
@@ -459,6 +471,28 @@ describe('feedPlaces', () => {
     assert.equal(places.cityByName('Нижний  Новгород')?.id, 7)
     assert.equal(places.cityByName('Тверь'), null)
     assert.equal(places.cityByName(''), null)
+  })
+
+  it('tells apart two cities of one name by the offer’s region', async () => {
+    const twoKirovsks = feedPlaces(
+      [
+        { id: 40, name: 'Кировск', country: 'RU', region: 'Мурманская область' },
+        { id: 41, name: 'Кировск', country: 'RU', region: 'Ленинградская область' },
+      ],
+      [],
+    )
+    assert.equal(twoKirovsks.cityByName('Кировск', 'ленинградская область')?.id, 41)
+    assert.equal(twoKirovsks.cityByName('Кировск', 'Мурманская область')?.id, 40)
+    assert.equal(twoKirovsks.cityByName('Кировск')?.id, 40)
+    assert.equal(twoKirovsks.cityByName('Кировск', 'Тверская область')?.id, 40)
+    const offers: FeedOffer[] = []
+    const feed = strings(
+      '<realty-feed><offer internal-id="k"><type>продажа</type><category>квартира</category>',
+      '<location><region>Ленинградская область</region><locality-name>Кировск</locality-name></location>',
+      '<price><value>3000000</value></price></offer></realty-feed>',
+    )
+    for await (const offer of readYandexRealtyOffers(feed)) offers.push(offer)
+    assert.deepEqual(mapOffer(offers[0]!, twoKirovsks).submission?.location, { city_id: 41, district_id: null })
   })
 
   it('finds districts of the city only, by name, ё-insensitively, with or without "район"', () => {

@@ -101,7 +101,7 @@ export function generatedOffer(index: number, seed = 1, images: (index: number) 
     category,
     period: rent ? pick(['месяц', 'month', 'день']) : null,
     price: rent ? between(15, 150) * 1000 : between(20, 400) * 100_000,
-    currency: pick(['RUB', 'RUR']),
+    currency: city.country === 'KZ' ? 'KZT' : pick(['RUB', 'RUR']),
     city: city.name,
     district: districts.length > 0 && next() < 0.8 ? pick(districts).name : null,
     address: `${pick(STREETS)}, д. ${between(1, 120)}`,

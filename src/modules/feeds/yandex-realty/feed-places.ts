@@ -5,8 +5,18 @@
  * it is.
  */
 
+/** A reference city; `country` and `region` are optional, and used when given. */
+export interface FeedCity {
+  id: number
+  name: string
+  /** ISO 3166-1 alpha-2: decides the currency of the price. */
+  country?: string
+  /** Tells apart two cities of one name, with the offer's `location/region`. */
+  region?: string
+}
+
 export interface FeedPlaces {
-  cityByName(name: string): { id: number; name: string } | null
+  cityByName(name: string, region?: string | null): FeedCity | null
   districtByName(cityId: number, name: string): { id: number; name: string } | null
 }
 
@@ -50,11 +60,17 @@ function okrugAbbreviations(name: string): string[] {
   return [`${words.map((word) => word[0]).join('')}ао`, `${words[0]!.slice(0, 3)}ао`]
 }
 
-export function feedPlaces(cities: readonly { id: number; name: string }[], districts: readonly { id: number; city_id: number; name: string }[]): FeedPlaces {
-  const citiesByKey = new Map<string, { id: number; name: string }>()
-  for (const city of cities) {
+export function feedPlaces(cities: readonly FeedCity[], districts: readonly { id: number; city_id: number; name: string }[]): FeedPlaces {
+  const citiesByKey = new Map<string, FeedCity[]>()
+  for (const city of [...cities].sort((a, b) => a.id - b.id)) {
     const key = cityKey(city.name)
-    if (!citiesByKey.has(key)) citiesByKey.set(key, { id: city.id, name: city.name })
+    const found: FeedCity = {
+      id: city.id,
+      name: city.name,
+      ...(city.country ? { country: city.country } : {}),
+      ...(city.region ? { region: city.region } : {}),
+    }
+    citiesByKey.set(key, [...(citiesByKey.get(key) ?? []), found])
   }
   const districtsByKey = new Map<string, { id: number; name: string }>()
   const remember = (cityId: number, key: string, district: { id: number; name: string }) => {
@@ -67,7 +83,12 @@ export function feedPlaces(cities: readonly { id: number; name: string }[], dist
     for (const abbreviation of okrugAbbreviations(district.name)) remember(district.city_id, abbreviation, { id: district.id, name: district.name })
   }
   return {
-    cityByName: (name) => citiesByKey.get(cityKey(name)) ?? null,
+    cityByName: (name, region) => {
+      const candidates = citiesByKey.get(cityKey(name)) ?? []
+      // Two cities of one name (Кировск of two regions): the region tells them apart; without it, the first added.
+      const inRegion = region ? candidates.find((city) => city.region !== undefined && foldPlaceName(city.region) === foldPlaceName(region)) : undefined
+      return inRegion ?? candidates[0] ?? null
+    },
     districtByName: (cityId, name) => {
       const key = districtKey(name)
       return key === '' ? null : (districtsByKey.get(`${cityId}\u0000${key}`) ?? null)

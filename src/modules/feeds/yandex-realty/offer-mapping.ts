@@ -75,7 +75,15 @@ const CATEGORIES: Record<string, Category> = {
   'коммерческая недвижимость': { type: 'Коммерция' },
 }
 
-const RUBLES = new Set(['rub', 'rur', 'руб', 'руб.', 'рубль', 'рублей', '₽'])
+/**
+ * A listing's price is in the money of its city's country, as every price of the MLS: the
+ * feed's currency must be that one (a city without a known country counts as Russian).
+ */
+const CURRENCIES: Record<string, { names: ReadonlySet<string>; inWords: string }> = {
+  RU: { names: new Set(['rub', 'rur', 'руб', 'руб.', 'рубль', 'рублей', '₽']), inWords: 'в рублях (RUB)' },
+  KZ: { names: new Set(['kzt', 'тенге', 'тг', '₸']), inWords: 'в тенге (KZT)' },
+  BY: { names: new Set(['byn', 'бел. руб.', 'бел. руб']), inWords: 'в белорусских рублях (BYN)' },
+}
 
 /** Area units, as a factor to m². */
 const AREA_UNITS: Record<string, number> = {
@@ -362,9 +370,10 @@ export function mapOffer(offer: FeedOffer, places: FeedPlaces): MappedOffer {
   mapping.setPropertyType(category.type)
 
   const areas = readAreas(mapping, category)
-  const price = readPrice(mapping, areas)
-  const location = readLocation(mapping, places)
-  if (price === null || location === null) return refused()
+  const place = readLocation(mapping, places)
+  const price = readPrice(mapping, areas, place?.country)
+  if (price === null || place === null) return refused()
+  const location = place.location
 
   readBuilding(mapping, category)
   readAmenities(mapping, category)
@@ -461,15 +470,16 @@ function readAreas(mapping: OfferMapping, category: Category): Areas {
   return { total, lot }
 }
 
-function readPrice(mapping: OfferMapping, areas: Areas): number | null {
+function readPrice(mapping: OfferMapping, areas: Areas, country: string | undefined): number | null {
   const raw = mapping.text('price/value')
   if (raw === null) return mapping.refuse('missing_price', 'price/value', 'Не указана цена (элемент <price><value>).')
   const value = readNumber(raw)
   if (value === null || value <= 0) return mapping.refuse('invalid_price', 'price/value', `Цена ${quoted(raw)} — не положительное число.`)
   const currency = mapping.text('price/currency')
-  // Feeds of Russian agencies that leave the currency out mean roubles.
-  if (currency !== null && !RUBLES.has(fold(currency))) {
-    return mapping.refuse('unsupported_currency', 'price/currency', `Валюта ${quoted(currency)} не поддерживается: укажите цену в рублях (RUB).`)
+  // A feed that leaves the currency out means the local one.
+  const local = CURRENCIES[country ?? 'RU'] ?? CURRENCIES.RU!
+  if (currency !== null && !local.names.has(fold(currency))) {
+    return mapping.refuse('unsupported_currency', 'price/currency', `Валюта ${quoted(currency)} не поддерживается: укажите цену ${local.inWords}.`)
   }
   let total = value
   const unit = mapping.text('price/unit')
@@ -497,9 +507,12 @@ function readPrice(mapping: OfferMapping, areas: Areas): number | null {
   return total
 }
 
-function readLocation(mapping: OfferMapping, places: FeedPlaces): PropertySubmission['location'] | null {
+function readLocation(
+  mapping: OfferMapping,
+  places: FeedPlaces,
+): { location: NonNullable<PropertySubmission['location']>; country: string | undefined } | null {
   const localityName = mapping.text('location/locality-name')
-  const city = localityName === null ? null : places.cityByName(localityName)
+  const city = localityName === null ? null : places.cityByName(localityName, mapping.text('location/region'))
   if (!city) {
     return mapping.refuse(
       'unknown_locality',
@@ -539,7 +552,7 @@ function readLocation(mapping: OfferMapping, places: FeedPlaces): PropertySubmis
       location.longitude = longitude
     }
   }
-  return location
+  return { location, country: city.country }
 }
 
 function fitText(mapping: OfferMapping, field: string, text: string, limit: number, what: string): string {

@@ -7,7 +7,7 @@ import { parseAttributes } from '../../src/modules/properties/attributes.js'
 import { PropertySubmission } from '../../src/modules/properties/properties.schemas.js'
 import { readYandexRealtyOffers, type FeedOffer } from '../../src/modules/feeds/yandex-realty/feed-reader.js'
 import { feedPlaces, isRefusal, mapOffer, offerProblemCodes, type MappedOffer } from '../../src/modules/feeds/yandex-realty/offer-mapping.js'
-import { generateYandexFeed } from '../helpers/yandex-feed.js'
+import { generateYandexFeed, yandexFeedText } from '../helpers/yandex-feed.js'
 
 const places = feedPlaces(seedCities, seedDistricts)
 const knownCodes = new Set<string>(offerProblemCodes.map((entry) => entry.code))
@@ -455,6 +455,23 @@ describe('mapOffer, element by element', () => {
       assert.deepEqual(offer.problems, [], offer.internalId)
       assert.equal(offer.imageUrls.length, 1)
     }
+  })
+
+  it('generates the same offers for the same seed, each whatever the count, and applies tweaks and omissions', async () => {
+    const small = await yandexFeedText(20, { seed: 3 })
+    assert.equal(await yandexFeedText(20, { seed: 3 }), small)
+    const large = await mapAll(generateYandexFeed(40, { seed: 3 }))
+    assert.deepEqual(
+      (await mapAll(strings(small))).map((offer) => offer.submission),
+      large.slice(0, 20).map((offer) => offer.submission),
+    )
+    assert.notEqual(await yandexFeedText(20, { seed: 4 }), small)
+    const tweaked = await mapAll(generateYandexFeed(5, { seed: 3, tweak: (index) => (index === 2 ? { price: null } : {}), omit: (index) => index === 4 }))
+    assert.deepEqual(
+      tweaked.map((offer) => offer.internalId),
+      ['offer-0', 'offer-1', 'offer-2', 'offer-3'],
+    )
+    assert.equal(refusal(tweaked[2]!).code, 'missing_price')
   })
 
   it('lists each problem code once, with a meaning', () => {

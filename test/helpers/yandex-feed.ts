@@ -195,3 +195,10 @@ export async function* generateYandexFeed(count: number, options: GenerateOption
   }
   yield `${chunk.join('')}</realty-feed>\n`
 }
+
+/** The whole generated feed as one string, for small feeds in tests (large ones stay streams). */
+export async function yandexFeedText(count: number, options: GenerateOptions = {}): Promise<string> {
+  let text = ''
+  for await (const chunk of generateYandexFeed(count, options)) text += chunk
+  return text
+}

@@ -271,6 +271,14 @@ describe('mapOffer, element by element', () => {
     assert.equal(refusal(await mapOne(`<category>квартира</category>${MOSCOW}${PRICE}`)).code, 'unknown_deal_type')
   })
 
+  it('reports every reason an offer is refused, and nothing else about it', async () => {
+    const mapped = await mapOne(
+      '<type>продажа</type><category>квартира</category><location><locality-name>Тверь</locality-name></location><lot-area><value>6</value></lot-area>',
+    )
+    assert.equal(mapped.submission, null)
+    assert.deepEqual(codes(mapped).sort(), ['missing_price', 'unknown_locality'])
+  })
+
   it('maps every category of the format, in both languages, and refuses the rest', async () => {
     const categories: [string, string][] = [
       ['квартира', 'Квартира'],

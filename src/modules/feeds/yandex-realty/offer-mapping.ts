@@ -9,7 +9,7 @@ import type { PropertySubmission } from '../../properties/properties.schemas.js'
 import { parseAttributes } from '../../properties/attributes.js'
 import type { FeedOffer, XmlElement } from './feed-reader.js'
 import { foldPlaceName, type FeedPlaces } from './feed-places.js'
-import type { OfferProblem, OfferProblemCodeName } from './offer-problems.js'
+import { isRefusal, type OfferProblem, type OfferProblemCodeName } from './offer-problems.js'
 
 export { feedPlaces, type FeedPlaces } from './feed-places.js'
 export { isRefusal, offerProblemCodes, type OfferProblem } from './offer-problems.js'
@@ -348,7 +348,8 @@ function elementWord(field: string, grammaticalCase: 'nominative' | 'preposition
 export function mapOffer(offer: FeedOffer, places: FeedPlaces): MappedOffer {
   const internalId = offer.internalId
   const mapping = new OfferMapping(internalId, offer.element)
-  const refused = (): MappedOffer => ({ internalId, submission: null, imageUrls: [], problems: mapping.problems })
+  // Every reason an offer is refused is reported at once; what would merely have been left out of it is not.
+  const refused = (): MappedOffer => ({ internalId, submission: null, imageUrls: [], problems: mapping.problems.filter((problem) => isRefusal(problem.code)) })
 
   if (internalId === '') {
     mapping.refuse(

@@ -11,7 +11,7 @@ import type { FeedOffer, XmlElement } from './feed-reader.js'
 import { foldPlaceName, type FeedPlaces } from './feed-places.js'
 import { isRefusal, type OfferProblem, type OfferProblemCodeName } from './offer-problems.js'
 
-export { feedPlaces, type FeedPlaces } from './feed-places.js'
+export { feedPlaces, type FeedCity, type FeedPlaces } from './feed-places.js'
 export { isRefusal, offerProblemCodes, type OfferProblem } from './offer-problems.js'
 
 export interface MappedOffer {

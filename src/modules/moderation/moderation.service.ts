@@ -157,7 +157,14 @@ export class ModerationService {
     await this.events.record(tx, {
       type: 'property.rejected',
       tenantId: listing.tenantId,
-      data: { property_id: listing.id, external_id: listing.externalId, status_id: statusId, status_name: this.names.statuses.get(statusId)!, reasons, revision: revision !== undefined },
+      data: {
+        property_id: listing.id,
+        external_id: listing.externalId,
+        status_id: statusId,
+        status_name: this.names.statuses.get(statusId)!,
+        reasons,
+        revision: revision !== undefined,
+      },
     })
   }
 }

@@ -75,7 +75,6 @@ function externalIdConflict(error: unknown, externalId: string | null | undefine
   if (!repository.isExternalIdTaken(error)) return error
   return ApiError.conflict(
     `Another listing of your agency already has external_id "${externalId}" (see GET /properties/by-external-id/${encodeURIComponent(externalId ?? '')}).`,
-    { external_id: externalId },
   )
 }
 

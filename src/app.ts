@@ -65,7 +65,9 @@ export async function buildApp({ config, database, services, logger }: AppOption
     requestTimeout: config.requestTimeoutMs,
     http: { connectionsCheckingInterval: 1000, headersTimeout: Math.min(config.requestTimeoutMs, HEADERS_TIMEOUT_MS) },
     trustProxy: config.trustProxy,
-    routerOptions: { ignoreTrailingSlash: true },
+    // A path parameter may be an agency's external id: 100 characters, each up to 4 bytes of
+    // UTF-8 percent-encoded (12 characters); the router's default of 100 would answer 404.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1200 },
     frameworkErrors,
     clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>()

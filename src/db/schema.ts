@@ -21,6 +21,7 @@ import {
   timestamp,
   uniqueIndex,
   unique,
+  varchar,
 } from 'drizzle-orm/pg-core'
 import type { EventSubject } from '../modules/catalogue/listing-facts.js'
 import type { ListingFilter } from '../modules/catalogue/listing-filter.js'
@@ -257,6 +258,12 @@ export const properties = pgTable(
     createdAt: createdAt(),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     publishedAt: timestamp('published_at', { withTimezone: true, mode: 'date' }),
+    /**
+     * The agency's own id of the listing (its CRM's), unique within the agency; null when it gave
+     * none. Bookkeeping, not listing content: never shown in the catalogue, never checked, never
+     * part of a revision, and changing it changes nothing the catalogue shows (migration 0023).
+     */
+    externalId: varchar('external_id', { length: 100 }),
   },
   (t) => [
     foreignKey({
@@ -307,6 +314,10 @@ export const properties = pgTable(
     // With a price or area filter they are counted on the *_price_idx indexes: an index-only
     // scan over the price range.
     index('properties_owner_id_idx').on(t.ownerId),
+    // PUT/GET/DELETE /properties/by-external-id/{external_id}; one listing per id within an agency.
+    uniqueIndex('properties_tenant_external_id_key')
+      .on(t.tenantId, t.externalId)
+      .where(sql`${t.externalId} is not null`),
   ],
 )
 

@@ -57,6 +57,7 @@ export type DeliveryLogPage = Static<typeof DeliveryLogPageSchema>
 export interface ListingUnderReview {
   id: number
   tenant_id: number
+  external_id: string | null
   status_id: number
   property_type_id: number
   deal_type_id: number

@@ -25,9 +25,24 @@ interface Operation {
 
 const UNAUTHORIZED = JSON.stringify({ detail: INVALID_API_KEY })
 
-/** An id no row has: the largest value the path parameter's schema admits, or a made-up code. */
+/**
+ * Operations whose path names the resource by the caller's own key, creating it when the caller
+ * has none: another tenant's PUT of the owner's key writes that tenant's own resource, exactly
+ * as for a key nobody has, and never touches the owner's.
+ */
+const UPSERTS_BY_OWN_KEY = new Set(['put /properties/by-external-id/{external_id}'])
+
+/** The external ids of holdings, unique (another tenant with the same one would find its own), with characters a path must encode. */
+let holdingsMade = 0
+const holdingExternalId = () => `CRM ${++holdingsMade}/Ж`
+
+let missingCodes = 0
+/**
+ * An id no row has: the largest value the path parameter's schema admits, or a made-up code, a
+ * new one each time (a PUT by the caller's own key creates what it names).
+ */
 function missingId(schema: JsonSchema): string {
-  return schema.type === 'integer' ? String(schema.maximum ?? 2_147_483_647) : 'missing-0000000000'
+  return schema.type === 'integer' ? String(schema.maximum ?? 2_147_483_647) : `missing-${String(++missingCodes).padStart(10, '0')}`
 }
 
 /** What a tenant owns, made fresh for each operation, so that one operation's DELETE cannot spoil the next. */
@@ -65,6 +80,9 @@ describe('tenant isolation on every operation with an id in its path', () => {
       'delete /properties/{id}',
       'delete /webhooks/{id}',
       'put /property-images/{image_id}',
+      'get /properties/by-external-id/{external_id}',
+      'put /properties/by-external-id/{external_id}',
+      'delete /properties/by-external-id/{external_id}',
     ]) {
       assert.ok(covered.includes(expected), `${expected} is among ${covered.join(', ')}`)
     }
@@ -79,9 +97,19 @@ describe('tenant isolation on every operation with an id in its path', () => {
 
       const asStranger = await send(t.app, document, operation, url, stranger.apiKey)
       const missing = await send(t.app, document, operation, urlFor(operation, holdings.ids, true), stranger.apiKey)
-      assert.equal(asStranger.statusCode, 404, `${where} as another tenant: ${asStranger.body}`)
-      assert.equal(asStranger.headers['content-type'], missing.headers['content-type'], `${where}: the same content type as a missing id`)
-      assert.equal(asStranger.body, missing.body, `${where}: the same body as a missing id`)
+      if (UPSERTS_BY_OWN_KEY.has(`${operation.method} ${operation.path}`)) {
+        for (const answer of [asStranger, missing]) {
+          assert.equal(answer.statusCode, 201, `${where} as another tenant creates its own: ${answer.body}`)
+          const { id } = answer.json<{ id: number }>()
+          assert.notEqual(String(id), holdings.ids['/properties'])
+          const own = await t.app.inject({ url: `/properties/${id}`, headers: { 'x-api-key': stranger.apiKey } })
+          assert.equal(own.statusCode, 200, `${where}: what it wrote is the other tenant's`)
+        }
+      } else {
+        assert.equal(asStranger.statusCode, 404, `${where} as another tenant: ${asStranger.body}`)
+        assert.equal(asStranger.headers['content-type'], missing.headers['content-type'], `${where}: the same content type as a missing id`)
+        assert.equal(asStranger.body, missing.body, `${where}: the same body as a missing id`)
+      }
 
       for (const [who, key] of [
         ['no key', undefined],
@@ -106,14 +134,20 @@ function isTenantOperationWithId({ path, operation }: Operation): boolean {
 }
 
 /**
- * A tenant with one of everything: a published listing with a photo and a revision waiting for
- * the check, a subscription, a spare key and a revoked one.
+ * A tenant with one of everything: a published listing with an external id, a photo and a
+ * revision waiting for the check, a subscription, a spare key and a revoked one.
  */
 async function holdingsOf(app: FastifyInstance): Promise<Holdings> {
   const owner = await createTenant(app)
+  const externalId = holdingExternalId()
   const property = await submitProperty(app, owner)
   await runInternalCheck(app)
-  const revised = await app.inject({ method: 'PATCH', url: `/properties/${property.id}`, headers: owner.headers, payload: { price: 7_500_000 } })
+  const revised = await app.inject({
+    method: 'PATCH',
+    url: `/properties/${property.id}`,
+    headers: owner.headers,
+    payload: { price: 7_500_000, external_id: externalId },
+  })
   assert.equal(revised.statusCode, 200, revised.body)
   const uploaded = await upload(app, owner, { file: await photo('jpeg'), fields: { property_id: String(property.id) } })
   assert.equal(uploaded.statusCode, 201, uploaded.body)
@@ -126,6 +160,7 @@ async function holdingsOf(app: FastifyInstance): Promise<Holdings> {
     owner,
     ids: {
       '/properties': String(property.id),
+      '/properties/by-external-id': encodeURIComponent(externalId),
       '/property-images': String(uploaded.json<{ id: number }>().id),
       '/webhooks': String(subscription.id),
       '/tenants/me/api-keys': String(spare.id),

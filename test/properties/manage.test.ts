@@ -54,6 +54,7 @@ describe('the tenant’s properties: list, read, change, delete, status', () => 
         'created_at',
         'deal_type',
         'district',
+        'external_id',
         'id',
         'price',
         'property_type',

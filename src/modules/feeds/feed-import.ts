@@ -112,7 +112,10 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
 
   // Pass 2: each offer mapped and applied, a few at once.
   const [cities, districts] = await Promise.all([deps.reference.cities(), deps.reference.districts()])
-  const places = feedPlaces(cities, districts)
+  const places = feedPlaces(
+    cities.map((city) => ({ id: city.id, name: city.name, country: city.country, ...(city.region === null ? {} : { region: city.region }) })),
+    districts,
+  )
   const counts: Counts = { offers: 0, created: 0, updated: 0, unchanged: 0, withdrawn: 0, rejected: 0, errors: 0 }
   const problems = new ProblemLog(deps.db, runId)
   const limit = pLimit(OFFER_CONCURRENCY)

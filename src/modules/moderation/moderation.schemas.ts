@@ -1,13 +1,14 @@
 import { Type } from 'typebox'
 import { Id, Int32, Nullable, Page, PageQuery, Timestamp } from '../../lib/schemas.js'
 import { revisionStatuses } from '../../db/schema.js'
-import { ModerationResultSchema, RevisionStatusName, StatusId } from '../properties/properties.schemas.js'
+import { ExternalId, ModerationResultSchema, RevisionStatusName, StatusId } from '../properties/properties.schemas.js'
 
 /** A listing as an operator reviews it: the submission's facts and the check's findings. */
 export const ListingUnderReview = Type.Object(
   {
     id: Id,
     tenant_id: Id,
+    external_id: Nullable(ExternalId),
     status_id: StatusId,
     property_type_id: Int32({ minimum: 1, maximum: 32767 }),
     deal_type_id: Int32({ minimum: 1, maximum: 32767 }),

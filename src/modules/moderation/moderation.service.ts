@@ -98,6 +98,7 @@ export class ModerationService {
       items: rows.map(({ listing: row, revision }) => ({
         id: row.id,
         tenant_id: row.tenantId,
+        external_id: row.externalId,
         status_id: row.statusId,
         property_type_id: row.propertyTypeId,
         deal_type_id: row.dealTypeId,
@@ -138,6 +139,7 @@ export class ModerationService {
       tenantId: listing.tenantId,
       data: {
         property_id: listing.id,
+        external_id: listing.externalId,
         status_id: ListingStatus.Published,
         status_name: this.names.statuses.get(ListingStatus.Published)!,
         published_at: toOffsetTimestamp(publishedAt),
@@ -155,7 +157,14 @@ export class ModerationService {
     await this.events.record(tx, {
       type: 'property.rejected',
       tenantId: listing.tenantId,
-      data: { property_id: listing.id, status_id: statusId, status_name: this.names.statuses.get(statusId)!, reasons, revision: revision !== undefined },
+      data: {
+        property_id: listing.id,
+        external_id: listing.externalId,
+        status_id: statusId,
+        status_name: this.names.statuses.get(statusId)!,
+        reasons,
+        revision: revision !== undefined,
+      },
     })
   }
 }

@@ -17,6 +17,7 @@ export interface OwnerView {
 export function toProperty(p: PropertyRow, owner: OwnerView | null, names: ReferenceNames, images: Property['images'], revision: RevisionRow | null): Property {
   return {
     id: p.id,
+    external_id: p.externalId,
     status_id: p.statusId,
     status_name: names.statuses.get(p.statusId)!,
     property_type: names.propertyTypes.get(p.propertyTypeId)!,

@@ -36,6 +36,44 @@ export async function findPropertyWithOwner(
   return row
 }
 
+/** The id of the tenant's listing with this external id, if any. */
+export async function findPropertyIdByExternalId(db: Database, tenantId: number, externalId: string): Promise<number | undefined> {
+  const [row] = await db
+    .select({ id: properties.id })
+    .from(properties)
+    .where(and(eq(properties.tenantId, tenantId), eq(properties.externalId, externalId)))
+  return row?.id
+}
+
+/** Locks the tenant's listing with this external id for a change. */
+export async function lockPropertyByExternalId(db: Database, tenantId: number, externalId: string): Promise<PropertyRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(properties)
+    .where(and(eq(properties.tenantId, tenantId), eq(properties.externalId, externalId)))
+    .for('update')
+  return row
+}
+
+/**
+ * Sets or clears a listing's external id. Bookkeeping, not a change of the listing: its
+ * `updated_at` stays, and nothing the catalogue shows moves (see migration 0023).
+ */
+export async function setExternalId(db: Database, tenantId: number, id: number, externalId: string | null): Promise<PropertyRow> {
+  const [row] = await db
+    .update(properties)
+    .set({ externalId })
+    .where(and(eq(properties.tenantId, tenantId), eq(properties.id, id)))
+    .returning()
+  return row!
+}
+
+/** Whether a database error is the unique index of external ids (another listing of the agency has it). */
+export function isExternalIdTaken(error: unknown): boolean {
+  const cause = ((error as { cause?: unknown }).cause ?? error) as { code?: unknown; constraint?: unknown }
+  return cause.code === '23505' && cause.constraint === 'properties_tenant_external_id_key'
+}
+
 /** Locks one property of one tenant for a change. */
 export async function lockProperty(db: Database, tenantId: number, id: number): Promise<PropertyRow | undefined> {
   const [row] = await db
@@ -100,6 +138,7 @@ export async function insertSubmittedProperty(
   db: Database,
   columns: SubmittedColumns,
   owner: OwnerSubmission | null,
+  externalId: string | null,
 ): Promise<{ property: PropertyRow; owner: OwnerView | null }> {
   const statement = prepared<(PropertyRow & { owner: OwnerView | null })[]>(db, owner ? 'submit:owner' : 'submit:no-owner', (name) => {
     // Bare placeholders, not the columns' encoders, which would send a null as the text "null".
@@ -107,7 +146,7 @@ export async function insertSubmittedProperty(
       keyof SubmittedColumns,
       SQL
     >
-    const newProperty = { ...placeholders, reviewRequestedAt: sql`now()` }
+    const newProperty = { ...placeholders, externalId: sql`${sql.placeholder('externalId')}`, reviewRequestedAt: sql`now()` }
     if (!owner) {
       return db
         .insert(properties)
@@ -141,6 +180,7 @@ export async function insertSubmittedProperty(
     ...noSubmittedColumns,
     ...columns,
     attributes: JSON.stringify(columns.attributes ?? {}),
+    externalId,
     ...(owner && { ownerName: owner.name, ownerPhone: owner.phone, ownerNotes: owner.notes ?? null, keepOwnerNotes: owner.notes === undefined }),
   })
   const { owner: savedOwner, ...property } = row!
@@ -233,6 +273,7 @@ export async function listTenantProperties(db: Database, tenantId: number, filte
     db
       .select({
         id: properties.id,
+        externalId: properties.externalId,
         statusId: properties.statusId,
         createdAt: properties.createdAt,
         createdAtKey: sql<string>`to_json(${properties.createdAt} at time zone 'UTC') #>> '{}'`,

@@ -2,7 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { header, locationHeader, rateLimited, rateLimitedErrorResponses, rateLimitHeaders } from '../../lib/schemas.js'
 import { apiKeySecurity } from '../../plugins/auth.js'
 import {
+  ExternalIdParams,
   IdempotencyHeaders,
+  NewPropertySubmission,
   Property,
   PropertyIdParams,
   PropertyListQuery,
@@ -25,9 +27,9 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'createProperty',
         summary: 'Submit a property to the MLS',
         description:
-          'Creates the property in status 1 (На проверке). The owner is created, or updated when the agency already has an owner with that phone. The internal check runs in the background within seconds; on approval the listing is published and `mls.new_listing` is sent. With `Idempotency-Key`, a retry with the same body within 24 h replays the first response (`Idempotent-Replayed: true`).',
+          'Creates the property in status 1 (На проверке). The owner is created, or updated when the agency already has an owner with that phone. The internal check runs in the background within seconds; on approval the listing is published and `mls.new_listing` is sent. An `external_id` another listing of the agency has is a 409. With `Idempotency-Key`, a retry with the same body within 24 h replays the first response (`Idempotent-Replayed: true`).',
         headers: IdempotencyHeaders,
-        body: PropertySubmission,
+        body: NewPropertySubmission,
         response: {
           201: rateLimited(Property, {
             ...locationHeader('The new property, `/properties/{id}`.'),
@@ -87,6 +89,7 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Change a property; the change goes through the internal check',
         description:
           '`owner` and `location` are replaced whole (null clears them), `attributes` are merged (null removes one). ' +
+          '`external_id` sets or (null) clears the agency’s own id of the listing, whatever its status, without the check; an id another listing of the agency has is a 409. ' +
           'A change of a published listing (status 2) becomes its `revision`: the listing stays published, and the catalogue shows the approved version until the check passes the revision, then the new one at once; a rejected revision leaves the listing as it was. ' +
           'A change of a listing in another status sends it back to status 1 for the check. A PATCH that changes nothing leaves the listing, and its status, as it is.',
         params: PropertyIdParams,
@@ -111,6 +114,66 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       await app.services.properties.remove(request.tenant.id, request.params.id)
+      return reply.code(204).send(null)
+    },
+  )
+
+  app.put(
+    '/properties/by-external-id/:external_id',
+    {
+      schema: {
+        ...tenantRoute,
+        operationId: 'putPropertyByExternalId',
+        summary: 'Create or replace the agency’s listing with this external id',
+        description:
+          'Creates the listing with this `external_id` (201, status 1, as `POST /properties`), or replaces the whole of it (200): fields not sent become null or empty, and `attributes` replace the listing’s (not merged). ' +
+          'The same validation and internal check as a PATCH: a change of a published listing becomes its `revision`, a change of another sends it back to status 1, a closed listing cannot be changed (409); a PUT that changes nothing leaves the listing, and its status, as it is. ' +
+          'Percent-encode the id in the path (`/` as `%2F`). Another agency’s listing with the same external id is another listing: never seen, never touched.',
+        params: ExternalIdParams,
+        body: PropertySubmission,
+        response: {
+          200: rateLimited(Property),
+          201: rateLimited(Property, locationHeader('The new property, `/properties/{id}`.')),
+          ...rateLimitedErrorResponses(400, 401, 409, 413, 415, 422, 429),
+        },
+      },
+    },
+    async (request, reply) => {
+      const result = await app.services.properties.putByExternalId(request.tenant, request.params.external_id, request.body)
+      if (!result.created) return reply.code(200).send(result.property)
+      return reply.code(201).header('location', `/properties/${result.property.id}`).send(result.property)
+    },
+  )
+
+  app.get(
+    '/properties/by-external-id/:external_id',
+    {
+      schema: {
+        ...tenantRoute,
+        operationId: 'getPropertyByExternalId',
+        summary: 'The agency’s listing with this external id',
+        description: 'The listing as `GET /properties/{id}` shows it; 404 when the agency has none with this id. Percent-encode the id in the path.',
+        params: ExternalIdParams,
+        response: { 200: rateLimited(Property), ...rateLimitedErrorResponses(401, 404, 422, 429) },
+      },
+    },
+    async (request) => app.services.properties.getByExternalId(request.tenant.id, request.params.external_id),
+  )
+
+  app.delete(
+    '/properties/by-external-id/:external_id',
+    {
+      schema: {
+        ...tenantRoute,
+        operationId: 'deletePropertyByExternalId',
+        summary: 'Delete the agency’s listing with this external id, with its photos',
+        description: 'As `DELETE /properties/{id}`; 404 when the agency has none with this id. Percent-encode the id in the path.',
+        params: ExternalIdParams,
+        response: { 204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders }, ...rateLimitedErrorResponses(401, 404, 422, 429) },
+      },
+    },
+    async (request, reply) => {
+      await app.services.properties.removeByExternalId(request.tenant.id, request.params.external_id)
       return reply.code(204).send(null)
     },
   )

@@ -87,6 +87,25 @@ const attributeValue = Type.Union([Type.String(), Type.Number(), Type.Boolean()]
 const attributesDescription =
   'Attribute name → value, by the catalogue of `GET /attributes`. Values are strings (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`); JSON numbers and booleans are accepted too.'
 
+/** Characters an external id may not have anywhere: control characters (C0, DEL, C1). */
+const externalIdCharacter = '[^\\x00-\\x1F\\x7F-\\x9F]'
+/** … nor at either end: whitespace, so that an id never differs from another by spaces a person cannot see. */
+const externalIdEnd = '[^\\s\\x00-\\x1F\\x7F-\\x9F]'
+export const EXTERNAL_ID_MAX_LENGTH = 100
+export const externalIdPattern = new RegExp(`^${externalIdEnd}(?:${externalIdCharacter}*${externalIdEnd})?$`, 'u')
+export const EXTERNAL_ID_RULE = `must be 1 to ${EXTERNAL_ID_MAX_LENGTH} characters, without control characters, and must not begin or end with a space`
+
+export const ExternalId = Type.String({
+  title: 'ExternalId',
+  minLength: 1,
+  maxLength: EXTERNAL_ID_MAX_LENGTH,
+  pattern: externalIdPattern.source,
+  description:
+    'The agency’s own id of the listing (its CRM’s), unique within the agency; compared exactly (case and spaces count). Never shown in the public catalogue.',
+  examples: ['CRM-10492'],
+  'x-message': EXTERNAL_ID_RULE,
+})
+
 const submissionFields = {
   property_type: PropertyTypeName,
   deal_type: DealTypeName,
@@ -119,9 +138,17 @@ const submissionExample = {
 export const PropertySubmission = Type.Object(submissionFields, { title: 'PropertySubmission', additionalProperties: false, examples: [submissionExample] })
 export type PropertySubmission = Static<typeof PropertySubmission>
 
+/** POST /properties: a submission, with the agency's own id if it has one. */
+export const NewPropertySubmission = Type.Object(
+  { ...submissionFields, external_id: Type.Optional(Nullable(ExternalId)) },
+  { title: 'NewPropertySubmission', additionalProperties: false, examples: [{ ...submissionExample, external_id: 'CRM-10492' }] },
+)
+export type NewPropertySubmission = Static<typeof NewPropertySubmission>
+
 export const PropertyPatch = Type.Partial(
   Type.Object({
     ...submissionFields,
+    external_id: Nullable(ExternalId),
     attributes: Type.Record(Type.String(), Nullable(attributeValue), {
       maxProperties: 100,
       description: `${attributesDescription} Merged into the current attributes; null removes one.`,
@@ -132,7 +159,7 @@ export const PropertyPatch = Type.Partial(
     additionalProperties: false,
     minProperties: 1,
     description:
-      'Only the fields sent change. `owner` and `location` are replaced whole (null removes them); `attributes` are merged, a null value removing that attribute.',
+      'Only the fields sent change. `owner` and `location` are replaced whole (null removes them); `attributes` are merged, a null value removing that attribute. `external_id` alone is bookkeeping: setting or clearing it sends nothing to the check.',
     examples: [{ price: 8200000, attributes: { condition: 'Евроремонт', furniture: null } }],
   },
 )
@@ -200,6 +227,7 @@ export const PropertyRevision = Type.Object(
 export const Property = Type.Object(
   {
     id: Id,
+    external_id: Nullable(ExternalId),
     status_id: StatusId,
     status_name: asStoredText(StatusName),
     property_type: asStoredText(PropertyTypeName),
@@ -229,6 +257,7 @@ export type Property = Static<typeof Property>
 export const PropertyListItem = Type.Object(
   {
     id: Id,
+    external_id: Nullable(ExternalId),
     property_type: asStoredText(PropertyTypeName),
     deal_type: asStoredText(DealTypeName),
     price: Nullable(Type.Number({ minimum: 0 })),
@@ -257,6 +286,7 @@ export type PropertyListQuery = Static<typeof PropertyListQuery>
 export const PropertyPage = CursorPage(PropertyListItem, 'PropertyPage')
 
 export const PropertyIdParams = Type.Object({ id: Id })
+export const ExternalIdParams = Type.Object({ external_id: ExternalId })
 
 export const statusIds = seedPropertyStatuses.map((status) => status.id)
 

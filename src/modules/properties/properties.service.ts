@@ -19,7 +19,17 @@ import { toProperty, type OwnerView } from './properties.mapper.js'
 import * as repository from './properties.repository.js'
 import type { RevisionRow } from './properties.repository.js'
 import { fieldsOf, sameFields, withRevision } from './revisions.js'
-import type { Property, PropertyListItem, PropertyListQuery, PropertyPatch, PropertySubmission } from './properties.schemas.js'
+import {
+  EXTERNAL_ID_MAX_LENGTH,
+  EXTERNAL_ID_RULE,
+  externalIdPattern,
+  type NewPropertySubmission,
+  type Property,
+  type PropertyListItem,
+  type PropertyListQuery,
+  type PropertyPatch,
+  type PropertySubmission,
+} from './properties.schemas.js'
 
 export type { PropertyRow } from '../../db/schema.js'
 
@@ -58,6 +68,36 @@ function toCoordinate(value: number | string): number {
 
 type ResolvedFields = Awaited<ReturnType<PropertiesService['resolve']>>
 
+export const EXTERNAL_ID_NOT_FOUND = 'Your agency has no listing with this external_id.'
+
+/** A 409 for an external id another listing of the agency has; other errors as they are. */
+function externalIdConflict(error: unknown, externalId: string | null | undefined): unknown {
+  if (!repository.isExternalIdTaken(error)) return error
+  return ApiError.conflict(
+    `Another listing of your agency already has external_id "${externalId}" (see GET /properties/by-external-id/${encodeURIComponent(externalId ?? '')}).`,
+  )
+}
+
+/**
+ * An external id that reaches the service without a route's schema (a feed's internal-id): the
+ * same rule, the same answer.
+ */
+function checkExternalId(externalId: string): void {
+  if ([...externalId].length <= EXTERNAL_ID_MAX_LENGTH && externalIdPattern.test(externalId)) return
+  throw ApiError.validation([{ loc: ['path', 'external_id'], msg: EXTERNAL_ID_RULE }])
+}
+
+/**
+ * A change of a listing's content: a PATCH's fields (undefined: unchanged), or a PUT's (all of
+ * them, null where not sent), the attributes it is to have from the ones it has, and its
+ * external id (undefined: unchanged).
+ */
+interface ListingChange {
+  content: Pick<PropertyPatch, 'property_type' | 'deal_type' | 'price' | 'owner' | 'location' | 'description'>
+  attributes: (current: AttributeValues) => Record<string, unknown>
+  externalId?: string | null | undefined
+}
+
 /**
  * Whether a resolved PATCH would store what is already stored: every column it sets, the
  * description, and the owner (its phone, name, and notes when sent).
@@ -93,10 +133,24 @@ export class PropertiesService {
    * Submits a property. With an Idempotency-Key the whole request, its stored response
    * included, is one transaction: a crash leaves nothing behind, a retry replays.
    */
-  async create(tenant: AuthenticatedTenant, body: PropertySubmission, idempotencyKey: string | undefined): Promise<CreateResult> {
+  async create(tenant: AuthenticatedTenant, body: NewPropertySubmission, idempotencyKey: string | undefined): Promise<CreateResult> {
+    try {
+      return await this.createOnce(tenant, body, idempotencyKey)
+    } catch (error) {
+      throw externalIdConflict(error, body.external_id)
+    }
+  }
+
+  private async createOnce(
+    tenant: AuthenticatedTenant,
+    { external_id, ...body }: NewPropertySubmission,
+    idempotencyKey: string | undefined,
+  ): Promise<CreateResult> {
+    const externalId = external_id ?? null
     // One statement (see insertSubmittedProperty): atomic without a transaction.
-    if (idempotencyKey === undefined) return { body: await this.insert(this.db, tenant, body), replayed: false }
-    const requestDigest = digestSecret(stringify(body) ?? '')
+    if (idempotencyKey === undefined) return { body: await this.insert(this.db, tenant, body, externalId), replayed: false }
+    // The digest of the request as sent: an external id is part of it.
+    const requestDigest = digestSecret(stringify(external_id === undefined ? body : { ...body, external_id }) ?? '')
     return this.db.transaction(async (tx) => {
       if (!(await repository.tryLockIdempotencyKey(tx, tenant.id, idempotencyKey))) {
         throw ApiError.conflict('A request with this Idempotency-Key is still being processed; retry it shortly.')
@@ -111,7 +165,7 @@ export class PropertiesService {
         }
         return { body: earlier.responseBody as Property, replayed: true }
       }
-      const created = await this.insert(tx, tenant, body)
+      const created = await this.insert(tx, tenant, body, externalId)
       await repository.saveIdempotencyKey(tx, {
         tenantId: tenant.id,
         key: idempotencyKey,
@@ -121,6 +175,57 @@ export class PropertiesService {
       })
       return { body: created, replayed: false }
     })
+  }
+
+  /**
+   * PUT /properties/by-external-id/{external_id}: creates the agency's listing with this id
+   * (`created`), or replaces the whole of it as a PATCH of every field would, fields not sent
+   * becoming null or empty (attributes replaced, not merged). `changed` is false when the
+   * replacement stores nothing new: the listing, its status and the check are left as they were.
+   */
+  async putByExternalId(
+    tenant: AuthenticatedTenant,
+    externalId: string,
+    body: PropertySubmission,
+  ): Promise<{ created: boolean; changed: boolean; property: Property }> {
+    checkExternalId(externalId)
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.db.transaction(async (tx) => {
+          const approved = await repository.lockPropertyByExternalId(tx, tenant.id, externalId)
+          if (!approved) return { created: true, changed: true, property: await this.insert(tx, tenant, body, externalId) }
+          const { property, changed } = await this.change(tx, tenant, approved, {
+            content: {
+              property_type: body.property_type,
+              deal_type: body.deal_type,
+              price: body.price ?? null,
+              description: body.description ?? null,
+              owner: body.owner ?? null,
+              location: body.location ?? null,
+            },
+            attributes: () => ({ ...body.attributes }),
+          })
+          return { created: false, changed, property }
+        })
+      } catch (error) {
+        // Another request created the listing with this id meanwhile (the unique index waited
+        // for it to commit): it is there now, and this one replaces it.
+        if (attempt < 3 && repository.isExternalIdTaken(error)) continue
+        throw error
+      }
+    }
+  }
+
+  /** The agency's listing with this external id, as GET /properties/{id} shows it. */
+  async getByExternalId(tenantId: number, externalId: string): Promise<Property> {
+    const id = await repository.findPropertyIdByExternalId(this.db, tenantId, externalId)
+    if (id === undefined) throw ApiError.notFound(EXTERNAL_ID_NOT_FOUND)
+    return this.get(tenantId, id)
+  }
+
+  /** Deletes the agency's listing with this external id, as DELETE /properties/{id} does. */
+  async removeByExternalId(tenantId: number, externalId: string): Promise<void> {
+    await this.removeLocked((tx) => repository.lockPropertyByExternalId(tx, tenantId, externalId), EXTERNAL_ID_NOT_FOUND)
   }
 
   async get(tenantId: number, id: number): Promise<Property> {
@@ -169,6 +274,7 @@ export class PropertiesService {
     return {
       items: rows.map((row) => ({
         id: row.id,
+        external_id: row.externalId,
         property_type: this.names.propertyTypes.get(row.propertyTypeId)!,
         deal_type: this.names.dealTypes.get(row.dealTypeId)!,
         price: row.price,
@@ -193,55 +299,80 @@ export class PropertiesService {
    * published meanwhile: the change is kept as its revision (see revisions.ts) and the catalogue
    * goes on showing the approved version until the check passes the revision.
    */
-  async update(tenant: AuthenticatedTenant, id: number, patch: PropertyPatch): Promise<Property> {
-    return this.db.transaction(async (tx) => {
-      const approved = await repository.lockProperty(tx, tenant.id, id)
-      if (!approved) throw ApiError.notFound(PROPERTY_NOT_FOUND)
-      if (!canBeEdited(approved.statusId)) throw ApiError.conflict('This listing’s deal is closed; it can no longer be changed.')
-      const revision = approved.statusId === ListingStatus.Published ? await repository.findRevision(tx, tenant.id, id) : undefined
-      // What the agency sees now, and edits.
-      const current = revision ? withRevision(approved, revision.fields) : approved
-
-      const attributes: Record<string, unknown> = { ...current.attributes }
-      for (const [name, value] of Object.entries(patch.attributes ?? {})) {
-        if (value === null) delete attributes[name]
-        else attributes[name] = value
-      }
-      const resolved = await this.resolve(tx, tenant, {
-        property_type: patch.property_type,
-        deal_type: patch.deal_type,
-        price: patch.price,
-        owner: patch.owner,
-        location: patch.location,
-        attributes,
+  async update(tenant: AuthenticatedTenant, id: number, { external_id, ...patch }: PropertyPatch): Promise<Property> {
+    try {
+      return await this.db.transaction(async (tx) => {
+        const approved = await repository.lockProperty(tx, tenant.id, id)
+        if (!approved) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+        const change = await this.change(tx, tenant, approved, {
+          content: patch,
+          attributes: (current) => {
+            const attributes: Record<string, unknown> = { ...current }
+            for (const [name, value] of Object.entries(patch.attributes ?? {})) {
+              if (value === null) delete attributes[name]
+              else attributes[name] = value
+            }
+            return attributes
+          },
+          externalId: external_id,
+        })
+        return change.property
       })
-      // A *change* sends the listing back through the check. A PATCH that changes nothing
-      // (a retry, a form saved as it was) leaves it as it is: published stays in the catalogue.
-      const currentOwner = await this.ownerOf(tx, current)
-      if (changesNothing(current, currentOwner, resolved, patch.description)) return this.view(current, currentOwner, tx, undefined, revision ?? null)
-      const owner = resolved.owner ? await repository.upsertOwner(tx, tenant.id, resolved.owner) : resolved.owner
-      const changes = {
-        ...resolved.columns,
-        ...(patch.description === undefined ? {} : { description: patch.description }),
-        ...(owner === undefined ? {} : { ownerId: owner?.id ?? null }),
-      }
-      // An owner not sent is the one the listing had, unchanged in this transaction.
-      const ownerView = owner === undefined ? currentOwner : owner
-      if (approved.statusId !== ListingStatus.Published) {
-        const updated = await repository.updateProperty(tx, tenant.id, id, { ...changes, statusId: STATUS_AFTER_EDIT, reviewRequestedAt: new Date() })
-        return this.view(updated, ownerView, tx, undefined, null)
-      }
-      const fields = fieldsOf({ ...current, ...changes })
-      if (sameFields(fields, fieldsOf(approved))) {
-        // Edited back to what the catalogue shows: nothing left to check.
-        await repository.deleteRevision(tx, id)
-        const updated = await repository.updateProperty(tx, tenant.id, id, { reviewRequestedAt: null })
-        return this.view(updated, ownerView, tx, undefined, null)
-      }
-      const saved = await repository.saveRevision(tx, tenant.id, id, fields)
-      const updated = await repository.updateProperty(tx, tenant.id, id, { reviewRequestedAt: new Date() })
-      return this.view(withRevision(updated, fields), ownerView, tx, undefined, saved)
-    })
+    } catch (error) {
+      throw externalIdConflict(error, external_id)
+    }
+  }
+
+  /**
+   * A change of a locked listing (`approved`, its row): a changed submission goes back through
+   * the internal check (a published listing's as its revision, see revisions.ts); one that
+   * changes nothing leaves the listing as it is, published in the catalogue. An external id is
+   * bookkeeping: set on the row whatever the status, never checked, never part of a revision.
+   */
+  private async change(
+    tx: Database,
+    tenant: AuthenticatedTenant,
+    approved: PropertyRow,
+    change: ListingChange,
+  ): Promise<{ property: Property; changed: boolean }> {
+    const id = approved.id
+    const revision = approved.statusId === ListingStatus.Published ? await repository.findRevision(tx, tenant.id, id) : undefined
+    // What the agency sees now, and edits.
+    let current = revision ? withRevision(approved, revision.fields) : approved
+    const resolved = await this.resolve(tx, tenant, { ...change.content, attributes: change.attributes(current.attributes) })
+    const currentOwner = await this.ownerOf(tx, current)
+    // A *change* sends the listing back through the check. One that changes nothing (a retry,
+    // a form saved as it was, a feed's unchanged offer) leaves it as it is.
+    const sameContent = changesNothing(current, currentOwner, resolved, change.content.description)
+    if (!sameContent && !canBeEdited(approved.statusId)) throw ApiError.conflict('This listing’s deal is closed; it can no longer be changed.')
+    const newExternalId = change.externalId !== undefined && change.externalId !== approved.externalId
+    if (newExternalId) {
+      await repository.setExternalId(tx, tenant.id, id, change.externalId ?? null)
+      current = { ...current, externalId: change.externalId ?? null }
+    }
+    if (sameContent) return { property: await this.view(current, currentOwner, tx, undefined, revision ?? null), changed: newExternalId }
+    const owner = resolved.owner ? await repository.upsertOwner(tx, tenant.id, resolved.owner) : resolved.owner
+    const changes = {
+      ...resolved.columns,
+      ...(change.content.description === undefined ? {} : { description: change.content.description }),
+      ...(owner === undefined ? {} : { ownerId: owner?.id ?? null }),
+    }
+    // An owner not sent is the one the listing had, unchanged in this transaction.
+    const ownerView = owner === undefined ? currentOwner : owner
+    if (approved.statusId !== ListingStatus.Published) {
+      const updated = await repository.updateProperty(tx, tenant.id, id, { ...changes, statusId: STATUS_AFTER_EDIT, reviewRequestedAt: new Date() })
+      return { property: await this.view(updated, ownerView, tx, undefined, null), changed: true }
+    }
+    const fields = fieldsOf({ ...current, ...changes })
+    if (sameFields(fields, fieldsOf(approved))) {
+      // Edited back to what the catalogue shows: nothing left to check.
+      await repository.deleteRevision(tx, id)
+      const updated = await repository.updateProperty(tx, tenant.id, id, { reviewRequestedAt: null })
+      return { property: await this.view(updated, ownerView, tx, undefined, null), changed: true }
+    }
+    const saved = await repository.saveRevision(tx, tenant.id, id, fields)
+    const updated = await repository.updateProperty(tx, tenant.id, id, { reviewRequestedAt: new Date() })
+    return { property: await this.view(withRevision(updated, fields), ownerView, tx, undefined, saved), changed: true }
   }
 
   /**
@@ -260,9 +391,15 @@ export class PropertiesService {
 
   /** Deletes the property and its photos: rows in one transaction, then the files. */
   async remove(tenantId: number, id: number): Promise<void> {
+    await this.removeLocked((tx) => repository.lockProperty(tx, tenantId, id), PROPERTY_NOT_FOUND)
+  }
+
+  /** Deletes the listing `lock` finds and locks (404 `notFound` when none), as remove() says. */
+  private async removeLocked(lock: (tx: Database) => Promise<PropertyRow | undefined>, notFound: string): Promise<void> {
     const fileKeys = await this.db.transaction(async (tx) => {
-      const current = await repository.lockProperty(tx, tenantId, id)
-      if (!current) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+      const current = await lock(tx)
+      if (!current) throw ApiError.notFound(notFound)
+      const { tenantId, id } = current
       if (current.statusId === ListingStatus.Published) await this.announce.removed(tx, current, 'deleted')
       const keys = await this.images.deleteRowsOfProperty(tx, tenantId, id)
       await repository.deleteProperty(tx, tenantId, id)
@@ -413,7 +550,7 @@ export class PropertiesService {
     return repository.deleteExpiredIdempotencyKeys(this.db, limit)
   }
 
-  private async insert(db: Database, tenant: AuthenticatedTenant, body: PropertySubmission): Promise<Property> {
+  private async insert(db: Database, tenant: AuthenticatedTenant, body: PropertySubmission, externalId: string | null): Promise<Property> {
     const resolved = await this.resolve(db, tenant, { ...body, attributes: body.attributes ?? {} })
     const created = await repository.insertSubmittedProperty(
       db,
@@ -425,6 +562,7 @@ export class PropertiesService {
         description: body.description ?? null,
       },
       resolved.owner ?? null,
+      externalId,
     )
     // A property just created has no photos: no query for them.
     return this.view(created.property, created.owner, db, [], null)

@@ -2,7 +2,7 @@ import { Type, type Static, type TSchema } from 'typebox'
 import { CatalogueDetail, CatalogueItem } from '../catalogue/catalogue.schemas.js'
 import { ListingFilter } from '../catalogue/listing-filter.js'
 import { FeedRunSummary } from '../feeds/feeds.schemas.js'
-import { ModerationReasonSchema } from '../properties/properties.schemas.js'
+import { ExternalId, ModerationReasonSchema } from '../properties/properties.schemas.js'
 import { Id, Int32, Nullable, PageQuery, Page, StringEnum, Timestamp, Url, asStoredText } from '../../lib/schemas.js'
 
 import { EVENT_TYPES, LISTING_REMOVED_REASONS, SUBSCRIBABLE_EVENTS } from '../events/event-types.js'
@@ -178,6 +178,9 @@ export const ListingRemovedEvent = eventEnvelope(
   ),
 )
 
+/** The agency's own id of its listing, in the events only the agency receives. */
+const PropertyExternalId = Nullable(ExternalId)
+
 export const PropertyPublishedEvent = eventEnvelope(
   'property.published',
   'PropertyPublishedEvent',
@@ -185,6 +188,7 @@ export const PropertyPublishedEvent = eventEnvelope(
   Type.Object(
     {
       property_id: Id,
+      external_id: PropertyExternalId,
       status_id: PropertyStatusId(2),
       status_name: Type.String({ maxLength: 100 }),
       published_at: Timestamp,
@@ -202,6 +206,7 @@ export const PropertyRejectedEvent = eventEnvelope(
   Type.Object(
     {
       property_id: Id,
+      external_id: PropertyExternalId,
       status_id: Type.Union([PropertyStatusId(3), PropertyStatusId(2)]),
       status_name: Type.String({ maxLength: 100 }),
       reasons: Type.Array(ModerationReasonSchema, { maxItems: 100 }),

@@ -1,0 +1,203 @@
+import assert from 'node:assert/strict'
+import { createReadStream, readFileSync } from 'node:fs'
+import { describe, it } from 'node:test'
+import {
+  FeedFormatError,
+  MAX_OFFER_CHARACTERS,
+  readYandexRealtyOffers,
+  type FeedOffer,
+  type XmlElement,
+} from '../../src/modules/feeds/yandex-realty/feed-reader.js'
+import { generateYandexFeed } from '../helpers/yandex-feed.js'
+
+const fixture = (name: string) => new URL(`./fixtures/${name}`, import.meta.url)
+
+async function readAll(source: AsyncIterable<Buffer | string>): Promise<FeedOffer[]> {
+  const offers: FeedOffer[] = []
+  for await (const offer of readYandexRealtyOffers(source)) offers.push(offer)
+  return offers
+}
+
+/** The bytes in slices of `size`, cutting characters of two bytes in half on the way. */
+async function* slices(bytes: Buffer, size: number): AsyncGenerator<Buffer> {
+  for (let start = 0; start < bytes.length; start += size) yield bytes.subarray(start, start + size)
+}
+
+async function* strings(...parts: string[]): AsyncGenerator<string> {
+  for (const part of parts) yield part
+}
+
+/** Reads to the end and returns the error it stopped with, with the offers yielded before it. */
+async function failure(source: AsyncIterable<Buffer | string>): Promise<{ error: FeedFormatError; offers: FeedOffer[] }> {
+  const offers: FeedOffer[] = []
+  try {
+    for await (const offer of readYandexRealtyOffers(source)) offers.push(offer)
+  } catch (error) {
+    assert.ok(error instanceof FeedFormatError, `expected a FeedFormatError, got ${String(error)}`)
+    return { error, offers }
+  }
+  assert.fail('the feed was read without an error')
+}
+
+const childText = (element: XmlElement, path: string): string | undefined => {
+  let current: XmlElement | undefined = element
+  for (const name of path.split('/')) current = current?.children.find((candidate) => candidate.name === name)
+  return current?.text
+}
+
+describe('readYandexRealtyOffers', () => {
+  it('yields every offer of a file in document order, with its internal-id and line', async () => {
+    const offers = await readAll(createReadStream(fixture('mixed.xml')))
+    assert.deepEqual(
+      offers.map((offer) => offer.internalId),
+      [
+        'flat-ru',
+        'flat-en',
+        'room-daily',
+        'flat-monthly',
+        'house-yo',
+        'townhouse',
+        'lot-per-sotka',
+        'office-per-m2',
+        'no-price',
+        'unknown-city',
+        'garage',
+        'usd',
+        '',
+        'odd-values',
+      ],
+    )
+    const text = readFileSync(fixture('mixed.xml'), 'utf8').split('\n')
+    for (const offer of offers) assert.match(text[offer.line - 1]!, /<offer[ >]/, `line ${offer.line} is the offer's tag`)
+  })
+
+  it('keeps CDATA and entities as text, attributes by name, and every child in order', async () => {
+    const [flat] = await readAll(createReadStream(fixture('mixed.xml')))
+    assert.equal(childText(flat!.element, 'description'), 'Светлая квартира с <b>евроремонтом</b> & видом на парк.\nРядом школа и детский сад.')
+    const images = flat!.element.children.filter((child) => child.name === 'image')
+    assert.deepEqual(
+      images.map((image) => image.text),
+      [
+        'https://photos.example/flat-ru/1.jpg',
+        'https://photos.example/flat-ru/2.jpg',
+        'http://photos.example/flat-ru/3.jpg?size=large&v=2',
+        'https://photos.example/flat-ru/2.jpg',
+      ],
+    )
+    assert.deepEqual(images[0]!.attributes, { tag: 'plan' })
+    assert.equal(childText(flat!.element, 'location/metro/name'), 'Тверская')
+    assert.equal(childText(flat!.element, 'price/value'), '8 500 000')
+  })
+
+  it('matches elements by local name, whatever prefix or namespace they carry', async () => {
+    const offers = await readAll(
+      strings(
+        '<yr:realty-feed xmlns:yr="http://webmaster.yandex.ru/schemas/feed/realty/2010-06">',
+        '<yr:offer yr:internal-id="p1"><yr:type>продажа</yr:type><crm:note xmlns:crm="urn:crm">x</crm:note><undeclared:thing>y</undeclared:thing></yr:offer>',
+        '</yr:realty-feed>',
+      ),
+    )
+    assert.equal(offers.length, 1)
+    assert.equal(offers[0]!.internalId, 'p1')
+    assert.deepEqual(
+      offers[0]!.element.children.map((child) => [child.name, child.text]),
+      [
+        ['type', 'продажа'],
+        ['note', 'x'],
+        ['thing', 'y'],
+      ],
+    )
+  })
+
+  it('reads the same offers however the bytes are cut into chunks, characters split included', async () => {
+    const bytes = readFileSync(fixture('mixed.xml'))
+    const whole = await readAll(strings(bytes.toString('utf8')))
+    for (const size of [1, 3, 7, 1000]) {
+      assert.deepEqual(await readAll(slices(bytes, size)), whole, `chunks of ${size} bytes`)
+    }
+  })
+
+  it('reads a feed written in windows-1251, as its declaration says', async () => {
+    const [offer] = await readAll(createReadStream(fixture('windows-1251.xml')))
+    assert.equal(offer!.internalId, 'cp1251')
+    assert.equal(childText(offer!.element, 'location/locality-name'), 'Нижний Новгород')
+    assert.equal(childText(offer!.element, 'description'), 'Тёплая квартира у Волги.')
+  })
+
+  it('yields an offer without internal-id with an empty id, and trims the id', async () => {
+    const offers = await readAll(strings('<realty-feed><offer><type>sale</type></offer><offer internal-id="  A-1  "/></realty-feed>'))
+    assert.deepEqual(
+      offers.map((offer) => offer.internalId),
+      ['', 'A-1'],
+    )
+  })
+
+  it('reads a feed with no offers as no offers', async () => {
+    assert.deepEqual(await readAll(strings('<?xml version="1.0"?>\n<realty-feed><generation-date>2026-11-26</generation-date></realty-feed>\n')), [])
+  })
+
+  it('stops a file that breaks mid-file with not_xml, naming the line', async () => {
+    const { error } = await failure(createReadStream(fixture('broken-mid-file.xml')))
+    assert.equal(error.code, 'not_xml')
+    assert.match(error.message, /not well-formed XML at line 14/)
+  })
+
+  it('stops a file cut off in the middle with truncated', async () => {
+    const { error } = await failure(createReadStream(fixture('cut-off.xml')))
+    assert.equal(error.code, 'truncated')
+    assert.match(error.message, /cut off/)
+  })
+
+  it('stops a document whose root is not realty-feed with wrong_root', async () => {
+    const { error, offers } = await failure(createReadStream(fixture('wrong-root.xml')))
+    assert.equal(error.code, 'wrong_root')
+    assert.match(error.message, /<yml_catalog>/)
+    assert.deepEqual(offers, [])
+    assert.equal((await failure(strings('<!DOCTYPE html><html><body>Not found</body></html>'))).error.code, 'wrong_root')
+  })
+
+  it('stops what is not XML at all with not_xml', async () => {
+    for (const text of ['', '   \n', '{"offers": []}', 'offer;price\n1;100', '<realty-feed><offer internal-id="1"></realty-feed>']) {
+      const { error } = await failure(strings(text))
+      assert.equal(error.code, 'not_xml', JSON.stringify(text))
+      assert.ok(error.message.length > 0)
+    }
+    assert.equal((await failure(strings('<realty-feed></realty-feed><realty-feed></realty-feed>'))).error.code, 'not_xml')
+  })
+
+  it('expands no entity a DTD declares: neither a file nor a multiplied text reaches an offer', async () => {
+    const declarations = ['<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">', '<!ENTITY b SYSTEM "file:///etc/passwd">']
+    for (const declaration of declarations) {
+      const feed = `<?xml version="1.0"?><!DOCTYPE realty-feed [${declaration}]><realty-feed><offer internal-id="1"><description>&b;</description></offer></realty-feed>`
+      const { error } = await failure(strings(feed))
+      assert.equal(error.code, 'not_xml')
+      assert.match(error.message, /undefined entity/)
+    }
+  })
+
+  it('refuses an offer over 1 MiB of text with offer_too_large, without holding more of it', async () => {
+    async function* hugeOffer(): AsyncGenerator<string> {
+      yield '<realty-feed><offer internal-id="big"><description>'
+      const block = 'я'.repeat(64 * 1024)
+      for (let written = 0; written <= MAX_OFFER_CHARACTERS; written += block.length) yield block
+      yield '</description></offer></realty-feed>'
+    }
+    const { error } = await failure(hugeOffer())
+    assert.equal(error.code, 'offer_too_large')
+    assert.match(error.message, /"big"/)
+  })
+
+  it('reads 100,000 generated offers with the heap growing well under 150 MiB', async () => {
+    const before = process.memoryUsage().heapUsed
+    let peak = before
+    let count = 0
+    for await (const offer of readYandexRealtyOffers(generateYandexFeed(100_000))) {
+      count += 1
+      assert.notEqual(offer.internalId, '')
+      if (count % 1000 === 0) peak = Math.max(peak, process.memoryUsage().heapUsed)
+    }
+    assert.equal(count, 100_000)
+    const growthMiB = (peak - before) / 1024 / 1024
+    assert.ok(growthMiB < 100, `heap grew by ${growthMiB.toFixed(1)} MiB`)
+  })
+})

@@ -9,6 +9,7 @@ import type { Property } from '../../src/modules/properties/properties.schemas.j
 import { createServices } from '../../src/services.js'
 import { Worker } from '../../src/worker/worker.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { engine } from '../helpers/database.js'
 import { createTenant, type Tenant } from '../helpers/factories.js'
 import { startFeedServer, type FeedServer } from '../helpers/feed-server.js'
 import { createFeed, feedXml, runFeedNow, runReport, type TestOffer } from '../helpers/feeds.js'
@@ -333,4 +334,40 @@ describe('feed runs', () => {
     assert.equal(report.status, 'succeeded')
     assert.deepEqual(report.counts, { offers: 31, created: 1, updated: 0, unchanged: 30, withdrawn: 0, rejected: 0, errors: 0 })
   })
+
+  it(
+    'wakes an idle worker at once for a run started by hand (PostgreSQL notices)',
+    { skip: engine === 'pglite' && 'PGlite has no notices from other sessions: workers poll' },
+    async () => {
+      const agency = await createTenant(t.app, { email: 'notice@feeds.example' })
+      server.serve('/notice.xml', { body: feedXml(offers(1, 'ntc')) })
+      const feed = await createFeed(t.app, agency, { url: server.url('/notice.xml') })
+      await t.db.execute(sql`update feeds set next_run_at = now() + interval '1 day' where id = ${feed.id}::int`)
+      await runWhileWorkRemains(new FeedRunJob({ pollIntervalMs: 20 }), context())
+      const services = createServices({ config: t.config, database: t.database.handle })
+      const worker = new Worker({ services, config: t.config, log: pino({ level: 'silent' }) }, feedJobs({ pollIntervalMs: 3_600_000 }), t.database.handle)
+      worker.start()
+      try {
+        // Once it listens, a run started now reaches it as a notice; its hourly poll would come far too late.
+        await waitFor(
+          async () =>
+            (
+              await queryRows<{ n: number }>(
+                t.db,
+                sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and query ilike ${'%listen%mls_feed_runs%'}`,
+              )
+            )[0]!.n > 0,
+          30_000,
+          'the worker to listen',
+        )
+        const started = await t.app.inject({ method: 'POST', url: `/feeds/${feed.id}/runs`, headers: agency.headers })
+        const run = started.json<FeedRunSummary>()
+        await waitFor(async () => (await runReport(t.app, agency, feed.id, run.id)).status !== 'running', 30_000, 'the run to end')
+        assert.equal((await runReport(t.app, agency, feed.id, run.id)).status, 'succeeded')
+      } finally {
+        await worker.stop()
+        await services.close()
+      }
+    },
+  )
 })

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { isDatabaseUnavailable } from '../../db/availability.js'
 import type { Job, JobContext } from '../../worker/job.js'
+import { FEED_RUNS_CHANNEL } from './feeds.service.js'
 
 export interface FeedJobsOptions {
   /** FEED_POLL_INTERVAL_MS: how often an idle worker looks for due feeds and for runs to take. */
@@ -27,10 +28,12 @@ function feedScheduleJob(options: FeedJobsOptions): Job {
 /**
  * Carries out one run at a time per worker: a run is long (a download, then thousands of
  * offers) and applies its offers a few at once already. A run started by `POST /feeds/{id}/runs`
- * is found at the next poll.
+ * or the schedule is announced on FEED_RUNS_CHANNEL (PostgreSQL), which wakes an idle worker at
+ * once; on PGlite, and for runs whose worker died, the poll finds them.
  */
 export class FeedRunJob implements Job {
   readonly name = 'feed-run'
+  readonly wakeOn = [FEED_RUNS_CHANNEL]
   readonly idleDelayMs: number
   /** This worker's name on the leases it holds. */
   private readonly owner = randomUUID()

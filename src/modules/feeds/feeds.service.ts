@@ -28,6 +28,7 @@ export const RUN_LEASE_MS = 60_000
 const SCHEDULE_BATCH = 100
 
 export type { RunRow } from './feeds.repository.js'
+export { FEED_RUNS_CHANNEL } from './feeds.repository.js'
 
 export interface FeedsOptions {
   allowPrivateNetwork: boolean

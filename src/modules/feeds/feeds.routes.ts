@@ -115,7 +115,7 @@ const feedsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'runFeed',
         summary: 'Run a feed now',
         description:
-          'Answers 202 with the run, `running`; a worker takes it at its next poll. A 409 while a run of the feed is under way (scheduled or not). Follow it with `GET /feeds/{id}/runs/{run_id}`, or the `feed.run_finished` webhook.',
+          'Answers 202 with the run, `running`; a worker takes it at once. A 409 while a run of the feed is under way (scheduled or not). Follow it with `GET /feeds/{id}/runs/{run_id}`, or the `feed.run_finished` webhook.',
         params: FeedIdParams,
         response: {
           202: rateLimited(FeedRunSummary, locationHeader('The run, `/feeds/{id}/runs/{run_id}`.')),

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import pLimit from 'p-limit'
 import stringify from 'safe-stable-stringify'
 import type { Database } from '../../db/client.js'
-import type { feedRunProblems } from '../../db/schema.js'
+import type { feedOffers, feedRunProblems } from '../../db/schema.js'
 import { ApiError } from '../../lib/errors.js'
 import type { ImagesService } from '../images/images.service.js'
 import { ListingStatus } from '../properties/listing-status.js'
@@ -21,8 +21,9 @@ import { feedPlaces, isRefusal, mapOffer, type OfferProblem } from './yandex-rea
  * the database busy, few enough to leave the catalogue's readers their connections.
  */
 const OFFER_CONCURRENCY = 8
-/** Problems written per statement. */
+/** Problems, and offers remembered, written per statement. */
 const PROBLEM_BATCH = 500
+const OFFER_BATCH = 200
 
 export interface FeedImportDependencies {
   db: Database
@@ -45,6 +46,7 @@ export interface FeedImportInput {
 
 type Counts = RunOutcome['counts']
 type NewProblem = typeof feedRunProblems.$inferInsert
+type RememberedOffer = typeof feedOffers.$inferInsert
 
 /** A listing's content as the feed gives it: equal digests mean the offer said nothing new. */
 function offerDigest(submission: unknown, imageUrls: readonly string[]): string {
@@ -85,6 +87,28 @@ class ProblemLog {
 }
 
 /**
+ * What the applied offers became, written many to a statement. A run that stops before a batch
+ * is written loses nothing: the next run finds those listings by their external ids and
+ * replaces them with what they already hold.
+ */
+class OfferMemory {
+  private pending: RememberedOffer[] = []
+
+  constructor(private readonly db: Database) {}
+
+  async add(row: RememberedOffer): Promise<void> {
+    this.pending.push(row)
+    if (this.pending.length >= OFFER_BATCH) await this.flush()
+  }
+
+  async flush(): Promise<void> {
+    const batch = this.pending
+    this.pending = []
+    await repository.saveFeedOffers(this.db, batch)
+  }
+}
+
+/**
  * Imports a downloaded feed file, as docs/feeds.md describes: a first pass reads the whole file
  * (a broken file fails the run before anything changes) and guards against mass withdrawal; the
  * second maps and applies each offer; then the offers that left the file are withdrawn.
@@ -118,6 +142,7 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
   )
   const counts: Counts = { offers: 0, created: 0, updated: 0, unchanged: 0, withdrawn: 0, rejected: 0, errors: 0 }
   const problems = new ProblemLog(deps.db, runId)
+  const memory = new OfferMemory(deps.db)
   const limit = pLimit(OFFER_CONCURRENCY)
   const seen = new Set<string>()
   const inFlight = new Set<Promise<void>>()
@@ -149,7 +174,9 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
     }
     seen.add(mapped.internalId)
     const submission = mapped.submission
-    const task = limit(() => applyOffer(deps, input, { internalId: mapped.internalId, submission, imageUrls: mapped.imageUrls }, known, counts, problems))
+    const task = limit(() =>
+      applyOffer(deps, input, { internalId: mapped.internalId, submission, imageUrls: mapped.imageUrls }, { known, memory, counts, problems }),
+    )
       .catch((error: unknown) => {
         failure ??= error instanceof Error ? error : new Error(`An offer could not be applied: ${JSON.stringify(error)}`)
       })
@@ -160,6 +187,7 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
   }
   await Promise.all(inFlight)
   if (failure !== undefined) throw failure
+  await memory.flush()
 
   // Offers that left the file: their listings are withdrawn.
   for (const offer of leaving) {
@@ -180,13 +208,19 @@ interface ApplicableOffer {
   imageUrls: string[]
 }
 
+/** What the offers of one run share while they are applied. */
+interface RunState {
+  known: Map<string, repository.FeedOfferRow>
+  memory: OfferMemory
+  counts: Counts
+  problems: ProblemLog
+}
+
 async function applyOffer(
   deps: FeedImportDependencies,
   input: FeedImportInput,
   offer: ApplicableOffer,
-  known: Map<string, repository.FeedOfferRow>,
-  counts: Counts,
-  problems: ProblemLog,
+  { known, memory, counts, problems }: RunState,
 ): Promise<void> {
   const { feed, runId, agency } = input
   const imageUrls = [...new Set(offer.imageUrls)]
@@ -218,7 +252,7 @@ async function applyOffer(
   let photosComplete = true
   if (deps.photos) photosComplete = await syncPhotos(deps, agency.id, property.id, offer.internalId, imageUrls, counts, problems)
   // A photo that failed is tried again next run: the offer is not remembered as done.
-  await repository.saveFeedOffer(deps.db, {
+  await memory.add({
     feedId: feed.id,
     internalId: offer.internalId,
     propertyId: property.id,

@@ -227,13 +227,20 @@ export async function feedOffersOf(db: Database, feedId: number): Promise<Map<st
   return new Map(rows.map((row) => [row.internalId, row]))
 }
 
-export async function saveFeedOffer(db: Database, row: typeof feedOffers.$inferInsert): Promise<void> {
+/** Remembers what offers became (their listing, digest and run), many rows per statement. */
+export async function saveFeedOffers(db: Database, rows: (typeof feedOffers.$inferInsert)[]): Promise<void> {
+  if (rows.length === 0) return
   await db
     .insert(feedOffers)
-    .values(row)
+    .values(rows)
     .onConflictDoUpdate({
       target: [feedOffers.feedId, feedOffers.internalId],
-      set: { propertyId: row.propertyId, contentDigest: row.contentDigest, lastRunId: row.lastRunId, withdrawnByFeed: row.withdrawnByFeed ?? false },
+      set: {
+        propertyId: sql`excluded.property_id`,
+        contentDigest: sql`excluded.content_digest`,
+        lastRunId: sql`excluded.last_run_id`,
+        withdrawnByFeed: sql`excluded.withdrawn_by_feed`,
+      },
     })
 }
 

@@ -119,6 +119,8 @@ export interface RetentionConfig {
   eventDays: number
   /** Removals older than this many days leave the change feed; a cursor older than the oldest kept answers 410. */
   changeDays: number
+  /** Feed runs that finished this many days ago are deleted with their problems, but a feed's newest run. */
+  feedRunDays: number
   /**
    * A stored file no photo row names is removed once it is this old. Younger ones may belong
    * to an upload whose row is about to be written.
@@ -204,6 +206,7 @@ export function loadConfig(env: Env = process.env): Config {
     retention: {
       eventDays: read('EVENT_RETENTION_DAYS', 30, integerIn(1, 36_500)),
       changeDays: read('CHANGE_RETENTION_DAYS', 90, integerIn(1, 36_500)),
+      feedRunDays: read('FEED_RUN_RETENTION_DAYS', 30, integerIn(1, 36_500)),
       orphanFileMinAgeMs: read('ORPHAN_FILE_MIN_AGE', 3_600_000, durationIn(1000, 30 * 86_400_000)),
     },
     corsOrigins: read('CORS_ORIGINS', [], originList),

@@ -3,14 +3,14 @@ import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import pino from 'pino'
 import { queryRows } from '../../src/db/client.js'
-import { feedJobs, FeedRunJob } from '../../src/modules/feeds/feed-runs.job.js'
+import { feedJobs, FeedRunJob, feedRunRetentionJob } from '../../src/modules/feeds/feed-runs.job.js'
 import type { FeedRunSummary } from '../../src/modules/feeds/feeds.schemas.js'
 import type { Property } from '../../src/modules/properties/properties.schemas.js'
 import { createServices } from '../../src/services.js'
 import { Worker } from '../../src/worker/worker.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { engine } from '../helpers/database.js'
-import { createTenant, type Tenant } from '../helpers/factories.js'
+import { adminHeaders, createTenant, type Tenant } from '../helpers/factories.js'
 import { startFeedServer, type FeedServer } from '../helpers/feed-server.js'
 import { createFeed, feedXml, runFeedNow, runReport, type TestOffer } from '../helpers/feeds.js'
 import { jobContext, runWhileWorkRemains } from '../helpers/jobs.js'
@@ -292,6 +292,48 @@ describe('feed runs', () => {
     assert.equal(await scheduledRuns(), 1)
     const manual = await t.app.inject({ method: 'POST', url: `/feeds/${feed.id}/runs`, headers: agency.headers })
     assert.equal(manual.statusCode, 409)
+  })
+
+  it('starts no run for a suspended agency’s feed, and moves it a schedule ahead all the same', async () => {
+    const agency = await createTenant(t.app, { email: 'suspended@feeds.example' })
+    const feed = await createFeed(t.app, agency, { url: server.url('/scheduled.xml') })
+    const suspended = await t.app.inject({ method: 'POST', url: `/admin/tenants/${agency.tenantId}/suspend`, headers: adminHeaders })
+    assert.equal(suspended.statusCode, 200, suspended.body)
+    await t.app.services.feeds.scheduleDueRuns()
+    const [row] = await queryRows<{ runs: number; due_in_minutes: number }>(
+      t.db,
+      sql`select (select count(*)::int from feed_runs where feed_id = ${feed.id}::int) as runs,
+                 extract(epoch from next_run_at - now())::float8 / 60 as due_in_minutes
+          from feeds where id = ${feed.id}::int`,
+    )
+    assert.equal(row!.runs, 0)
+    assert.ok(row!.due_in_minutes > 59, `next run in ${row!.due_in_minutes} minutes`)
+  })
+
+  it('forgets runs past FEED_RUN_RETENTION_DAYS with their problems, keeping each feed’s newest', async () => {
+    const agency = await createTenant(t.app, { email: 'retention@feeds.example' })
+    server.serve('/retention.xml', { body: feedXml([{ id: 'ret-1', price: null }]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/retention.xml') })
+    const old = await runFeedNow(t.app, context(), agency, feed.id)
+    server.serve('/retention.xml', {
+      body: feedXml([
+        { id: 'ret-1', price: null },
+        { id: 'ret-2', price: null },
+      ]),
+    })
+    const newest = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(old.problems.total, 1)
+    // Both finished long ago: the older goes, the newest stays as the feed's last run.
+    await t.db.execute(sql`update feed_runs set finished_at = now() - interval '31 days' where feed_id = ${feed.id}::int`)
+    await runWhileWorkRemains(feedRunRetentionJob, context())
+    const runs = (await t.app.inject({ method: 'GET', url: `/feeds/${feed.id}/runs`, headers: agency.headers })).json<{ items: FeedRunSummary[] }>()
+    assert.deepEqual(
+      runs.items.map((run) => run.id),
+      [newest.id],
+    )
+    const [left] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from feed_run_problems where run_id = ${old.id}::int`)
+    assert.equal(left!.n, 0)
+    assert.equal((await runReport(t.app, agency, feed.id, newest.id)).problems.total, 2)
   })
 
   it('lets one worker at a time run a feed: two racing workers, and a run whose worker died is taken over', async () => {

@@ -144,48 +144,51 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
   const problems = new ProblemLog(deps.db, runId)
   const memory = new OfferMemory(deps.db)
   const limit = pLimit(OFFER_CONCURRENCY)
-  const seen = new Set<string>()
   const inFlight = new Set<Promise<void>>()
   let failure: Error | undefined
 
-  for await (const offer of readYandexRealtyOffers(input.read())) {
-    if (failure !== undefined) break
-    input.stillHeld()
-    counts.offers++
-    const mapped = mapOffer(offer, places)
-    const refusals = mapped.problems.filter((problem) => isRefusal(problem.code))
-    counts.errors += mapped.problems.length - refusals.length
-    await problems.add(mapped.problems)
-    if (mapped.submission === null || refusals.length > 0) {
-      counts.rejected++
-      continue
+  try {
+    for await (const offer of readYandexRealtyOffers(input.read())) {
+      if (failure !== undefined) break
+      input.stillHeld()
+      counts.offers++
+      const mapped = mapOffer(offer, places)
+      const refusals = mapped.problems.filter((problem) => isRefusal(problem.code))
+      counts.errors += mapped.problems.length - refusals.length
+      await problems.add(mapped.problems)
+      if (mapped.submission === null || refusals.length > 0) {
+        counts.rejected++
+        continue
+      }
+      // Pass 1's ids are let go as their offers are applied: an id already gone is a repeat.
+      if (!inFile.delete(mapped.internalId)) {
+        counts.rejected++
+        await problems.add([
+          {
+            internal_id: mapped.internalId,
+            code: 'duplicate_internal_id',
+            field: 'internal-id',
+            message: 'Объявление с таким internal-id уже встречалось в этом файле выше; взято первое, это пропущено.',
+          },
+        ])
+        continue
+      }
+      const submission = mapped.submission
+      const task = limit(() =>
+        applyOffer(deps, input, { internalId: mapped.internalId, submission, imageUrls: mapped.imageUrls }, { known, memory, counts, problems }),
+      )
+        .catch((error: unknown) => {
+          failure ??= error instanceof Error ? error : new Error(`An offer could not be applied: ${JSON.stringify(error)}`)
+        })
+        .finally(() => inFlight.delete(task))
+      inFlight.add(task)
+      // The reader waits while the applying is behind, so the file is never read ahead unbounded.
+      if (inFlight.size >= OFFER_CONCURRENCY * 2) await Promise.race(inFlight)
     }
-    if (seen.has(mapped.internalId)) {
-      counts.rejected++
-      await problems.add([
-        {
-          internal_id: mapped.internalId,
-          code: 'duplicate_internal_id',
-          field: 'internal-id',
-          message: 'Объявление с таким internal-id уже встречалось в этом файле выше; взято первое, это пропущено.',
-        },
-      ])
-      continue
-    }
-    seen.add(mapped.internalId)
-    const submission = mapped.submission
-    const task = limit(() =>
-      applyOffer(deps, input, { internalId: mapped.internalId, submission, imageUrls: mapped.imageUrls }, { known, memory, counts, problems }),
-    )
-      .catch((error: unknown) => {
-        failure ??= error instanceof Error ? error : new Error(`An offer could not be applied: ${JSON.stringify(error)}`)
-      })
-      .finally(() => inFlight.delete(task))
-    inFlight.add(task)
-    // The reader waits while the applying is behind, so the file is never read ahead unbounded.
-    if (inFlight.size >= OFFER_CONCURRENCY * 2) await Promise.race(inFlight)
+  } finally {
+    // The offers under way end before the run goes on or stops: none is left writing behind it.
+    await Promise.all(inFlight)
   }
-  await Promise.all(inFlight)
   if (failure !== undefined) throw failure
   await memory.flush()
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { isDatabaseUnavailable } from '../../db/availability.js'
 import type { Job, JobContext } from '../../worker/job.js'
+import { RETENTION_BATCH } from '../events/event-retention.job.js'
 import { FEED_RUNS_CHANNEL } from './feeds.service.js'
 
 export interface FeedJobsOptions {
@@ -14,7 +15,14 @@ export interface FeedJobsOptions {
  * worker is scheduling, and a run is held by one worker's lease at a time (feeds.repository.ts).
  */
 export function feedJobs(options: FeedJobsOptions): Job[] {
-  return [feedScheduleJob(options), new FeedRunJob(options)]
+  return [feedScheduleJob(options), new FeedRunJob(options), feedRunRetentionJob]
+}
+
+/** Forgets runs older than FEED_RUN_RETENTION_DAYS, with their problems, a batch per run; each feed's newest stays. */
+export const feedRunRetentionJob: Job = {
+  name: 'feed-run-retention',
+  idleDelayMs: 10 * 60_000,
+  runOnce: ({ services, config }) => services.feeds.forgetOldRuns(config.retention.feedRunDays, RETENTION_BATCH),
 }
 
 function feedScheduleJob(options: FeedJobsOptions): Job {

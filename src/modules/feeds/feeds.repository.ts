@@ -250,3 +250,20 @@ export async function markWithdrawnByFeed(db: Database, feedId: number, internal
     .set({ withdrawnByFeed: true, lastRunId: runId })
     .where(and(eq(feedOffers.feedId, feedId), eq(feedOffers.internalId, internalId)))
 }
+
+/**
+ * Deletes up to `limit` runs that finished more than `days` ago, with their problems (cascade),
+ * keeping each feed's newest run (its `last_run`); how many. Other workers' batches are skipped.
+ */
+export async function deleteOldRuns(db: Database, days: number, limit: number): Promise<number> {
+  const rows = await queryRows<{ id: number }>(
+    db,
+    sql`delete from feed_runs where id in (
+          select r.id from feed_runs r
+          where r.status <> 'running' and r.finished_at < now() - make_interval(days => ${days}::int)
+            and r.id <> (select max(newest.id) from feed_runs newest where newest.feed_id = r.feed_id)
+          order by r.id limit ${limit}::int for update skip locked
+        ) returning id`,
+  )
+  return rows.length
+}

@@ -185,6 +185,11 @@ export class FeedsService {
     return repository.scheduleDueRuns(this.db, SCHEDULE_BATCH)
   }
 
+  /** Retention: deletes up to `limit` runs finished more than `days` ago (with their problems), each feed's newest kept; how many. */
+  forgetOldRuns(days: number, limit: number): Promise<number> {
+    return repository.deleteOldRuns(this.db, days, limit)
+  }
+
   /** Takes a run whose lease is free or lapsed, for `owner`. */
   claimRun(owner: string): Promise<RunRow | undefined> {
     return repository.claimRun(this.db, owner, RUN_LEASE_MS)

@@ -5,7 +5,7 @@
  */
 import { normalisePhone } from '../../../lib/phone.js'
 import { attributesByName } from '../../reference/attribute-catalogue.js'
-import type { PropertySubmission } from '../../properties/properties.schemas.js'
+import { EXTERNAL_ID_MAX_LENGTH, externalIdPattern, type PropertySubmission } from '../../properties/properties.schemas.js'
 import { parseAttributes } from '../../properties/attributes.js'
 import type { FeedOffer, XmlElement } from './feed-reader.js'
 import { foldPlaceName, type FeedPlaces } from './feed-places.js'
@@ -27,7 +27,6 @@ type PropertyType = PropertySubmission['property_type']
 type DealType = PropertySubmission['deal_type']
 
 /** The same limits as the listing's columns and `external_id`. */
-const MAX_INTERNAL_ID = 100
 const MAX_DESCRIPTION = 10_000
 const MAX_ADDRESS = 500
 const MAX_APARTMENT = 50
@@ -359,9 +358,9 @@ export function mapOffer(offer: FeedOffer, places: FeedPlaces): MappedOffer {
     )
     return refused()
   }
-  // eslint-disable-next-line no-control-regex
-  if (internalId.length > MAX_INTERNAL_ID || /[\u0000-\u001f\u007f]/.test(internalId)) {
-    mapping.refuse('invalid_internal_id', 'internal-id', `internal-id длиннее ${MAX_INTERNAL_ID} символов или содержит управляющие символы.`)
+  // The rule of a listing's external_id, which the internal-id becomes.
+  if ([...internalId].length > EXTERNAL_ID_MAX_LENGTH || !externalIdPattern.test(internalId)) {
+    mapping.refuse('invalid_internal_id', 'internal-id', `internal-id длиннее ${EXTERNAL_ID_MAX_LENGTH} символов или содержит управляющие символы.`)
     return refused()
   }
 

@@ -24,8 +24,8 @@ export interface BenchOptions {
   roundDuration: number
 }
 
-/** What --scenarios accepts; (e) brings its catalogue reads (e1) and (e2) along; (f) needs PostgreSQL; (i) replays the change feed; (j) is pages by cursor. */
-export const SCENARIOS = ['a', 'a1', 'b', 'c', 'd', 'g', 'h', 'e', 'f', 'i', 'j'] as const
+/** What --scenarios accepts; (e) brings its catalogue reads (e1) and (e2) along; (f) and (feed) need PostgreSQL; (i) replays the change feed; (feed) imports an agency's feed; (j) is pages by cursor. */
+export const SCENARIOS = ['a', 'a1', 'b', 'c', 'd', 'g', 'h', 'e', 'f', 'i', 'feed', 'j'] as const
 export type ScenarioName = (typeof SCENARIOS)[number]
 
 export const BENCH_DIR = import.meta.dirname
@@ -43,6 +43,8 @@ const USAGE = `Usage: npm run bench -- [options]
   --scenarios LIST  comma-separated subset of ${SCENARIOS.join(',')} (default all); e.g. e for
                     the photo uploads alone. Targets of scenarios not run are left out.
                     (f), the webhook deliveries, needs PostgreSQL and is left out with --pglite.
+                    (feed): a 100,000-offer Yandex.Realty feed imported by a feed worker
+                    process (photos off); PostgreSQL only, like (f).
                     (g): the first catalogue page against the page 10,000 deep by cursor.
   --rounds N        interleaved rounds (ceiling, scenario, ceiling, scenario…) that the ratios
                     (b)/(a), (c)/(a1) and (g)/(a) are judged on, as their median (default 3; 0: none);
@@ -109,9 +111,11 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv = process.en
 
 function scenarioList(raw: string | undefined, engine: DatabaseKind): ScenarioName[] {
   // Webhook workers are processes of their own, and PGlite admits one process.
-  if (raw === undefined) return SCENARIOS.filter((name) => engine === 'postgres' || name !== 'f')
+  if (raw === undefined) return SCENARIOS.filter((name) => engine === 'postgres' || (name !== 'f' && name !== 'feed'))
   if (engine === 'pglite' && raw.split(',').some((name) => name.trim() === 'f'))
     fail('(f) runs webhook workers as separate processes: it needs PostgreSQL, not --pglite.')
+  if (engine === 'pglite' && raw.split(',').some((name) => name.trim() === 'feed'))
+    fail('(feed) runs a feed worker as a separate process: it needs PostgreSQL, not --pglite.')
   const given = raw.split(',').map((name) => name.trim())
   const unknown = given.filter((name) => !(SCENARIOS as readonly string[]).includes(name))
   if (unknown.length > 0 || given.length === 0) fail(`--scenarios expects names from ${SCENARIOS.join(',')}, got "${raw}"`)

@@ -5,11 +5,13 @@ import type { ScenarioId, ScenarioResult } from './load.js'
 import { cpuLine, machineLine, type MachineInfo } from './machine.js'
 import type { CursorFigures } from './cursor.js'
 import type { FeedReplayFigures } from './feed.js'
+import type { FeedImportFigures } from './feed-import.js'
 
 /** Figures of the scenarios that run after the load scenarios, each its own way. */
 export interface LateFigures {
   cursorPages?: CursorFigures | undefined
   feedReplay?: FeedReplayFigures | undefined
+  feedImport?: FeedImportFigures | undefined
 }
 import type { InterleavedRatio } from './rounds.js'
 import type { UploadFigures } from './uploads.js'
@@ -58,7 +60,7 @@ export function checkTargets(
   uploads?: UploadFigures,
   webhooks?: WebhookFigures,
   interleaved: readonly InterleavedRatio[] = [],
-  { cursorPages, feedReplay }: LateFigures = {},
+  { cursorPages, feedReplay, feedImport }: LateFigures = {},
 ): { ratios: Ratios; targets: TargetCheck[] } {
   const { a, a1, b, c, d, e, e1, e2, g } = results
   const ratios: Ratios = {}
@@ -182,6 +184,31 @@ export function checkTargets(
       shown: `${feedReplay.seconds} s, ${feedReplay.changes_per_second.toFixed(0)} changes/s`,
     })
   }
+  if (feedImport) {
+    targets.push({
+      name: `(feed) ${feedImport.offers} offers imported, photos off`,
+      value: feedImport.offers_per_second,
+      target: '>= 1,000 offers/s',
+      pass: feedImport.status !== 'failed' && feedImport.offers_per_second >= 1000,
+      shown: `${feedImport.offers_per_second} offers/s`,
+    })
+    if (feedImport.worker_rss_growth_mib !== null) {
+      targets.push({
+        name: '(feed) worker RSS growth during the import',
+        value: feedImport.worker_rss_growth_mib,
+        target: '< 150 MiB',
+        pass: feedImport.worker_rss_growth_mib < 150,
+        shown: `${feedImport.worker_rss_growth_mib} MiB`,
+      })
+    }
+    targets.push({
+      name: '(feed) catalogue p99 during / idle',
+      value: feedImport.catalogue_p99_ratio,
+      target: '<= 2 x',
+      pass: feedImport.catalogue_p99_ratio <= 2,
+      shown: `x${feedImport.catalogue_p99_ratio.toFixed(2)}`,
+    })
+  }
   if (cursorPages) {
     targets.push({
       name: `(j) page ${cursorPages.deep_page} by cursor / page 1, latency`,
@@ -272,6 +299,7 @@ export function printReport(
     )
   }
   if (late.feedReplay) printFeedReplay(late.feedReplay)
+  if (late.feedImport) printFeedImport(late.feedImport)
   if (late.cursorPages) printCursorPages(late.cursorPages)
   console.log()
   console.log('Targets:')
@@ -309,6 +337,17 @@ function printFeedReplay(figures: FeedReplayFigures): void {
   console.log(
     `(i) change feed from its start, ${figures.page_size} a page, one connection: ${figures.changes} changes (${figures.upserts} upserts, ${figures.removes} removes) ` +
       `in ${figures.pages} pages, ${(figures.bytes / 1024 / 1024).toFixed(1)} MiB, ${figures.seconds} s: ${figures.changes_per_second.toFixed(0)} changes/s; slowest page ${figures.slowest_page_ms} ms`,
+  )
+}
+
+function printFeedImport(figures: FeedImportFigures): void {
+  console.log()
+  console.log(
+    `(feed) a ${figures.offers}-offer Yandex.Realty feed, photos off: ${figures.status} in ${figures.seconds} s, ${figures.offers_per_second} offers/s ` +
+      `(${Object.entries(figures.counts)
+        .map(([name, count]) => `${name} ${count}`)
+        .join(', ')}); worker RSS ${figures.worker_rss_before_mib ?? '?'} MiB before, ${figures.worker_rss_peak_mib ?? '?'} MiB at most; ` +
+      `catalogue p99 ${figures.catalogue_idle.latency_p99_ms} ms idle, ${figures.catalogue_during.latency_p99_ms} ms during`,
   )
 }
 
@@ -374,6 +413,7 @@ export function writeReport(
     ...(uploads ? { uploads } : {}),
     ...(webhooks ? { webhooks } : {}),
     ...(late.feedReplay ? { feed_replay: late.feedReplay } : {}),
+    ...(late.feedImport ? { feed_import: late.feedImport } : {}),
     ...(late.cursorPages ? { cursor_pages: late.cursorPages } : {}),
     /** Each scenario's single run against its ceiling's single run. */
     ratios,

@@ -12,6 +12,7 @@ import { migrateDatabase } from '../src/db/migrate.js'
 import { startChild, stopAllChildren, type Child } from './children.js'
 import { runCursorPages, type CursorFigures } from './cursor.js'
 import { runFeedReplay } from './feed.js'
+import { runFeedImport } from './feed-import.js'
 import { fetchFixtures } from './fixtures.js'
 import { runScenario, type Scenario, type ScenarioId, type ScenarioResult } from './load.js'
 import { CpuMeter, describeMachine, machineLine } from './machine.js'
@@ -87,6 +88,8 @@ async function main(options: BenchOptions): Promise<void> {
 
   // (i) with the main service, before it stops for (j).
   const feedReplay = options.scenarios.includes('i') ? await runFeedReplay(service) : undefined
+  // (feed) after the others: its 100,000 listings would change what they read.
+  const feedImport = options.scenarios.includes('feed') ? await runFeedImport(service, serviceEnv, load) : undefined
 
   // (j) last, on a service of its own without the answer cache: this one goes first (PGlite admits one process).
   let cursorPages: CursorFigures | undefined
@@ -115,8 +118,12 @@ async function main(options: BenchOptions): Promise<void> {
       log_level: 'warn',
     },
   }
-  printReport(info, results, uploads, webhooks, interleaved, { cursorPages, feedReplay })
-  writeReport(options.out ?? defaultOutFile(options.engine, prepared.listings), info, results, uploads, webhooks, interleaved, { cursorPages, feedReplay })
+  printReport(info, results, uploads, webhooks, interleaved, { cursorPages, feedReplay, feedImport })
+  writeReport(options.out ?? defaultOutFile(options.engine, prepared.listings), info, results, uploads, webhooks, interleaved, {
+    cursorPages,
+    feedReplay,
+    feedImport,
+  })
 }
 
 /**

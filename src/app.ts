@@ -5,6 +5,7 @@ import type { Config } from './config.js'
 import type { DatabaseHandle } from './db/client.js'
 import catalogueChangesRoutes from './modules/catalogue/catalogue-changes.routes.js'
 import catalogueRoutes from './modules/catalogue/catalogue.routes.js'
+import feedsRoutes from './modules/feeds/feeds.routes.js'
 import moderationAdminRoutes from './modules/moderation/admin-properties.routes.js'
 import imagesRoutes from './modules/images/images.routes.js'
 import mediaRoutes from './modules/images/media.routes.js'
@@ -113,6 +114,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
     await tenantScope.register(propertiesRoutes)
     await tenantScope.register(imagesRoutes)
     await tenantScope.register(webhooksRoutes)
+    await tenantScope.register(feedsRoutes)
   })
 
   // Routes for operators: every one needs X-Admin-Key.

@@ -33,6 +33,7 @@ export interface Config {
   webhookPollIntervalMs: number
   /** Webhook attempts one worker process has in flight at once. */
   webhookDeliveryConcurrency: number
+  feeds: FeedConfig
   storageDriver: 'local' | 's3'
   /** Set when storageDriver is `s3` (all but the endpoint are then required). */
   s3: S3Config | undefined
@@ -51,6 +52,18 @@ export interface Config {
   /** Browser origins allowed to call the agency and operator routes (the public ones allow any). */
   corsOrigins: string[]
   metrics: MetricsConfig
+}
+
+/** Agencies' feeds (docs/feeds.md). */
+export interface FeedConfig {
+  /** FEED_MAX_BYTES: the most bytes of a feed file, counted as sent and again once decompressed. */
+  maxBytes: number
+  /** FEED_DOWNLOAD_TIMEOUT_MS: the time a feed's download may take, whole. */
+  downloadTimeoutMs: number
+  /** FEED_PHOTOS: whether runs download the offers' photos (off for benchmarks). */
+  photos: boolean
+  /** FEED_POLL_INTERVAL_MS: how often an idle worker looks for due feeds and runs to take over. */
+  pollIntervalMs: number
 }
 
 /** Where Prometheus reads `/metrics` (docs/operations.md#metrics). */
@@ -106,6 +119,8 @@ export interface RetentionConfig {
   eventDays: number
   /** Removals older than this many days leave the change feed; a cursor older than the oldest kept answers 410. */
   changeDays: number
+  /** Feed runs that finished this many days ago are deleted with their problems, but a feed's newest run. */
+  feedRunDays: number
   /**
    * A stored file no photo row names is removed once it is this old. Younger ones may belong
    * to an upload whose row is about to be written.
@@ -157,6 +172,12 @@ export function loadConfig(env: Env = process.env): Config {
     webhookTimeoutMs: read('WEBHOOK_TIMEOUT_MS', 10_000, integerIn(100, 120_000)),
     webhookPollIntervalMs: read('WEBHOOK_POLL_INTERVAL_MS', 200, integerIn(10, 3_600_000)),
     webhookDeliveryConcurrency: read('WEBHOOK_DELIVERY_CONCURRENCY', 64, integerIn(1, 10_000)),
+    feeds: {
+      maxBytes: read('FEED_MAX_BYTES', 200 * 1024 * 1024, integerIn(1024, 64 * 1024 * 1024 * 1024)),
+      downloadTimeoutMs: read('FEED_DOWNLOAD_TIMEOUT_MS', 600_000, integerIn(1000, 3_600_000)),
+      photos: read('FEED_PHOTOS', true, boolean),
+      pollIntervalMs: read('FEED_POLL_INTERVAL_MS', 5_000, integerIn(10, 3_600_000)),
+    },
     storageDriver: read('STORAGE_DRIVER', 'local' as const, oneOf(['local', 's3'] as const)),
     s3: undefined,
     images: {
@@ -185,6 +206,7 @@ export function loadConfig(env: Env = process.env): Config {
     retention: {
       eventDays: read('EVENT_RETENTION_DAYS', 30, integerIn(1, 36_500)),
       changeDays: read('CHANGE_RETENTION_DAYS', 90, integerIn(1, 36_500)),
+      feedRunDays: read('FEED_RUN_RETENTION_DAYS', 30, integerIn(1, 36_500)),
       orphanFileMinAgeMs: read('ORPHAN_FILE_MIN_AGE', 3_600_000, durationIn(1000, 30 * 86_400_000)),
     },
     corsOrigins: read('CORS_ORIGINS', [], originList),

@@ -6,6 +6,7 @@ import { CatalogueAnnouncements } from './modules/catalogue/catalogue-announceme
 import { CatalogueChangesService } from './modules/catalogue/catalogue-changes.service.js'
 import { CatalogueService } from './modules/catalogue/catalogue.service.js'
 import { EventsService } from './modules/events/events.service.js'
+import { FeedsService } from './modules/feeds/feeds.service.js'
 import { ImageProcessor } from './modules/images/image-processing.js'
 import { ImagesService } from './modules/images/images.service.js'
 import { createStorage, mediaBaseUrl, S3Storage } from './modules/images/storage.js'
@@ -32,6 +33,7 @@ export interface Services {
   /** The outbox; routes reach it through the modules that record events, jobs for its retention. */
   events: EventsService
   operations: OperationsService
+  feeds: FeedsService
   /** Lets go of what the services opened (connection pools to receivers and object storage); the database is the caller's. */
   close(): Promise<void>
 }
@@ -80,6 +82,12 @@ export function createServices({ config, database }: ServicesOptions): Services 
   })
   const moderation = new ModerationService(db, config.moderationMode, properties, catalogue, events, names, tenants)
 
+  // A feed's run changes listings and photos only through their services, as the agency's requests would.
+  const feeds = new FeedsService(db, outbound, events, tenants, properties, images, reference, {
+    allowPrivateNetwork: config.allowPrivateNetwork,
+    feeds: config.feeds,
+  })
+
   return {
     tenants,
     reference,
@@ -91,6 +99,7 @@ export function createServices({ config, database }: ServicesOptions): Services 
     webhooks,
     events,
     operations: new OperationsService(db),
+    feeds,
     async close() {
       await outbound.close()
       if (storage instanceof S3Storage) storage.destroy()

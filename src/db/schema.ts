@@ -743,3 +743,121 @@ export const webhookAttempts = pgTable(
     check('webhook_attempts_status_check', sql`${t.status} in ('succeeded', 'failed')`),
   ],
 )
+
+// ---------------------------------------------------------------------------------------
+// Feeds: an agency's CRM export (Yandex.Realty XML), pulled on a schedule; one row per run,
+// its problems offer by offer, and the feed's memory of the offers it brought in.
+
+export const feedFormats = ['yandex_realty'] as const
+export const feedRunStatuses = ['running', 'succeeded', 'partially_succeeded', 'failed', 'unchanged'] as const
+export const feedRunTriggers = ['manual', 'schedule'] as const
+
+export const feeds = pgTable(
+  'feeds',
+  {
+    id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+    tenantId: integer('tenant_id')
+      .notNull()
+      .references(() => tenants.id, { onDelete: 'cascade' }),
+    url: text('url').notNull(),
+    format: text('format').notNull(),
+    /** Minutes between scheduled runs (the API's `schedule`). */
+    scheduleMinutes: integer('schedule_minutes').notNull().default(60),
+    /** Whether a run may withdraw more than half of the feed's listings at once. */
+    allowMassWithdrawal: boolean('allow_mass_withdrawal').notNull().default(false),
+    /** The validators of the last imported file, sent back as If-None-Match / If-Modified-Since. */
+    etag: text('etag'),
+    lastModified: text('last_modified'),
+    /** sha256 (hex) of the last imported file: the same bytes again are a run `unchanged`. */
+    contentDigest: text('content_digest'),
+    nextRunAt: timestamp('next_run_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    createdAt: createdAt(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  },
+  (t) => [
+    index('feeds_tenant_idx').on(t.tenantId, t.id),
+    // The scheduler's queue: feeds due first.
+    index('feeds_next_run_idx').on(t.nextRunAt),
+    check('feeds_format_check', sql`${t.format} in ('yandex_realty')`),
+    check('feeds_schedule_check', sql`${t.scheduleMinutes} between 15 and 10080`),
+  ],
+)
+
+export const feedRuns = pgTable(
+  'feed_runs',
+  {
+    id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+    feedId: integer('feed_id')
+      .notNull()
+      .references(() => feeds.id, { onDelete: 'cascade' }),
+    tenantId: integer('tenant_id')
+      .notNull()
+      .references(() => tenants.id, { onDelete: 'cascade' }),
+    status: text('status').notNull().default('running'),
+    trigger: text('trigger').notNull(),
+    startedAt: timestamp('started_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    finishedAt: timestamp('finished_at', { withTimezone: true, mode: 'date' }),
+    /** Why the run failed or stopped, in words the agency can act on. */
+    detail: text('detail'),
+    failureCode: text('failure_code'),
+    offers: integer('offers').notNull().default(0),
+    created: integer('created').notNull().default(0),
+    updated: integer('updated').notNull().default(0),
+    unchanged: integer('unchanged').notNull().default(0),
+    withdrawn: integer('withdrawn').notNull().default(0),
+    rejected: integer('rejected').notNull().default(0),
+    errors: integer('errors').notNull().default(0),
+    /** The worker running it, until lease_expires_at; renewed while it works. A lapsed lease is taken over. */
+    leaseOwner: text('lease_owner'),
+    leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true, mode: 'date' }),
+  },
+  (t) => [
+    index('feed_runs_feed_idx').on(t.feedId, t.id.desc()),
+    // One run of a feed at a time, across every worker process.
+    uniqueIndex('feed_runs_one_running_key')
+      .on(t.feedId)
+      .where(sql`${t.status} = 'running'`),
+    // The workers' queue: running runs, by when their lease ends.
+    index('feed_runs_running_idx')
+      .on(t.leaseExpiresAt)
+      .where(sql`${t.status} = 'running'`),
+    check('feed_runs_status_check', sql`${t.status} in ('running', 'succeeded', 'partially_succeeded', 'failed', 'unchanged')`),
+    check('feed_runs_trigger_check', sql`${t.trigger} in ('manual', 'schedule')`),
+  ],
+)
+
+export const feedRunProblems = pgTable(
+  'feed_run_problems',
+  {
+    runId: integer('run_id')
+      .notNull()
+      .references(() => feedRuns.id, { onDelete: 'cascade' }),
+    /** Order of discovery within the run. */
+    seq: integer('seq').notNull(),
+    internalId: text('internal_id').notNull(),
+    code: text('code').notNull(),
+    field: text('field'),
+    message: text('message').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.seq] })],
+)
+
+/** The feed's memory of its offers: which listing each internal-id became, and what it last said. */
+export const feedOffers = pgTable(
+  'feed_offers',
+  {
+    feedId: integer('feed_id')
+      .notNull()
+      .references(() => feeds.id, { onDelete: 'cascade' }),
+    internalId: text('internal_id').notNull(),
+    propertyId: integer('property_id')
+      .notNull()
+      .references(() => properties.id, { onDelete: 'cascade' }),
+    /** sha256 of the offer as mapped (submission and photo URLs): equal means nothing to do. */
+    contentDigest: text('content_digest').notNull(),
+    lastRunId: integer('last_run_id').notNull(),
+    /** The feed withdrew the listing because the offer left the file; it is resubmitted when the offer returns. */
+    withdrawnByFeed: boolean('withdrawn_by_feed').notNull().default(false),
+  },
+  (t) => [primaryKey({ columns: [t.feedId, t.internalId] }), index('feed_offers_property_idx').on(t.propertyId)],
+)

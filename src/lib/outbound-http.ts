@@ -9,6 +9,9 @@
  */
 import { promises as dns, type LookupAddress, type LookupOptions } from 'node:dns'
 import { isIP, type LookupFunction } from 'node:net'
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { createGunzip } from 'node:zlib'
 import ipaddr from 'ipaddr.js'
 import { Agent, request, type Dispatcher } from 'undici'
 import { ApiError } from './errors.js'
@@ -47,6 +50,26 @@ export interface OutboundResponse {
   body: Buffer
   /** True when `onLargeBody: 'truncate'` cut the body. */
   truncated: boolean
+  /** The address that answered, after redirects. */
+  url: string
+}
+
+/** A download read as it arrives (OutboundClient.stream): for files too large to hold. */
+export interface OutboundStreamRequest {
+  url: string
+  headers?: Record<string, string>
+  /** For the whole exchange, the body's last byte included. */
+  timeoutMs: number
+  /** The most body bytes: counted as sent, and again once decompressed. More is an OutboundError `too_large`. */
+  maxBodyBytes: number
+  maxRedirects: number
+}
+
+export interface OutboundStream {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  /** The body, gzip already decoded; read it to the end or stop early (the connection is then closed). */
+  body: AsyncIterable<Buffer>
   /** The address that answered, after redirects. */
   url: string
 }
@@ -187,6 +210,42 @@ export class OutboundClient {
     }
   }
 
+  /**
+   * A GET whose body is read as it arrives, never held whole: the same guard, redirects
+   * re-checked, one time limit for the whole exchange. The server may send it gzipped
+   * (`accept-encoding: gzip` is asked for); it is decoded here, and the byte cap applies to
+   * what was sent and to what it decodes to, so a small bomb cannot grow past it.
+   */
+  async stream(options: OutboundStreamRequest): Promise<OutboundStream> {
+    const signal = AbortSignal.timeout(options.timeoutMs)
+    let url = this.parseTarget(options.url)
+    const headers = { ...options.headers, 'accept-encoding': 'gzip' }
+    for (let hop = 0; ; hop++) {
+      let response: Dispatcher.ResponseData
+      try {
+        response = await request(url, { method: 'GET', headers, signal, dispatcher: this.agent })
+      } catch (error) {
+        throw signal.aborted
+          ? new OutboundError('timeout', `No complete answer from ${bareHost(url)} within ${options.timeoutMs} ms.`)
+          : describeFailure(error, url, options.timeoutMs)
+      }
+      const location = response.headers.location
+      if (REDIRECTS.has(response.statusCode) && options.maxRedirects > 0 && typeof location === 'string') {
+        response.body.resume()
+        if (hop >= options.maxRedirects) throw new OutboundError('too_many_redirects', `More than ${options.maxRedirects} redirects.`)
+        url = this.parseTarget(new URL(location, url).toString())
+        continue
+      }
+      const declared = Number(response.headers['content-length'])
+      if (declared > options.maxBodyBytes) {
+        response.body.on('error', () => undefined).destroy()
+        throw new OutboundError('too_large', `The response is ${declared} bytes; at most ${options.maxBodyBytes} are accepted.`)
+      }
+      const gzipped = /\bgzip\b/i.test(String(response.headers['content-encoding'] ?? ''))
+      return { status: response.statusCode, headers: response.headers, body: cappedBody(response, gzipped, options, url, signal), url: url.toString() }
+    }
+  }
+
   async close(): Promise<void> {
     await this.agent.close()
   }
@@ -239,6 +298,43 @@ async function readCapped(response: Dispatcher.ResponseData, options: OutboundRe
     throw new OutboundError('too_large', `The response is larger than ${options.maxBodyBytes} bytes.`)
   }
   return { bytes: Buffer.concat(chunks), truncated: overflow }
+}
+
+/** The body as sent, then decoded, each side counted against the cap; failures as OutboundErrors. */
+async function* cappedBody(response: Dispatcher.ResponseData, gzipped: boolean, options: OutboundStreamRequest, url: URL, signal: AbortSignal) {
+  const tooLarge = () => new OutboundError('too_large', `The response is larger than ${options.maxBodyBytes} bytes.`)
+  const raw = response.body as AsyncIterable<Buffer> & { destroy(): void }
+  let sent = 0
+  async function* counted(): AsyncGenerator<Buffer> {
+    for await (const chunk of raw) {
+      sent += chunk.length
+      if (sent > options.maxBodyBytes) throw tooLarge()
+      yield chunk
+    }
+  }
+  const source: AsyncIterable<Buffer> = gzipped ? gunzipped(counted()) : counted()
+  let decoded = 0
+  try {
+    for await (const chunk of source) {
+      decoded += chunk.length
+      if (decoded > options.maxBodyBytes) throw tooLarge()
+      yield chunk
+    }
+  } catch (error) {
+    if (error instanceof OutboundError) throw error
+    if (signal.aborted) throw new OutboundError('timeout', `No complete answer from ${bareHost(url)} within ${options.timeoutMs} ms.`)
+    if ((error as NodeJS.ErrnoException).code?.startsWith('Z_')) throw new OutboundError('connection', `The gzip stream from ${bareHost(url)} is corrupt.`)
+    throw describeFailure(error, url, options.timeoutMs)
+  } finally {
+    raw.destroy()
+  }
+}
+
+/** Decodes gzip as it comes; an error of the source (the cap, the connection) ends the decoded side with that error. */
+function gunzipped(source: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
+  const gunzip = createGunzip()
+  pipeline(Readable.from(source), gunzip).catch(() => undefined)
+  return gunzip
 }
 
 function describeFailure(error: unknown, url: URL, timeoutMs: number): OutboundError {

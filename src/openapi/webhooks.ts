@@ -43,6 +43,7 @@ const summaries: Record<keyof typeof webhookEvents, { operationId: string; summa
   'mls.listing_removed': { operationId: 'receiveListingRemoved', summary: 'A listing left the MLS, or stopped matching your filter' },
   'property.published': { operationId: 'receivePropertyPublished', summary: 'One of your listings was published' },
   'property.rejected': { operationId: 'receivePropertyRejected', summary: 'One of your listings was rejected' },
+  'feed.run_finished': { operationId: 'receiveFeedRunFinished', summary: 'A run of one of your feeds ended' },
   'webhook.test': { operationId: 'receiveTestEvent', summary: 'A test event sent on request' },
 }
 

@@ -63,6 +63,7 @@ export default fp(
         { name: 'API keys', description: 'An agency’s own API keys: list, create (rotation without downtime), revoke.' },
         { name: 'Properties', description: 'An agency’s own listings: submit, change, withdraw.' },
         { name: 'Images', description: 'Photos of an agency’s properties: upload, add by URL, order, delete.' },
+        { name: 'Feeds', description: 'An agency’s CRM export (Yandex.Realty XML), imported on a schedule, with a report per run.' },
         { name: 'Webhooks', description: 'Event subscriptions, signed deliveries (Standard Webhooks), test events, delivery logs.' },
         { name: 'Catalogue', description: 'The public MLS catalogue: published listings, no key needed, never owner data.' },
         { name: 'Reference', description: 'Public dictionaries: types, statuses, places, the attribute catalogue.' },

@@ -1,4 +1,5 @@
 import { changeRetentionJob } from '../modules/catalogue/change-retention.job.js'
+import { feedJobs } from '../modules/feeds/feed-runs.job.js'
 import { eventRetentionJob } from '../modules/events/event-retention.job.js'
 import { orphanFilesJob } from '../modules/images/orphan-files.job.js'
 import { moderationJob } from '../modules/moderation/moderation.job.js'
@@ -15,6 +16,7 @@ export function workerJobs(config: Config): Job[] {
     eventRetentionJob,
     changeRetentionJob,
     orphanFilesJob,
+    ...feedJobs({ pollIntervalMs: config.feeds.pollIntervalMs }),
     ...webhookJobs({ pollIntervalMs: config.webhookPollIntervalMs, concurrency: config.webhookDeliveryConcurrency }),
   ]
 }

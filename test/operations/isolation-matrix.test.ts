@@ -2,8 +2,10 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { INVALID_API_KEY } from '../../src/lib/errors.js'
+import type { FeedRunSummary } from '../../src/modules/feeds/feeds.schemas.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
+import { createFeed } from '../helpers/feeds.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import type { JsonSchema, OpenApiDocument, OpenApiOperation } from '../helpers/openapi.js'
 import { photo, upload } from '../helpers/photos.js'
@@ -79,6 +81,8 @@ describe('tenant isolation on every operation with an id in its path', () => {
       'patch /properties/{id}',
       'delete /properties/{id}',
       'delete /webhooks/{id}',
+      'patch /feeds/{id}',
+      'get /feeds/{id}/runs/{run_id}',
       'put /property-images/{image_id}',
       'get /properties/by-external-id/{external_id}',
       'put /properties/by-external-id/{external_id}',
@@ -135,7 +139,8 @@ function isTenantOperationWithId({ path, operation }: Operation): boolean {
 
 /**
  * A tenant with one of everything: a published listing with an external id, a photo and a
- * revision waiting for the check, a subscription, a spare key and a revoked one.
+ * revision waiting for the check, a subscription, a feed with a finished run, a spare key and a
+ * revoked one.
  */
 async function holdingsOf(app: FastifyInstance): Promise<Holdings> {
   const owner = await createTenant(app)
@@ -152,6 +157,8 @@ async function holdingsOf(app: FastifyInstance): Promise<Holdings> {
   const uploaded = await upload(app, owner, { file: await photo('jpeg'), fields: { property_id: String(property.id) } })
   assert.equal(uploaded.statusCode, 201, uploaded.body)
   const subscription = await subscribe(app, owner, { url: 'http://127.0.0.1:9/hooks', events: ['property.published'] })
+  const feed = await createFeed(app, owner, { url: 'http://127.0.0.1:9/feed.xml' })
+  const run = await finishedRunOf(app, owner, feed.id)
   const spare = await issueKey(app, owner)
   const revoked = await issueKey(app, owner)
   const revocation = await app.inject({ method: 'DELETE', url: `/tenants/me/api-keys/${revoked.id}`, headers: owner.headers })
@@ -163,6 +170,8 @@ async function holdingsOf(app: FastifyInstance): Promise<Holdings> {
       '/properties/by-external-id': encodeURIComponent(externalId),
       '/property-images': String(uploaded.json<{ id: number }>().id),
       '/webhooks': String(subscription.id),
+      '/feeds': String(feed.id),
+      '/feeds/{id}/runs': String(run.id),
       '/tenants/me/api-keys': String(spare.id),
     },
     revokedKey: revoked.key,
@@ -177,11 +186,28 @@ async function issueKey(app: FastifyInstance, owner: Tenant): Promise<{ id: numb
 
 /** The path with its one id filled in from the owner's holdings (or with an id nobody has). */
 function urlFor({ path, operation }: Operation, ids: Record<string, string>, missing = false): string {
-  const collection = path.slice(0, path.indexOf('/{'))
-  const id = ids[collection]
-  assert.ok(id, `the test makes no resource for ${collection}; add one to holdingsOf`)
-  const parameter = (operation.parameters ?? []).find((candidate) => candidate.in === 'path')!
-  return path.replace(`{${parameter.name}}`, missing ? missingId(parameter.schema) : id)
+  let url = path
+  // Each id is the owner's resource in the collection its path leads to (`/feeds`, then `/feeds/{id}/runs`).
+  for (const parameter of (operation.parameters ?? []).filter((candidate) => candidate.in === 'path')) {
+    const collection = path.slice(0, path.indexOf(`/{${parameter.name}}`))
+    const id = ids[collection]
+    assert.ok(id, `the test makes no resource for ${collection}; add one to holdingsOf`)
+    url = url.replace(`{${parameter.name}}`, missing ? missingId(parameter.schema) : id)
+  }
+  return url
+}
+
+/**
+ * A run of the feed, carried out to its end (its address answers nothing: it fails at once), so
+ * the owner may start another. Runs left running by earlier operations are carried out first.
+ */
+async function finishedRunOf(app: FastifyInstance, owner: Tenant, feedId: number): Promise<FeedRunSummary> {
+  const started = await app.inject({ method: 'POST', url: `/feeds/${feedId}/runs`, headers: owner.headers })
+  assert.equal(started.statusCode, 202, started.body)
+  for (let run = await app.services.feeds.claimRun('isolation-test'); run; run = await app.services.feeds.claimRun('isolation-test')) {
+    await app.services.feeds.execute(run, 'isolation-test')
+  }
+  return started.json<FeedRunSummary>()
 }
 
 /** The operation with its documented example body (or a minimal one built from the schema). */

@@ -186,6 +186,7 @@ describe('the OpenAPI documents', () => {
 
   it('describe every event a receiver gets, with the signature headers', () => {
     assert.deepEqual(Object.keys(document.webhooks).sort(), [
+      'feed.run_finished',
       'mls.listing_removed',
       'mls.listing_updated',
       'mls.new_listing',

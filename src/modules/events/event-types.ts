@@ -4,7 +4,14 @@ import { catalogueRemovalReasons } from '../../db/schema.js'
  * webhook subscription may choose, and what the OpenAPI document describes. See
  * docs/api.md#webhooks.
  */
-export const SUBSCRIBABLE_EVENTS = ['mls.new_listing', 'mls.listing_updated', 'mls.listing_removed', 'property.published', 'property.rejected'] as const
+export const SUBSCRIBABLE_EVENTS = [
+  'mls.new_listing',
+  'mls.listing_updated',
+  'mls.listing_removed',
+  'property.published',
+  'property.rejected',
+  'feed.run_finished',
+] as const
 export type SubscribableEvent = (typeof SUBSCRIBABLE_EVENTS)[number]
 
 /** Sent by POST /webhooks/{id}/test to that subscription only, whatever events it chose. */

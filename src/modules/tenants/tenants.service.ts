@@ -302,6 +302,16 @@ export class TenantsService {
     return this.statusOf(rejected)
   }
 
+  /**
+   * The agency as its own key would authenticate it, for work done on its behalf without a
+   * request (a feed's run); undefined while it is suspended.
+   */
+  async actingAgency(tenantId: number): Promise<AuthenticatedTenant | undefined> {
+    const tenant = await repository.findTenant(this.db, tenantId)
+    if (!tenant || tenant.suspendedAt !== null) return undefined
+    return { id: tenant.id, companyName: tenant.companyName, country: tenant.country as AuthenticatedTenant['country'] }
+  }
+
   async me(tenantId: number) {
     const tenant = await repository.findTenant(this.db, tenantId)
     if (!tenant) throw ApiError.notFound(TENANT_NOT_FOUND)

@@ -1,6 +1,7 @@
 import { Type, type Static, type TSchema } from 'typebox'
 import { CatalogueDetail, CatalogueItem } from '../catalogue/catalogue.schemas.js'
 import { ListingFilter } from '../catalogue/listing-filter.js'
+import { FeedRunSummary } from '../feeds/feeds.schemas.js'
 import { ExternalId, ModerationReasonSchema } from '../properties/properties.schemas.js'
 import { Id, Int32, Nullable, PageQuery, Page, StringEnum, Timestamp, Url, asStoredText } from '../../lib/schemas.js'
 
@@ -222,6 +223,13 @@ export const TestEvent = eventEnvelope(
   Type.Object({ subscription_id: Id, message: Type.String({ maxLength: 500 }) }, { title: 'TestEventData' }),
 )
 
+export const FeedRunFinishedEvent = eventEnvelope(
+  'feed.run_finished',
+  'FeedRunFinishedEvent',
+  'A run of one of the agency’s feeds ended, whatever its status; `data` is the run as `GET /feeds/{id}/runs` lists it (its problems: `GET /feeds/{id}/runs/{run_id}`).',
+  FeedRunSummary,
+)
+
 /** Every event a receiver may get, by type. */
 export const webhookEvents = {
   'mls.new_listing': NewListingEvent,
@@ -229,5 +237,6 @@ export const webhookEvents = {
   'mls.listing_removed': ListingRemovedEvent,
   'property.published': PropertyPublishedEvent,
   'property.rejected': PropertyRejectedEvent,
+  'feed.run_finished': FeedRunFinishedEvent,
   'webhook.test': TestEvent,
 } satisfies Record<(typeof EVENT_TYPES)[number], TSchema>

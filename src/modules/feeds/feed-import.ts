@@ -1,0 +1,330 @@
+import { createHash } from 'node:crypto'
+import pLimit from 'p-limit'
+import stringify from 'safe-stable-stringify'
+import type { Database } from '../../db/client.js'
+import type { feedOffers, feedRunProblems } from '../../db/schema.js'
+import { ApiError } from '../../lib/errors.js'
+import type { ImagesService } from '../images/images.service.js'
+import { ListingStatus } from '../properties/listing-status.js'
+import type { PropertiesService } from '../properties/properties.service.js'
+import type { Property } from '../properties/properties.schemas.js'
+import type { ReferenceService } from '../reference/reference.service.js'
+import type { AuthenticatedTenant } from '../tenants/authenticated-tenant.js'
+import { FeedRunFailure } from './feed-download.js'
+import * as repository from './feeds.repository.js'
+import type { FeedRow, RunOutcome } from './feeds.repository.js'
+import { FeedFormatError, readYandexRealtyOffers } from './yandex-realty/feed-reader.js'
+import { feedPlaces, isRefusal, mapOffer, type OfferProblem } from './yandex-realty/offer-mapping.js'
+
+/**
+ * Offers applied at once. Each is a few statements and, with photos, downloads: enough to keep
+ * the database busy, few enough to leave the catalogue's readers their connections.
+ */
+const OFFER_CONCURRENCY = 8
+/** Problems, and offers remembered, written per statement. */
+const PROBLEM_BATCH = 500
+const OFFER_BATCH = 200
+
+export interface FeedImportDependencies {
+  db: Database
+  properties: PropertiesService
+  images: ImagesService
+  reference: ReferenceService
+  /** FEED_PHOTOS: whether offers' photos are downloaded. */
+  photos: boolean
+}
+
+export interface FeedImportInput {
+  feed: FeedRow
+  runId: number
+  agency: AuthenticatedTenant
+  /** Reads the downloaded file from its start, once per pass. */
+  read(): AsyncIterable<Buffer>
+  /** Throws once the run's lease is lost, so a run another worker took over stops here. */
+  stillHeld(): void
+}
+
+type Counts = RunOutcome['counts']
+type NewProblem = typeof feedRunProblems.$inferInsert
+type RememberedOffer = typeof feedOffers.$inferInsert
+
+/** A listing's content as the feed gives it: equal digests mean the offer said nothing new. */
+function offerDigest(submission: unknown, imageUrls: readonly string[]): string {
+  return createHash('sha256')
+    .update(stringify({ submission, imageUrls }) ?? '')
+    .digest('hex')
+}
+
+/** The problems of a run, numbered in the order found, written in batches. */
+class ProblemLog {
+  private pending: NewProblem[] = []
+  private seq = 0
+
+  constructor(
+    private readonly db: Database,
+    private readonly runId: number,
+  ) {}
+
+  async add(problems: readonly OfferProblem[]): Promise<void> {
+    for (const problem of problems) {
+      this.pending.push({
+        runId: this.runId,
+        seq: ++this.seq,
+        internalId: problem.internal_id,
+        code: problem.code,
+        field: problem.field,
+        message: problem.message,
+      })
+    }
+    if (this.pending.length >= PROBLEM_BATCH) await this.flush()
+  }
+
+  async flush(): Promise<void> {
+    const batch = this.pending
+    this.pending = []
+    await repository.insertProblems(this.db, batch)
+  }
+}
+
+/**
+ * What the applied offers became, written many to a statement. A run that stops before a batch
+ * is written loses nothing: the next run finds those listings by their external ids and
+ * replaces them with what they already hold.
+ */
+class OfferMemory {
+  private pending: RememberedOffer[] = []
+
+  constructor(private readonly db: Database) {}
+
+  async add(row: RememberedOffer): Promise<void> {
+    this.pending.push(row)
+    if (this.pending.length >= OFFER_BATCH) await this.flush()
+  }
+
+  async flush(): Promise<void> {
+    const batch = this.pending
+    this.pending = []
+    await repository.saveFeedOffers(this.db, batch)
+  }
+}
+
+/**
+ * Imports a downloaded feed file, as docs/feeds.md describes: a first pass reads the whole file
+ * (a broken file fails the run before anything changes) and guards against mass withdrawal; the
+ * second maps and applies each offer; then the offers that left the file are withdrawn.
+ */
+export async function importFeed(deps: FeedImportDependencies, input: FeedImportInput): Promise<RunOutcome> {
+  const { feed, runId, agency } = input
+  const known = await repository.feedOffersOf(deps.db, feed.id)
+
+  // Pass 1: the file is read whole, only its ids kept.
+  const inFile = new Set<string>()
+  try {
+    for await (const offer of readYandexRealtyOffers(input.read())) inFile.add(offer.internalId)
+  } catch (error) {
+    if (error instanceof FeedFormatError) throw new FeedRunFailure(error.code, error.message)
+    throw error
+  }
+  const live = [...known.values()].filter((offer) => !offer.withdrawnByFeed)
+  const leaving = live.filter((offer) => !inFile.has(offer.internalId))
+  if (leaving.length * 2 > live.length && !feed.allowMassWithdrawal) {
+    throw new FeedRunFailure(
+      'mass_withdrawal_refused',
+      `This file would withdraw ${leaving.length} of the feed’s ${live.length} listings, more than half of them, so nothing was changed. If that is intended, set "allow_mass_withdrawal": true on the feed (PATCH /feeds/${feed.id}) and run it again.`,
+    )
+  }
+
+  // Pass 2: each offer mapped and applied, a few at once.
+  const [cities, districts] = await Promise.all([deps.reference.cities(), deps.reference.districts()])
+  const places = feedPlaces(
+    cities.map((city) => ({ id: city.id, name: city.name, country: city.country, ...(city.region === null ? {} : { region: city.region }) })),
+    districts,
+  )
+  const counts: Counts = { offers: 0, created: 0, updated: 0, unchanged: 0, withdrawn: 0, rejected: 0, errors: 0 }
+  const problems = new ProblemLog(deps.db, runId)
+  const memory = new OfferMemory(deps.db)
+  const limit = pLimit(OFFER_CONCURRENCY)
+  const inFlight = new Set<Promise<void>>()
+  let failure: Error | undefined
+
+  try {
+    for await (const offer of readYandexRealtyOffers(input.read())) {
+      if (failure !== undefined) break
+      input.stillHeld()
+      counts.offers++
+      const mapped = mapOffer(offer, places)
+      const refusals = mapped.problems.filter((problem) => isRefusal(problem.code))
+      counts.errors += mapped.problems.length - refusals.length
+      await problems.add(mapped.problems)
+      if (mapped.submission === null || refusals.length > 0) {
+        counts.rejected++
+        continue
+      }
+      // Pass 1's ids are let go as their offers are applied: an id already gone is a repeat.
+      if (!inFile.delete(mapped.internalId)) {
+        counts.rejected++
+        await problems.add([
+          {
+            internal_id: mapped.internalId,
+            code: 'duplicate_internal_id',
+            field: 'internal-id',
+            message: 'Объявление с таким internal-id уже встречалось в этом файле выше; взято первое, это пропущено.',
+          },
+        ])
+        continue
+      }
+      const submission = mapped.submission
+      const task = limit(() =>
+        applyOffer(deps, input, { internalId: mapped.internalId, submission, imageUrls: mapped.imageUrls }, { known, memory, counts, problems }),
+      )
+        .catch((error: unknown) => {
+          failure ??= error instanceof Error ? error : new Error(`An offer could not be applied: ${JSON.stringify(error)}`)
+        })
+        .finally(() => inFlight.delete(task))
+      inFlight.add(task)
+      // The reader waits while the applying is behind, so the file is never read ahead unbounded.
+      if (inFlight.size >= OFFER_CONCURRENCY * 2) await Promise.race(inFlight)
+    }
+  } finally {
+    // The offers under way end before the run goes on or stops: none is left writing behind it.
+    await Promise.all(inFlight)
+  }
+  if (failure !== undefined) throw failure
+  await memory.flush()
+
+  // Offers that left the file: their listings are withdrawn.
+  for (const offer of leaving) {
+    input.stillHeld()
+    if (await withdraw(deps, agency, offer.propertyId)) {
+      await repository.markWithdrawnByFeed(deps.db, feed.id, offer.internalId, runId)
+      counts.withdrawn++
+    }
+  }
+  await problems.flush()
+  const partial = counts.rejected > 0 || counts.errors > 0
+  return { status: partial ? 'partially_succeeded' : 'succeeded', detail: null, failureCode: null, counts }
+}
+
+interface ApplicableOffer {
+  internalId: string
+  submission: NonNullable<ReturnType<typeof mapOffer>['submission']>
+  imageUrls: string[]
+}
+
+/** What the offers of one run share while they are applied. */
+interface RunState {
+  known: Map<string, repository.FeedOfferRow>
+  memory: OfferMemory
+  counts: Counts
+  problems: ProblemLog
+}
+
+async function applyOffer(
+  deps: FeedImportDependencies,
+  input: FeedImportInput,
+  offer: ApplicableOffer,
+  { known, memory, counts, problems }: RunState,
+): Promise<void> {
+  const { feed, runId, agency } = input
+  const imageUrls = [...new Set(offer.imageUrls)]
+  const digest = offerDigest(offer.submission, deps.photos ? imageUrls : [])
+  const before = known.get(offer.internalId)
+  if (before && before.contentDigest === digest && !before.withdrawnByFeed) {
+    counts.unchanged++
+    return
+  }
+  let result: Awaited<ReturnType<PropertiesService['putByExternalId']>>
+  try {
+    result = await deps.properties.putByExternalId(agency, offer.internalId, offer.submission)
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.statusCode >= 500) throw error
+    counts.rejected++
+    await problems.add(refusalOf(offer.internalId, error))
+    return
+  }
+  let property: Property = result.property
+  let resubmitted = false
+  if (before?.withdrawnByFeed && property.status_id === ListingStatus.Withdrawn) {
+    property = await deps.properties.changeStatus(agency.id, property.id, ListingStatus.PendingReview)
+    resubmitted = true
+  }
+  if (result.created) counts.created++
+  else if (result.changed || resubmitted) counts.updated++
+  else counts.unchanged++
+
+  let photosComplete = true
+  if (deps.photos) photosComplete = await syncPhotos(deps, agency.id, property.id, offer.internalId, imageUrls, counts, problems)
+  // A photo that failed is tried again next run: the offer is not remembered as done.
+  await memory.add({
+    feedId: feed.id,
+    internalId: offer.internalId,
+    propertyId: property.id,
+    contentDigest: photosComplete ? digest : `${digest}:photos-incomplete`,
+    lastRunId: runId,
+    withdrawnByFeed: false,
+  })
+}
+
+/** What the listings service refused, as the offer's problems: one per field error. */
+function refusalOf(internalId: string, error: ApiError): OfferProblem[] {
+  const fieldErrors = (error.extra.errors ?? []) as { loc: (string | number)[]; msg: string }[]
+  if (fieldErrors.length === 0)
+    return [{ internal_id: internalId, code: error.code === 'conflict' ? 'listing_conflict' : 'invalid_offer', field: null, message: error.message }]
+  return fieldErrors.map((fieldError) => ({
+    internal_id: internalId,
+    code: 'invalid_field',
+    field: fieldError.loc.filter((part) => part !== 'body').join('.') || null,
+    message: `Значение не принято: ${fieldError.msg}.`,
+  }))
+}
+
+/**
+ * Makes the listing's feed photos those of the offer, in its order: URLs not attached yet are
+ * downloaded, feed photos no longer listed are removed, the rest moved to their place. Photos
+ * the agency uploaded itself (no source URL) are left alone. False when a photo failed.
+ */
+async function syncPhotos(
+  deps: FeedImportDependencies,
+  tenantId: number,
+  propertyId: number,
+  internalId: string,
+  urls: readonly string[],
+  counts: Counts,
+  problems: ProblemLog,
+): Promise<boolean> {
+  const attached = await deps.images.list(tenantId, propertyId)
+  const bySource = new Map(attached.filter((photo) => photo.source_url !== undefined).map((photo) => [photo.source_url!, photo]))
+  const wanted = new Set(urls)
+  for (const photo of bySource.values()) {
+    if (!wanted.has(photo.source_url!)) await deps.images.remove(tenantId, photo.id)
+  }
+  let complete = true
+  for (const [sortOrder, url] of urls.entries()) {
+    const photo = bySource.get(url)
+    if (photo) {
+      if (photo.sort_order !== sortOrder) await deps.images.updateSortOrder(tenantId, photo.id, sortOrder)
+      continue
+    }
+    try {
+      await deps.images.addFromUrl(tenantId, { propertyId, sortOrder, url })
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.statusCode >= 500) throw error
+      complete = false
+      counts.errors++
+      await problems.add([{ internal_id: internalId, code: 'image_download_failed', field: 'image', message: `Фото ${url} не загружено: ${error.message}` }])
+    }
+  }
+  return complete
+}
+
+/** Withdraws a listing whose offer left the file, when its status allows it (a published one); whether it did. */
+async function withdraw(deps: FeedImportDependencies, agency: AuthenticatedTenant, propertyId: number): Promise<boolean> {
+  try {
+    await deps.properties.changeStatus(agency.id, propertyId, ListingStatus.Withdrawn)
+    return true
+  } catch (error) {
+    // Not published (waiting for the check, rejected, closed) or deleted meanwhile: nothing to withdraw now.
+    if (error instanceof ApiError && (error.code === 'conflict' || error.code === 'not_found')) return false
+    throw error
+  }
+}

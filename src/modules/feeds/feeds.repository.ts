@@ -1,0 +1,269 @@
+import { and, asc, count, desc, eq, inArray, sql } from 'drizzle-orm'
+import { queryRows, type Database } from '../../db/client.js'
+import { rowsWithTotal } from '../../db/paging.js'
+import { feedOffers, feedRunProblems, feedRuns, feeds, tenants } from '../../db/schema.js'
+
+/**
+ * The PostgreSQL channel announcing runs that wait for a worker (a run started by hand, or by
+ * the schedule), so one takes it at once instead of at its next poll. It carries nothing.
+ */
+export const FEED_RUNS_CHANNEL = 'mls_feed_runs'
+
+export type FeedRow = typeof feeds.$inferSelect
+export type NewFeed = typeof feeds.$inferInsert
+export type RunRow = typeof feedRuns.$inferSelect
+export type FeedOfferRow = typeof feedOffers.$inferSelect
+export type ProblemRow = typeof feedRunProblems.$inferSelect
+
+/** Counts the tenant's feeds holding the tenant's row until the transaction ends, so concurrent creations count one after the other. */
+export async function countFeedsLocked(tx: Database, tenantId: number): Promise<number> {
+  await tx.select({ id: tenants.id }).from(tenants).where(eq(tenants.id, tenantId)).for('update')
+  const [row] = await tx.select({ feeds: count() }).from(feeds).where(eq(feeds.tenantId, tenantId))
+  return row?.feeds ?? 0
+}
+
+export async function insertFeed(db: Database, values: NewFeed): Promise<FeedRow> {
+  const [row] = await db.insert(feeds).values(values).returning()
+  return row!
+}
+
+export async function findFeed(db: Database, tenantId: number, id: number): Promise<FeedRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(feeds)
+    .where(and(eq(feeds.tenantId, tenantId), eq(feeds.id, id)))
+  return row
+}
+
+/** A feed by id alone, for the worker that runs it. */
+export async function findFeedById(db: Database, id: number): Promise<FeedRow | undefined> {
+  const [row] = await db.select().from(feeds).where(eq(feeds.id, id))
+  return row
+}
+
+export function pageOfFeeds(db: Database, tenantId: number, page: { limit: number; offset: number }): Promise<{ rows: FeedRow[]; total: number }> {
+  const where = eq(feeds.tenantId, tenantId)
+  const rows = db.select().from(feeds).where(where).orderBy(asc(feeds.id)).limit(page.limit).offset(page.offset)
+  return rowsWithTotal(db, rows, feeds, where)
+}
+
+/** The newest run of each feed given. */
+export async function lastRuns(db: Database, feedIds: number[]): Promise<Map<number, RunRow>> {
+  if (feedIds.length === 0) return new Map()
+  const rows = await db.selectDistinctOn([feedRuns.feedId]).from(feedRuns).where(inArray(feedRuns.feedId, feedIds)).orderBy(feedRuns.feedId, desc(feedRuns.id))
+  return new Map(rows.map((row) => [row.feedId, row]))
+}
+
+export async function updateFeed(
+  db: Database,
+  tenantId: number,
+  id: number,
+  values: Partial<Pick<NewFeed, 'url' | 'format' | 'scheduleMinutes' | 'allowMassWithdrawal' | 'nextRunAt' | 'etag' | 'lastModified' | 'contentDigest'>>,
+): Promise<FeedRow | undefined> {
+  const [row] = await db
+    .update(feeds)
+    .set({ ...values, updatedAt: new Date() })
+    .where(and(eq(feeds.tenantId, tenantId), eq(feeds.id, id)))
+    .returning()
+  return row
+}
+
+/** Deletes the feed with its runs and its memory of offers (cascade); false if it is not the tenant's. */
+export async function deleteFeed(db: Database, tenantId: number, id: number): Promise<boolean> {
+  const rows = await db
+    .delete(feeds)
+    .where(and(eq(feeds.tenantId, tenantId), eq(feeds.id, id)))
+    .returning({ id: feeds.id })
+  return rows.length > 0
+}
+
+/** A new `running` run with its lease free; undefined when the feed has a run under way already (the partial unique index). */
+export async function insertRun(db: Database, values: { feedId: number; tenantId: number; trigger: 'manual' | 'schedule' }): Promise<RunRow | undefined> {
+  const [row] = await queryRows<{ id: number }>(
+    db,
+    sql`insert into feed_runs (feed_id, tenant_id, trigger) values (${values.feedId}::int, ${values.tenantId}::int, ${values.trigger})
+        on conflict (feed_id) where status = 'running' do nothing returning id`,
+  )
+  if (!row) return undefined
+  await announceRuns(db)
+  return findRun(db, values.tenantId, values.feedId, row.id)
+}
+
+/**
+ * Starts a run of every due feed (up to `limit`) whose agency is not suspended and which has
+ * none under way, and moves each due feed's next run a schedule ahead, in one statement; how
+ * many runs it started. Feeds another worker is scheduling are skipped (SKIP LOCKED).
+ */
+export async function scheduleDueRuns(db: Database, limit: number): Promise<number> {
+  const rows = await queryRows<{ id: number }>(
+    db,
+    sql`with due as (
+          select id from feeds where next_run_at <= now() order by next_run_at limit ${limit}::int for update skip locked
+        ), advanced as (
+          update feeds f set next_run_at = now() + make_interval(mins => f.schedule_minutes)
+          from due where f.id = due.id
+          returning f.id, f.tenant_id
+        )
+        insert into feed_runs (feed_id, tenant_id, trigger)
+        select advanced.id, advanced.tenant_id, 'schedule' from advanced
+        join tenants t on t.id = advanced.tenant_id and t.suspended_at is null
+        on conflict (feed_id) where status = 'running' do nothing
+        returning id`,
+  )
+  if (rows.length > 0) await announceRuns(db)
+  return rows.length
+}
+
+async function announceRuns(db: Database): Promise<void> {
+  await db.execute(sql`select pg_notify(${FEED_RUNS_CHANNEL}, '')`)
+}
+
+/**
+ * Takes one running run whose lease is free or has lapsed (its worker died or lost the
+ * database), for `owner` until `leaseMs` from now. SKIP LOCKED: two workers never take the same.
+ */
+export async function claimRun(db: Database, owner: string, leaseMs: number): Promise<RunRow | undefined> {
+  const [row] = await queryRows<{ id: number; tenant_id: number; feed_id: number }>(
+    db,
+    sql`update feed_runs set lease_owner = ${owner}, lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}::float8)
+        where id = (
+          select id from feed_runs
+          where status = 'running' and (lease_expires_at is null or lease_expires_at < now())
+          order by id limit 1 for update skip locked
+        ) and status = 'running'
+        returning id, tenant_id, feed_id`,
+  )
+  return row ? findRun(db, row.tenant_id, row.feed_id, row.id) : undefined
+}
+
+/** Extends the lease while `owner` still holds it; false once it was lost (taken over, or the run is gone). */
+export async function renewLease(db: Database, runId: number, owner: string, leaseMs: number): Promise<boolean> {
+  const rows = await queryRows<{ id: number }>(
+    db,
+    sql`update feed_runs set lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}::float8)
+        where id = ${runId}::int and lease_owner = ${owner} and status = 'running' returning id`,
+  )
+  return rows.length > 0
+}
+
+/** Lets go of a run unfinished (the worker is stopping), so another worker takes it at once. */
+export async function releaseLease(db: Database, runId: number, owner: string): Promise<void> {
+  await db.execute(
+    sql`update feed_runs set lease_owner = null, lease_expires_at = null where id = ${runId}::int and lease_owner = ${owner} and status = 'running'`,
+  )
+}
+
+export interface RunOutcome {
+  status: 'succeeded' | 'partially_succeeded' | 'failed' | 'unchanged'
+  detail: string | null
+  failureCode: string | null
+  counts: Pick<RunRow, 'offers' | 'created' | 'updated' | 'unchanged' | 'withdrawn' | 'rejected' | 'errors'>
+}
+
+/** Ends the run held by `owner`; undefined when the lease was lost meanwhile (nothing written). */
+export async function finishRun(tx: Database, runId: number, owner: string, outcome: RunOutcome): Promise<RunRow | undefined> {
+  const [row] = await tx
+    .update(feedRuns)
+    .set({
+      status: outcome.status,
+      detail: outcome.detail,
+      failureCode: outcome.failureCode,
+      ...outcome.counts,
+      finishedAt: new Date(),
+      leaseOwner: null,
+      leaseExpiresAt: null,
+    })
+    .where(and(eq(feedRuns.id, runId), eq(feedRuns.leaseOwner, owner), eq(feedRuns.status, 'running')))
+    .returning()
+  return row
+}
+
+/** The validators and digest of the file a run imported, stored once the run has succeeded (wholly or in part). */
+export async function rememberImportedFile(
+  tx: Database,
+  feedId: number,
+  file: { etag: string | null; lastModified: string | null; digest: string },
+): Promise<void> {
+  await tx.update(feeds).set({ etag: file.etag, lastModified: file.lastModified, contentDigest: file.digest }).where(eq(feeds.id, feedId))
+}
+
+export async function findRun(db: Database, tenantId: number, feedId: number, runId: number): Promise<RunRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(feedRuns)
+    .where(and(eq(feedRuns.tenantId, tenantId), eq(feedRuns.feedId, feedId), eq(feedRuns.id, runId)))
+  return row
+}
+
+export function pageOfRuns(
+  db: Database,
+  tenantId: number,
+  feedId: number,
+  page: { limit: number; offset: number },
+): Promise<{ rows: RunRow[]; total: number }> {
+  const where = and(eq(feedRuns.tenantId, tenantId), eq(feedRuns.feedId, feedId))
+  const rows = db.select().from(feedRuns).where(where).orderBy(desc(feedRuns.id)).limit(page.limit).offset(page.offset)
+  return rowsWithTotal(db, rows, feedRuns, where)
+}
+
+export function pageOfProblems(db: Database, runId: number, page: { limit: number; offset: number }): Promise<{ rows: ProblemRow[]; total: number }> {
+  const where = eq(feedRunProblems.runId, runId)
+  const rows = db.select().from(feedRunProblems).where(where).orderBy(asc(feedRunProblems.seq)).limit(page.limit).offset(page.offset)
+  return rowsWithTotal(db, rows, feedRunProblems, where)
+}
+
+export async function insertProblems(db: Database, problems: (typeof feedRunProblems.$inferInsert)[]): Promise<void> {
+  if (problems.length > 0) await db.insert(feedRunProblems).values(problems)
+}
+
+/** Drops what an earlier holder of the run's lease wrote before it died: the new holder starts the run over. */
+export async function forgetProblems(db: Database, runId: number): Promise<void> {
+  await db.delete(feedRunProblems).where(eq(feedRunProblems.runId, runId))
+}
+
+/** The feed's memory of its offers, by internal id. */
+export async function feedOffersOf(db: Database, feedId: number): Promise<Map<string, FeedOfferRow>> {
+  const rows = await db.select().from(feedOffers).where(eq(feedOffers.feedId, feedId))
+  return new Map(rows.map((row) => [row.internalId, row]))
+}
+
+/** Remembers what offers became (their listing, digest and run), many rows per statement. */
+export async function saveFeedOffers(db: Database, rows: (typeof feedOffers.$inferInsert)[]): Promise<void> {
+  if (rows.length === 0) return
+  await db
+    .insert(feedOffers)
+    .values(rows)
+    .onConflictDoUpdate({
+      target: [feedOffers.feedId, feedOffers.internalId],
+      set: {
+        propertyId: sql`excluded.property_id`,
+        contentDigest: sql`excluded.content_digest`,
+        lastRunId: sql`excluded.last_run_id`,
+        withdrawnByFeed: sql`excluded.withdrawn_by_feed`,
+      },
+    })
+}
+
+export async function markWithdrawnByFeed(db: Database, feedId: number, internalId: string, runId: number): Promise<void> {
+  await db
+    .update(feedOffers)
+    .set({ withdrawnByFeed: true, lastRunId: runId })
+    .where(and(eq(feedOffers.feedId, feedId), eq(feedOffers.internalId, internalId)))
+}
+
+/**
+ * Deletes up to `limit` runs that finished more than `days` ago, with their problems (cascade),
+ * keeping each feed's newest run (its `last_run`); how many. Other workers' batches are skipped.
+ */
+export async function deleteOldRuns(db: Database, days: number, limit: number): Promise<number> {
+  const rows = await queryRows<{ id: number }>(
+    db,
+    sql`delete from feed_runs where id in (
+          select r.id from feed_runs r
+          where r.status <> 'running' and r.finished_at < now() - make_interval(days => ${days}::int)
+            and r.id <> (select max(newest.id) from feed_runs newest where newest.feed_id = r.feed_id)
+          order by r.id limit ${limit}::int for update skip locked
+        ) returning id`,
+  )
+  return rows.length
+}

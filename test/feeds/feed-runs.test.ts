@@ -1,0 +1,415 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { sql } from 'drizzle-orm'
+import pino from 'pino'
+import { queryRows } from '../../src/db/client.js'
+import { feedJobs, FeedRunJob, feedRunRetentionJob } from '../../src/modules/feeds/feed-runs.job.js'
+import type { FeedRunSummary } from '../../src/modules/feeds/feeds.schemas.js'
+import type { Property } from '../../src/modules/properties/properties.schemas.js'
+import { createServices } from '../../src/services.js'
+import { Worker } from '../../src/worker/worker.js'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { engine } from '../helpers/database.js'
+import { adminHeaders, createTenant, type Tenant } from '../helpers/factories.js'
+import { startFeedServer, type FeedServer } from '../helpers/feed-server.js'
+import { createFeed, feedXml, runFeedNow, runReport, type TestOffer } from '../helpers/feeds.js'
+import { jobContext, runWhileWorkRemains } from '../helpers/jobs.js'
+import { runInternalCheck } from '../helpers/moderation.js'
+import { photo } from '../helpers/photos.js'
+import type { StoredImage } from '../helpers/responses.js'
+import { waitFor } from '../helpers/webhooks.js'
+
+const offers = (count: number, prefix: string, extra: Partial<TestOffer> = {}): TestOffer[] =>
+  Array.from({ length: count }, (_, i) => ({ id: `${prefix}-${i + 1}`, price: 5_000_000 + i * 1000, ...extra }))
+
+describe('feed runs', () => {
+  let t: TestApp
+  let server: FeedServer
+
+  before(async () => {
+    t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true', FEED_POLL_INTERVAL_MS: '50' })
+    server = await startFeedServer()
+  })
+  after(async () => {
+    await t.close()
+    await server.close()
+  })
+
+  const context = () => jobContext(t)
+
+  async function byExternalId(tenant: Tenant, externalId: string): Promise<Property | undefined> {
+    const response = await t.app.inject({ method: 'GET', url: `/properties/by-external-id/${encodeURIComponent(externalId)}`, headers: tenant.headers })
+    if (response.statusCode === 404) return undefined
+    assert.equal(response.statusCode, 200, response.body)
+    return response.json<Property>()
+  }
+
+  async function listingCount(tenant: Tenant): Promise<number> {
+    const [row] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from properties where tenant_id = ${tenant.tenantId}::int`)
+    return row!.n
+  }
+
+  async function finishedEvents(tenant: Tenant): Promise<FeedRunSummary[]> {
+    const rows = await queryRows<{ data: FeedRunSummary }>(
+      t.db,
+      sql`select data from events where type = 'feed.run_finished' and tenant_id = ${tenant.tenantId}::int order by id`,
+    )
+    return rows.map((row) => row.data)
+  }
+
+  it('imports a feed: listings by internal-id, a report, the validators kept, and feed.run_finished', async () => {
+    const agency = await createTenant(t.app, { email: 'import@feeds.example' })
+    server.serve('/import.xml', { body: feedXml(offers(3, 'imp')), etag: '"imp-1"' })
+    const feed = await createFeed(t.app, agency, { url: server.url('/import.xml') })
+    const report = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(report.status, 'succeeded', JSON.stringify(report))
+    assert.deepEqual(report.counts, { offers: 3, created: 3, updated: 0, unchanged: 0, withdrawn: 0, rejected: 0, errors: 0 })
+    assert.ok(report.finished_at !== null && Date.parse(report.finished_at) >= Date.parse(report.started_at))
+    assert.equal(report.detail, null)
+    assert.deepEqual(report.problems, { items: [], total: 0, limit: 100, offset: 0 })
+    const listing = await byExternalId(agency, 'imp-2')
+    assert.equal(listing?.price, 5_001_000)
+    assert.equal(listing?.status_id, 1)
+    assert.equal(await listingCount(agency), 3)
+
+    const [event] = await finishedEvents(agency)
+    const { problems: _problems, ...summary } = report
+    assert.deepEqual(event, summary)
+    const shown = (await t.app.inject({ method: 'GET', url: `/feeds/${feed.id}`, headers: agency.headers })).json<{ last_run: FeedRunSummary }>()
+    assert.deepEqual(shown.last_run, summary)
+    const [stored] = await queryRows<{ etag: string; content_digest: string }>(t.db, sql`select etag, content_digest from feeds where id = ${feed.id}::int`)
+    assert.equal(stored!.etag, '"imp-1"')
+    assert.match(stored!.content_digest, /^[0-9a-f]{64}$/)
+  })
+
+  it('answers an unchanged feed (304) with a run `unchanged` that touches nothing', async () => {
+    const agency = await createTenant(t.app, { email: 'unchanged@feeds.example' })
+    server.serve('/unchanged.xml', { body: feedXml(offers(2, 'unc')), etag: '"unc-1"' })
+    const feed = await createFeed(t.app, agency, { url: server.url('/unchanged.xml') })
+    assert.equal((await runFeedNow(t.app, context(), agency, feed.id)).status, 'succeeded')
+    const before = await byExternalId(agency, 'unc-1')
+    const again = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(again.status, 'unchanged')
+    assert.deepEqual(again.counts, { offers: 0, created: 0, updated: 0, unchanged: 0, withdrawn: 0, rejected: 0, errors: 0 })
+    assert.equal(server.requests.at(-1)!.headers['if-none-match'], '"unc-1"')
+    assert.deepEqual(await byExternalId(agency, 'unc-1'), before)
+    assert.deepEqual(
+      (await finishedEvents(agency)).map((run) => run.status),
+      ['succeeded', 'unchanged'],
+    )
+  })
+
+  it('fails a broken, cut-off or foreign file as a whole, saying why, and changes nothing', async () => {
+    const agency = await createTenant(t.app, { email: 'broken@feeds.example' })
+    const good = feedXml(offers(4, 'brk'))
+    server.serve('/broken.xml', { body: good })
+    const feed = await createFeed(t.app, agency, { url: server.url('/broken.xml') })
+    assert.equal((await runFeedNow(t.app, context(), agency, feed.id)).status, 'succeeded')
+    const before = await Promise.all(['brk-1', 'brk-2', 'brk-3', 'brk-4'].map((id) => byExternalId(agency, id)))
+
+    // The first offers changed, then the XML breaks: nothing of it may be applied.
+    const changedThenBroken = feedXml(offers(4, 'brk', { price: 1_000_000 })).replace(
+      '<offer internal-id="brk-3">',
+      '<offer internal-id="brk-3"><oops></offer>',
+    )
+    const cases: [string, Parameters<FeedServer['serve']>[1], RegExp][] = [
+      ['not_xml', { body: 'this is not xml at all' }, /.+/],
+      ['wrong_root', { body: '<?xml version="1.0"?><yml_catalog><shop/></yml_catalog>' }, /.+/],
+      ['truncated', { body: good.slice(0, Math.floor(good.length * 0.6)) }, /.+/],
+      ['not_xml', { body: changedThenBroken }, /.+/],
+      ['http_status', { body: 'down', status: 503 }, /HTTP 503/],
+    ]
+    for (const [code, file, detail] of cases) {
+      server.serve('/broken.xml', file)
+      const report = await runFeedNow(t.app, context(), agency, feed.id)
+      assert.equal(report.status, 'failed', `${code}: ${JSON.stringify(report)}`)
+      assert.ok(report.failure_code === code || (code === 'not_xml' && report.failure_code === 'truncated'), `${code}: got ${report.failure_code}`)
+      assert.match(report.detail ?? '', detail)
+      assert.deepEqual(report.counts, { offers: 0, created: 0, updated: 0, unchanged: 0, withdrawn: 0, rejected: 0, errors: 0 })
+    }
+    assert.deepEqual(await Promise.all(['brk-1', 'brk-2', 'brk-3', 'brk-4'].map((id) => byExternalId(agency, id))), before)
+    assert.equal(await listingCount(agency), 4)
+  })
+
+  it('reports refused offers one by one: partially_succeeded, the others imported', async () => {
+    const agency = await createTenant(t.app, { email: 'refused@feeds.example' })
+    const file = feedXml([
+      { id: 'ok-1' },
+      { id: 'no-price', price: null },
+      { id: 'garage', category: 'гараж' },
+      { id: 'nowhere', locality: 'Урюпинск-на-Марсе' },
+      { id: 'dollars', currency: 'USD' },
+      { id: 'ok-1', price: 1 },
+      { id: 'ok-2', category: 'flat', type: 'sale' },
+    ])
+    server.serve('/refused.xml', { body: file })
+    const feed = await createFeed(t.app, agency, { url: server.url('/refused.xml') })
+    const report = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(report.status, 'partially_succeeded')
+    assert.equal(report.counts.offers, 7)
+    assert.equal(report.counts.created, 2)
+    assert.equal(report.counts.rejected, 5)
+    const codes = report.problems.items.map((problem) => [problem.internal_id, problem.code])
+    for (const expected of [
+      ['no-price', 'missing_price'],
+      ['garage', 'unknown_category'],
+      ['nowhere', 'unknown_locality'],
+      ['dollars', 'unsupported_currency'],
+      ['ok-1', 'duplicate_internal_id'],
+    ]) {
+      assert.ok(
+        codes.some(([id, code]) => id === expected[0] && code === expected[1]),
+        `${expected.join(' ')} in ${JSON.stringify(codes)}`,
+      )
+    }
+    for (const problem of report.problems.items) assert.match(problem.message, /[а-яё]/i, 'messages are in Russian')
+    assert.equal(report.problems.total, report.problems.items.length)
+    const paged = await runReport(t.app, agency, feed.id, report.id, '?limit=2&offset=1')
+    assert.deepEqual(paged.problems.items, report.problems.items.slice(1, 3))
+    assert.equal((await byExternalId(agency, 'ok-1'))?.price, 8_500_000, 'the first of two offers with one id is taken')
+    assert.equal(await byExternalId(agency, 'garage'), undefined)
+  })
+
+  it('updates changed offers, leaves unchanged ones alone, withdraws removed ones and resubmits them when they return', async () => {
+    const agency = await createTenant(t.app, { email: 'lifecycle@feeds.example' })
+    const stock = offers(4, 'life')
+    server.serve('/life.xml', { body: feedXml(stock) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/life.xml') })
+    await runFeedNow(t.app, context(), agency, feed.id)
+    await runInternalCheck(t.app)
+    assert.equal((await byExternalId(agency, 'life-4'))?.status_id, 2)
+    const untouched = await byExternalId(agency, 'life-2')
+
+    // life-1 changes its price, life-4 leaves the file.
+    server.serve('/life.xml', { body: feedXml([{ ...stock[0]!, price: 4_200_000 }, stock[1]!, stock[2]!]) })
+    const second = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(second.status, 'succeeded', JSON.stringify(second))
+    assert.deepEqual(second.counts, { offers: 3, created: 0, updated: 1, unchanged: 2, withdrawn: 1, rejected: 0, errors: 0 })
+    assert.deepEqual(await byExternalId(agency, 'life-2'), untouched)
+    assert.equal((await byExternalId(agency, 'life-4'))?.status_id, 4)
+    const changed = await byExternalId(agency, 'life-1')
+    assert.equal(changed?.status_id, 2, 'a published listing stays published while its change is checked')
+
+    server.serve('/life.xml', { body: feedXml(stock) })
+    const third = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.deepEqual(third.counts, { offers: 4, created: 0, updated: 2, unchanged: 2, withdrawn: 0, rejected: 0, errors: 0 })
+    assert.equal((await byExternalId(agency, 'life-4'))?.status_id, 1, 'back for the internal check')
+    await runInternalCheck(t.app)
+    assert.equal((await byExternalId(agency, 'life-4'))?.status_id, 2)
+  })
+
+  it('refuses to withdraw more than half of the feed’s listings unless the feed allows it', async () => {
+    const agency = await createTenant(t.app, { email: 'mass@feeds.example' })
+    const stock = offers(4, 'mass')
+    server.serve('/mass.xml', { body: feedXml(stock) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/mass.xml') })
+    await runFeedNow(t.app, context(), agency, feed.id)
+    await runInternalCheck(t.app)
+
+    server.serve('/mass.xml', { body: feedXml([stock[0]!]) })
+    const refused = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(refused.status, 'failed')
+    assert.equal(refused.failure_code, 'mass_withdrawal_refused')
+    assert.match(refused.detail!, /withdraw 3 of the feed’s 4 listings/)
+    assert.match(refused.detail!, /allow_mass_withdrawal/)
+    for (const offer of stock) assert.equal((await byExternalId(agency, offer.id))?.status_id, 2, offer.id)
+
+    const empty = feedXml([])
+    server.serve('/mass.xml', { body: empty })
+    assert.equal((await runFeedNow(t.app, context(), agency, feed.id)).failure_code, 'mass_withdrawal_refused', 'an empty file withdraws nothing')
+
+    const patched = await t.app.inject({ method: 'PATCH', url: `/feeds/${feed.id}`, headers: agency.headers, payload: { allow_mass_withdrawal: true } })
+    assert.equal(patched.statusCode, 200)
+    server.serve('/mass.xml', { body: feedXml([stock[0]!]) })
+    const allowed = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(allowed.status, 'succeeded')
+    assert.equal(allowed.counts.withdrawn, 3)
+    assert.equal((await byExternalId(agency, 'mass-2'))?.status_id, 4)
+  })
+
+  it('downloads photos in the feed’s order, only those not attached yet, and follows reorders and removals', async () => {
+    const agency = await createTenant(t.app, { email: 'photos@feeds.example' })
+    const [red, green, blue] = await Promise.all([photo('jpeg', 320, 240), photo('png', 300, 200), photo('webp', 200, 300)])
+    server.serve('/img/a.jpg', { body: red, contentType: 'image/jpeg' })
+    server.serve('/img/b.png', { body: green, contentType: 'image/png' })
+    server.serve('/img/c.webp', { body: blue, contentType: 'image/webp' })
+    const [a, b, c, missing] = ['/img/a.jpg', '/img/b.png', '/img/c.webp', '/img/missing.jpg'].map((path) => server.url(path))
+    server.serve('/photos.xml', { body: feedXml([{ id: 'ph-1', images: [a!, b!] }]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/photos.xml') })
+    assert.equal((await runFeedNow(t.app, context(), agency, feed.id)).status, 'succeeded')
+
+    const photos = async () => {
+      const listing = await byExternalId(agency, 'ph-1')
+      const response = await t.app.inject({ method: 'GET', url: `/property-images?property_id=${listing!.id}`, headers: agency.headers })
+      assert.equal(response.statusCode, 200, response.body)
+      return response
+        .json<StoredImage[]>()
+        .sort((x, y) => x.sort_order - y.sort_order)
+        .map((image) => image.source_url)
+    }
+    assert.deepEqual(await photos(), [a, b])
+
+    const downloadsBefore = server.requests.filter((request) => request.path.startsWith('/img/')).length
+    server.serve('/photos.xml', { body: feedXml([{ id: 'ph-1', images: [c!, a!, missing!] }]) })
+    const second = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(second.status, 'partially_succeeded')
+    assert.equal(second.counts.errors, 1)
+    assert.deepEqual(
+      second.problems.items.map((problem) => [problem.internal_id, problem.code]),
+      [['ph-1', 'image_download_failed']],
+    )
+    assert.deepEqual(await photos(), [c, a])
+    const downloads = server.requests.filter((request) => request.path.startsWith('/img/')).slice(downloadsBefore)
+    assert.deepEqual(downloads.map((request) => request.path).sort(), ['/img/c.webp', '/img/missing.jpg'], 'only photos not attached are downloaded')
+
+    // The photo that failed is tried again at the next run, though the offer did not change.
+    server.serve('/img/missing.jpg', { body: red, contentType: 'image/jpeg' })
+    server.serve('/photos.xml', { body: `${feedXml([{ id: 'ph-1', images: [c!, a!, missing!] }])}\n` })
+    const third = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(third.status, 'succeeded', JSON.stringify(third))
+    assert.deepEqual(await photos(), [c, a, missing])
+  })
+
+  it('schedules due feeds once, and never beside a run under way', async () => {
+    const agency = await createTenant(t.app, { email: 'schedule@feeds.example' })
+    server.serve('/scheduled.xml', { body: feedXml(offers(1, 'sch')) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/scheduled.xml'), schedule: 15 })
+    const scheduledRuns = async () =>
+      (await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from feed_runs where feed_id = ${feed.id}::int and trigger = 'schedule'`))[0]!.n
+    await t.app.services.feeds.scheduleDueRuns()
+    assert.equal(await scheduledRuns(), 1)
+    const [due] = await queryRows<{ minutes: number }>(
+      t.db,
+      sql`select extract(epoch from next_run_at - now())::float8 / 60 as minutes from feeds where id = ${feed.id}::int`,
+    )
+    assert.ok(due!.minutes > 14 && due!.minutes <= 15, `next run in ${due!.minutes} minutes`)
+    await t.app.services.feeds.scheduleDueRuns()
+    assert.equal(await scheduledRuns(), 1, 'not due again')
+
+    // Due again while its run is still under way: no second run.
+    await t.db.execute(sql`update feeds set next_run_at = now() - interval '1 minute' where id = ${feed.id}::int`)
+    await t.app.services.feeds.scheduleDueRuns()
+    assert.equal(await scheduledRuns(), 1)
+    const manual = await t.app.inject({ method: 'POST', url: `/feeds/${feed.id}/runs`, headers: agency.headers })
+    assert.equal(manual.statusCode, 409)
+  })
+
+  it('starts no run for a suspended agency’s feed, and moves it a schedule ahead all the same', async () => {
+    const agency = await createTenant(t.app, { email: 'suspended@feeds.example' })
+    const feed = await createFeed(t.app, agency, { url: server.url('/scheduled.xml') })
+    const suspended = await t.app.inject({ method: 'POST', url: `/admin/tenants/${agency.tenantId}/suspend`, headers: adminHeaders })
+    assert.equal(suspended.statusCode, 200, suspended.body)
+    await t.app.services.feeds.scheduleDueRuns()
+    const [row] = await queryRows<{ runs: number; due_in_minutes: number }>(
+      t.db,
+      sql`select (select count(*)::int from feed_runs where feed_id = ${feed.id}::int) as runs,
+                 extract(epoch from next_run_at - now())::float8 / 60 as due_in_minutes
+          from feeds where id = ${feed.id}::int`,
+    )
+    assert.equal(row!.runs, 0)
+    assert.ok(row!.due_in_minutes > 59, `next run in ${row!.due_in_minutes} minutes`)
+  })
+
+  it('forgets runs past FEED_RUN_RETENTION_DAYS with their problems, keeping each feed’s newest', async () => {
+    const agency = await createTenant(t.app, { email: 'retention@feeds.example' })
+    server.serve('/retention.xml', { body: feedXml([{ id: 'ret-1', price: null }]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/retention.xml') })
+    const old = await runFeedNow(t.app, context(), agency, feed.id)
+    server.serve('/retention.xml', {
+      body: feedXml([
+        { id: 'ret-1', price: null },
+        { id: 'ret-2', price: null },
+      ]),
+    })
+    const newest = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(old.problems.total, 1)
+    // Both finished long ago: the older goes, the newest stays as the feed's last run.
+    await t.db.execute(sql`update feed_runs set finished_at = now() - interval '31 days' where feed_id = ${feed.id}::int`)
+    await runWhileWorkRemains(feedRunRetentionJob, context())
+    const runs = (await t.app.inject({ method: 'GET', url: `/feeds/${feed.id}/runs`, headers: agency.headers })).json<{ items: FeedRunSummary[] }>()
+    assert.deepEqual(
+      runs.items.map((run) => run.id),
+      [newest.id],
+    )
+    const [left] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from feed_run_problems where run_id = ${old.id}::int`)
+    assert.equal(left!.n, 0)
+    assert.equal((await runReport(t.app, agency, feed.id, newest.id)).problems.total, 2)
+  })
+
+  it('lets one worker at a time run a feed: two racing workers, and a run whose worker died is taken over', async () => {
+    const agency = await createTenant(t.app, { email: 'race@feeds.example' })
+    // Runs of the other tests' feeds are finished first, so what follows is about this feed only.
+    await runWhileWorkRemains(new FeedRunJob({ pollIntervalMs: 20 }), context())
+    server.serve('/race.xml', { body: feedXml(offers(30, 'race')) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/race.xml') })
+    // Two workers of their own (services, leases), as two processes would have.
+    const workers = [0, 1].map(() => {
+      const services = createServices({ config: t.config, database: t.database.handle })
+      const worker = new Worker({ services, config: t.config, log: pino({ level: 'silent' }) }, feedJobs({ pollIntervalMs: 20 }))
+      return { services, worker }
+    })
+    for (const { worker } of workers) worker.start()
+    try {
+      await waitFor(async () => (await finishedEvents(agency)).length === 1, 60_000, 'the scheduled run to finish')
+      const runs = await queryRows<{ status: string; created: number }>(t.db, sql`select status, created from feed_runs where feed_id = ${feed.id}::int`)
+      assert.deepEqual(runs, [{ status: 'succeeded', created: 30 }])
+      assert.equal(await listingCount(agency), 30)
+    } finally {
+      for (const { worker, services } of workers) {
+        await worker.stop()
+        await services.close()
+      }
+    }
+
+    await runWhileWorkRemains(new FeedRunJob({ pollIntervalMs: 20 }), context())
+    // A worker claimed the next run and died: its lease lapses, and another finishes the run.
+    server.serve('/race.xml', { body: feedXml(offers(31, 'race')) })
+    const started = await t.app.inject({ method: 'POST', url: `/feeds/${feed.id}/runs`, headers: agency.headers })
+    const run = started.json<FeedRunSummary>()
+    const claimed = await t.app.services.feeds.claimRun('a-worker-that-dies')
+    assert.equal(claimed?.id, run.id)
+    const job = new FeedRunJob({ pollIntervalMs: 20 })
+    assert.equal(await job.runOnce(context()), 0, 'a held lease is left alone')
+    await t.db.execute(sql`update feed_runs set lease_expires_at = now() - interval '1 second' where id = ${run.id}::int`)
+    assert.equal(await job.runOnce(context()), 1)
+    const report = await runReport(t.app, agency, feed.id, run.id)
+    assert.equal(report.status, 'succeeded')
+    assert.deepEqual(report.counts, { offers: 31, created: 1, updated: 0, unchanged: 30, withdrawn: 0, rejected: 0, errors: 0 })
+  })
+
+  it(
+    'wakes an idle worker at once for a run started by hand (PostgreSQL notices)',
+    { skip: engine === 'pglite' && 'PGlite has no notices from other sessions: workers poll' },
+    async () => {
+      const agency = await createTenant(t.app, { email: 'notice@feeds.example' })
+      server.serve('/notice.xml', { body: feedXml(offers(1, 'ntc')) })
+      const feed = await createFeed(t.app, agency, { url: server.url('/notice.xml') })
+      await t.db.execute(sql`update feeds set next_run_at = now() + interval '1 day' where id = ${feed.id}::int`)
+      await runWhileWorkRemains(new FeedRunJob({ pollIntervalMs: 20 }), context())
+      const services = createServices({ config: t.config, database: t.database.handle })
+      const worker = new Worker({ services, config: t.config, log: pino({ level: 'silent' }) }, feedJobs({ pollIntervalMs: 3_600_000 }), t.database.handle)
+      worker.start()
+      try {
+        // Once it listens, a run started now reaches it as a notice; its hourly poll would come far too late.
+        await waitFor(
+          async () =>
+            (
+              await queryRows<{ n: number }>(
+                t.db,
+                sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and query ilike ${'%listen%mls_feed_runs%'}`,
+              )
+            )[0]!.n > 0,
+          30_000,
+          'the worker to listen',
+        )
+        const started = await t.app.inject({ method: 'POST', url: `/feeds/${feed.id}/runs`, headers: agency.headers })
+        const run = started.json<FeedRunSummary>()
+        await waitFor(async () => (await runReport(t.app, agency, feed.id, run.id)).status !== 'running', 30_000, 'the run to end')
+        assert.equal((await runReport(t.app, agency, feed.id, run.id)).status, 'succeeded')
+      } finally {
+        await worker.stop()
+        await services.close()
+      }
+    },
+  )
+})

@@ -198,6 +198,23 @@ describe('feed runs', () => {
     assert.equal((await byExternalId(agency, 'life-4'))?.status_id, 2)
   })
 
+  it('withdraws a listing whose offer left the file before the check decided it, so it is never published', async () => {
+    const agency = await createTenant(t.app, { email: 'early@feeds.example' })
+    const stock = offers(3, 'early')
+    server.serve('/early.xml', { body: feedXml(stock) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/early.xml') })
+    await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal((await byExternalId(agency, 'early-3'))?.status_id, 1)
+
+    server.serve('/early.xml', { body: feedXml(stock.slice(0, 2)) })
+    const second = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(second.counts.withdrawn, 1, JSON.stringify(second))
+    assert.equal((await byExternalId(agency, 'early-3'))?.status_id, 4)
+    await runInternalCheck(t.app)
+    assert.equal((await byExternalId(agency, 'early-3'))?.status_id, 4, 'the check does not publish a listing whose offer is gone')
+    assert.equal((await byExternalId(agency, 'early-1'))?.status_id, 2)
+  })
+
   it('refuses to withdraw more than half of the feed’s listings unless the feed allows it', async () => {
     const agency = await createTenant(t.app, { email: 'mass@feeds.example' })
     const stock = offers(4, 'mass')

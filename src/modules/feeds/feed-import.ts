@@ -195,7 +195,7 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
   // Offers that left the file: their listings are withdrawn.
   for (const offer of leaving) {
     input.stillHeld()
-    if (await withdraw(deps, agency, offer.propertyId)) {
+    if (await deps.properties.withdrawGoneOffer(agency.id, offer.propertyId)) {
       await repository.markWithdrawnByFeed(deps.db, feed.id, offer.internalId, runId)
       counts.withdrawn++
     }
@@ -235,7 +235,7 @@ async function applyOffer(
   }
   let result: Awaited<ReturnType<PropertiesService['putByExternalId']>>
   try {
-    result = await deps.properties.putByExternalId(agency, offer.internalId, offer.submission)
+    result = await deps.properties.putByExternalId(agency, offer.internalId, offer.submission, { probablyNew: before === undefined })
   } catch (error) {
     if (!(error instanceof ApiError) || error.statusCode >= 500) throw error
     counts.rejected++
@@ -315,16 +315,4 @@ async function syncPhotos(
     }
   }
   return complete
-}
-
-/** Withdraws a listing whose offer left the file, when its status allows it (a published one); whether it did. */
-async function withdraw(deps: FeedImportDependencies, agency: AuthenticatedTenant, propertyId: number): Promise<boolean> {
-  try {
-    await deps.properties.changeStatus(agency.id, propertyId, ListingStatus.Withdrawn)
-    return true
-  } catch (error) {
-    // Not published (waiting for the check, rejected, closed) or deleted meanwhile: nothing to withdraw now.
-    if (error instanceof ApiError && (error.code === 'conflict' || error.code === 'not_found')) return false
-    throw error
-  }
 }

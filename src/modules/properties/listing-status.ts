@@ -28,6 +28,15 @@ export function agencyMovesFrom(status: number): readonly ListingStatusId[] {
   return agencyMoves[status as ListingStatusId] ?? []
 }
 
+/**
+ * Where a feed's run moves a listing whose offer left the file: withdrawn, from any status but
+ * closed. A listing waiting for the check or rejected leaves the check's queue too, so it is
+ * never published after its offer is gone (the agency itself withdraws published ones only).
+ */
+export function feedMovesFrom(status: number): readonly ListingStatusId[] {
+  return status === ListingStatus.Withdrawn || status === ListingStatus.Closed ? [] : [ListingStatus.Withdrawn]
+}
+
 /** A closed deal is final; any other listing may be edited. */
 export function canBeEdited(status: number): boolean {
   return status !== ListingStatus.Closed

@@ -38,10 +38,15 @@ export async function findPropertyWithOwner(
 
 /** The id of the tenant's listing with this external id, if any. */
 export async function findPropertyIdByExternalId(db: Database, tenantId: number, externalId: string): Promise<number | undefined> {
-  const [row] = await db
-    .select({ id: properties.id })
-    .from(properties)
-    .where(and(eq(properties.tenantId, tenantId), eq(properties.externalId, externalId)))
+  // Prepared: a feed's import asks once for each of its offers.
+  const statement = prepared<{ id: number }[]>(db, 'property-id-by-external-id', (name) =>
+    db
+      .select({ id: properties.id })
+      .from(properties)
+      .where(and(eq(properties.tenantId, sql.placeholder('tenantId')), eq(properties.externalId, sql.placeholder('externalId'))))
+      .prepare(name),
+  )
+  const [row] = await statement.execute({ tenantId, externalId })
   return row?.id
 }
 

@@ -14,7 +14,7 @@ import type { PropertyImage } from '../images/images.schemas.js'
 import type { ReferenceNames } from '../reference/reference-names.js'
 import type { AuthenticatedTenant } from '../tenants/tenants.service.js'
 import { parseAttributes } from './attributes.js'
-import { agencyMovesFrom, awaitsCheck, canBeDecided, canBeEdited, ListingStatus, STATUS_AFTER_EDIT } from './listing-status.js'
+import { agencyMovesFrom, awaitsCheck, canBeDecided, canBeEdited, feedMovesFrom, ListingStatus, STATUS_AFTER_EDIT } from './listing-status.js'
 import { toProperty, type OwnerView } from './properties.mapper.js'
 import * as repository from './properties.repository.js'
 import type { RevisionRow } from './properties.repository.js'
@@ -187,10 +187,20 @@ export class PropertiesService {
     tenant: AuthenticatedTenant,
     externalId: string,
     body: PropertySubmission,
+    /** The caller has reason to think the id is new (a feed's offer never imported): the insert is tried without looking first. */
+    { probablyNew = false }: { probablyNew?: boolean } = {},
   ): Promise<{ created: boolean; changed: boolean; property: Property }> {
     checkExternalId(externalId)
     for (let attempt = 1; ; attempt++) {
       try {
+        // A new id (every offer of a feed's first import): one statement outside a transaction,
+        // whose prepared insert is built once per process, not once per listing as inside one.
+        // A listing with this id (made meanwhile, or one the guess missed) makes it fail on the
+        // unique index, and the next attempt looks first.
+        const isNew = (probablyNew && attempt === 1) || (await repository.findPropertyIdByExternalId(this.db, tenant.id, externalId)) === undefined
+        if (isNew) {
+          return { created: true, changed: true, property: await this.insert(this.db, tenant, body, externalId) }
+        }
         return await this.db.transaction(async (tx) => {
           const approved = await repository.lockPropertyByExternalId(tx, tenant.id, externalId)
           if (!approved) return { created: true, changed: true, property: await this.insert(tx, tenant, body, externalId) }
@@ -410,10 +420,28 @@ export class PropertiesService {
 
   /** POST /properties/{id}/status: withdraw, close or resubmit. */
   async changeStatus(tenantId: number, id: number, statusId: number): Promise<Property> {
+    return this.move(tenantId, id, statusId, agencyMovesFrom)
+  }
+
+  /**
+   * A feed's listing whose offer left the file, withdrawn by the feed's run (see feedMovesFrom):
+   * false when there is nothing to withdraw (withdrawn already, closed, or deleted meanwhile).
+   */
+  async withdrawGoneOffer(tenantId: number, id: number): Promise<boolean> {
+    try {
+      await this.move(tenantId, id, ListingStatus.Withdrawn, feedMovesFrom)
+      return true
+    } catch (error) {
+      if (error instanceof ApiError && (error.code === 'conflict' || error.code === 'not_found')) return false
+      throw error
+    }
+  }
+
+  private async move(tenantId: number, id: number, statusId: number, movesFrom: (status: number) => readonly number[]): Promise<Property> {
     return this.db.transaction(async (tx) => {
       const current = await repository.lockProperty(tx, tenantId, id)
       if (!current) throw ApiError.notFound(PROPERTY_NOT_FOUND)
-      const allowed = agencyMovesFrom(current.statusId)
+      const allowed = movesFrom(current.statusId)
       if (!allowed.includes(statusId as (typeof allowed)[number])) {
         const moves = allowed.length === 0 ? 'none' : allowed.join(', ')
         throw ApiError.conflict(`A listing in status ${current.statusId} cannot move to status ${statusId}; allowed moves from here: ${moves}.`, {

@@ -63,7 +63,7 @@ export function createServices({ config, database }: ServicesOptions): Services 
   const catalogue = new CatalogueService(database.pipelined, names, mediaBase, config.catalogueCacheBytes, db)
   const announcements = new CatalogueAnnouncements(catalogue, events)
   const images = new ImagesService(db, storage, new ImageProcessor(config.images), config, mediaBase, outbound, announcements)
-  const properties = new PropertiesService(db, images, names, announcements)
+  const properties = new PropertiesService(db, database.pipelined, images, names, announcements)
   const webhooks = new WebhooksService(db, events, secrets, outbound, new WebhookSender(outbound, secrets, config.webhookTimeoutMs), {
     allowPrivateNetwork: config.allowPrivateNetwork,
     retryPolicy: { scheduleMs: config.webhookRetryScheduleMs },

@@ -855,9 +855,14 @@ export const feedOffers = pgTable(
       .references(() => properties.id, { onDelete: 'cascade' }),
     /** sha256 of the offer as mapped (submission and photo URLs): equal means nothing to do. */
     contentDigest: text('content_digest').notNull(),
+    /** The run that last submitted the offer's listing (created or changed it): its report shows the check's findings on it. */
     lastRunId: integer('last_run_id').notNull(),
     /** The feed withdrew the listing because the offer left the file; it is resubmitted when the offer returns. */
     withdrawnByFeed: boolean('withdrawn_by_feed').notNull().default(false),
   },
-  (t) => [primaryKey({ columns: [t.feedId, t.internalId] }), index('feed_offers_property_idx').on(t.propertyId)],
+  (t) => [
+    primaryKey({ columns: [t.feedId, t.internalId] }),
+    index('feed_offers_property_idx').on(t.propertyId),
+    index('feed_offers_last_run_idx').on(t.lastRunId),
+  ],
 )

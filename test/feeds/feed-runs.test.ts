@@ -215,6 +215,32 @@ describe('feed runs', () => {
     assert.equal((await byExternalId(agency, 'early-1'))?.status_id, 2)
   })
 
+  it('reports the internal check’s findings on the listings a run submitted, once the check has rejected them', async () => {
+    const agency = await createTenant(t.app, { email: 'checked@feeds.example' })
+    const stock: TestOffer[] = [
+      { id: 'chk-1', price: 5_000_000 },
+      { id: 'chk-2', price: 5_100_000, floor: 12, floorsTotal: 9 },
+      { id: 'chk-3', price: 5_200_000, description: 'Звоните: +7 912 345-67-89' },
+    ]
+    server.serve('/checked.xml', { body: feedXml(stock) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/checked.xml') })
+    const first = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(first.problems.total, 0, 'the check has not run yet')
+    await runInternalCheck(t.app)
+    const checked = await runReport(t.app, agency, feed.id, first.id, '?limit=100')
+    const codes = (report: typeof checked) => report.problems.items.map((problem) => `${problem.internal_id}:${problem.code}`)
+    assert.deepEqual(codes(checked).sort(), ['chk-2:floor_above_total_floors', 'chk-3:contacts_in_description'])
+    assert.equal(checked.problems.total, 2)
+
+    // A change of the published chk-1 that the check rejects: its revision's findings go with the run that sent it.
+    server.serve('/checked.xml', { body: feedXml([{ ...stock[0]!, floor: 30, floorsTotal: 9 }, stock[1]!, stock[2]!]) })
+    const second = await runFeedNow(t.app, context(), agency, feed.id)
+    await runInternalCheck(t.app)
+    assert.equal((await byExternalId(agency, 'chk-1'))?.revision?.status, 'rejected')
+    assert.deepEqual(codes(await runReport(t.app, agency, feed.id, second.id, '?limit=100')), ['chk-1:floor_above_total_floors'])
+    assert.deepEqual(codes(await runReport(t.app, agency, feed.id, first.id, '?limit=100')).sort(), ['chk-2:floor_above_total_floors', 'chk-3:contacts_in_description'])
+  })
+
   it('refuses to withdraw more than half of the feed’s listings unless the feed allows it', async () => {
     const agency = await createTenant(t.app, { email: 'mass@feeds.example' })
     const stock = offers(4, 'mass')

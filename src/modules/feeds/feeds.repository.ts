@@ -1,5 +1,6 @@
 import { and, asc, count, desc, eq, inArray, sql } from 'drizzle-orm'
 import { queryRows, type Database } from '../../db/client.js'
+import { ListingStatus } from '../properties/listing-status.js'
 import { rowsWithTotal } from '../../db/paging.js'
 import { feedOffers, feedRunProblems, feedRuns, feeds, tenants } from '../../db/schema.js'
 
@@ -206,10 +207,38 @@ export function pageOfRuns(
   return rowsWithTotal(db, rows, feedRuns, where)
 }
 
-export function pageOfProblems(db: Database, runId: number, page: { limit: number; offset: number }): Promise<{ rows: ProblemRow[]; total: number }> {
-  const where = eq(feedRunProblems.runId, runId)
-  const rows = db.select().from(feedRunProblems).where(where).orderBy(asc(feedRunProblems.seq)).limit(page.limit).offset(page.offset)
-  return rowsWithTotal(db, rows, feedRunProblems, where)
+export type ReportedProblem = Pick<ProblemRow, 'internalId' | 'code' | 'field' | 'message'>
+
+/**
+ * A run's problems: those the run found, in the order found, then the internal check's
+ * findings on the listings the run submitted (created or changed) that the check or an
+ * operator has since rejected, a new listing or its revision. Those are read with the report,
+ * since the check decides after the run; a later run that changes the offer reports them instead.
+ */
+export async function pageOfProblems(
+  db: Database,
+  runId: number,
+  page: { limit: number; offset: number },
+): Promise<{ rows: ReportedProblem[]; total: number }> {
+  const problems = sql`
+    select 0 as part, seq as position, 0::bigint as reason, internal_id, code, field, message
+      from feed_run_problems where run_id = ${runId}::int
+    union all
+    select 1, o.property_id, finding.n, o.internal_id, finding.reason->>'code', finding.reason->>'field', finding.reason->>'message'
+      from feed_offers o
+      join properties p on p.id = o.property_id
+      left join property_revisions r on r.property_id = o.property_id and r.status = 'rejected'
+      cross join lateral jsonb_array_elements(case when p.status_id = ${ListingStatus.Rejected}::int then p.moderation->'reasons' else r.moderation->'reasons' end)
+        with ordinality as finding(reason, n)
+      where o.last_run_id = ${runId}::int and (p.status_id = ${ListingStatus.Rejected}::int or r.property_id is not null)`
+  const [rows, [counted]] = await Promise.all([
+    queryRows<{ internal_id: string; code: string; field: string | null; message: string }>(
+      db,
+      sql`select internal_id, code, field, message from (${problems}) as problems order by part, position, reason limit ${page.limit}::int offset ${page.offset}::int`,
+    ),
+    queryRows<{ total: number }>(db, sql`select count(*)::int as total from (${problems}) as problems`),
+  ])
+  return { rows: rows.map((row) => ({ internalId: row.internal_id, code: row.code, field: row.field, message: row.message })), total: counted!.total }
 }
 
 export async function insertProblems(db: Database, problems: (typeof feedRunProblems.$inferInsert)[]): Promise<void> {

@@ -1,5 +1,5 @@
 import { and, asc, count, eq, inArray, or, sql, type SQL } from 'drizzle-orm'
-import { queryRows, type Database } from '../../db/client.js'
+import { queryRows, type Database, type PipelinedDatabase } from '../../db/client.js'
 import { properties, propertyImages } from '../../db/schema.js'
 import type { NamedKey } from './orphan-files.js'
 
@@ -9,7 +9,7 @@ export type NewImage = typeof propertyImages.$inferInsert
 const displayOrder = [asc(propertyImages.propertyId), asc(propertyImages.sortOrder), asc(propertyImages.id)]
 
 /** The tenant's photos, by property, then display order. */
-export async function listImages(db: Database, tenantId: number, propertyId?: number): Promise<ImageRow[]> {
+export async function listImages(db: PipelinedDatabase, tenantId: number, propertyId?: number): Promise<ImageRow[]> {
   const conditions: SQL[] = [eq(propertyImages.tenantId, tenantId)]
   if (propertyId !== undefined) conditions.push(eq(propertyImages.propertyId, propertyId))
   return db

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Config } from '../../config.js'
-import type { Database } from '../../db/client.js'
+import type { Database, PipelinedDatabase } from '../../db/client.js'
 import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import { invalidAddressError, OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 import { toUtcTimestamp } from '../../lib/time.js'
@@ -77,7 +77,7 @@ export class ImagesService {
   }
 
   /** The tenant's photos, or one property's; `via` a transaction that holds the property. */
-  async list(tenantId: number, propertyId?: number, via: Database = this.db): Promise<PropertyImage[]> {
+  async list(tenantId: number, propertyId?: number, via: PipelinedDatabase = this.db): Promise<PropertyImage[]> {
     return (await repository.listImages(via, tenantId, propertyId)).map((row) => toImage(row, this.mediaBase))
   }
 

@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, getTableColumns, inArray, isNotNull, isNull, lt, ne, or, sql, type AnyColumn, type SQL } from 'drizzle-orm'
 import type { CountryCode } from 'libphonenumber-js'
-import { queryRows, type Database } from '../../db/client.js'
+import { queryRows, type Database, type PipelinedDatabase } from '../../db/client.js'
 import { rowsWithTotal } from '../../db/paging.js'
 import { prepared } from '../../db/prepared.js'
 import {
@@ -37,7 +37,7 @@ export async function findPropertyWithOwner(
 }
 
 /** The id of the tenant's listing with this external id, if any. */
-export async function findPropertyIdByExternalId(db: Database, tenantId: number, externalId: string): Promise<number | undefined> {
+export async function findPropertyIdByExternalId(db: PipelinedDatabase, tenantId: number, externalId: string): Promise<number | undefined> {
   // Prepared: a feed's import asks once for each of its offers.
   const statement = prepared<{ id: number }[]>(db, 'property-id-by-external-id', (name) =>
     db
@@ -140,7 +140,7 @@ const noSubmittedColumns = Object.fromEntries(submittedColumnNames.map((column) 
  * The statement is built once per database (see prepared.ts).
  */
 export async function insertSubmittedProperty(
-  db: Database,
+  db: PipelinedDatabase,
   columns: SubmittedColumns,
   owner: OwnerSubmission | null,
   externalId: string | null,
@@ -429,7 +429,7 @@ export function listByStatus(db: Database, statusId: number, page: { limit: numb
 
 export type { RevisionRow }
 
-export async function findRevision(db: Database, tenantId: number, propertyId: number): Promise<RevisionRow | undefined> {
+export async function findRevision(db: PipelinedDatabase, tenantId: number, propertyId: number): Promise<RevisionRow | undefined> {
   const [row] = await db
     .select()
     .from(propertyRevisions)

@@ -484,7 +484,7 @@ export interface paths {
         put?: never;
         /**
          * Submit a property to the MLS
-         * @description Creates the property in status 1 (На проверке). The owner is created, or updated when the agency already has an owner with that phone. The internal check runs in the background within seconds; on approval the listing is published and `mls.new_listing` is sent. With `Idempotency-Key`, a retry with the same body within 24 h replays the first response (`Idempotent-Replayed: true`).
+         * @description Creates the property in status 1 (На проверке). The owner is created, or updated when the agency already has an owner with that phone. The internal check runs in the background within seconds; on approval the listing is published and `mls.new_listing` is sent. An `external_id` another listing of the agency has is a 409. With `Idempotency-Key`, a retry with the same body within 24 h replays the first response (`Idempotent-Replayed: true`).
          */
         post: operations["createProperty"];
         delete?: never;
@@ -516,9 +516,37 @@ export interface paths {
         head?: never;
         /**
          * Change a property; the change goes through the internal check
-         * @description `owner` and `location` are replaced whole (null clears them), `attributes` are merged (null removes one). A change of a published listing (status 2) becomes its `revision`: the listing stays published, and the catalogue shows the approved version until the check passes the revision, then the new one at once; a rejected revision leaves the listing as it was. A change of a listing in another status sends it back to status 1 for the check. A PATCH that changes nothing leaves the listing, and its status, as it is.
+         * @description `owner` and `location` are replaced whole (null clears them), `attributes` are merged (null removes one). `external_id` sets or (null) clears the agency’s own id of the listing, whatever its status, without the check; an id another listing of the agency has is a 409. A change of a published listing (status 2) becomes its `revision`: the listing stays published, and the catalogue shows the approved version until the check passes the revision, then the new one at once; a rejected revision leaves the listing as it was. A change of a listing in another status sends it back to status 1 for the check. A PATCH that changes nothing leaves the listing, and its status, as it is.
          */
         patch: operations["updateProperty"];
+        trace?: never;
+    };
+    "/properties/by-external-id/{external_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The agency’s listing with this external id
+         * @description The listing as `GET /properties/{id}` shows it; 404 when the agency has none with this id. Percent-encode the id in the path.
+         */
+        get: operations["getPropertyByExternalId"];
+        /**
+         * Create or replace the agency’s listing with this external id
+         * @description Creates the listing with this `external_id` (201, status 1, as `POST /properties`), or replaces the whole of it (200): fields not sent become null or empty, and `attributes` replace the listing’s (not merged). The same validation and internal check as a PATCH: a change of a published listing becomes its `revision`, a change of another sends it back to status 1, a closed listing cannot be changed (409); a PUT that changes nothing leaves the listing, and its status, as it is. Percent-encode the id in the path (`/` as `%2F`). Another agency’s listing with the same external id is another listing: never seen, never touched.
+         */
+        put: operations["putPropertyByExternalId"];
+        post?: never;
+        /**
+         * Delete the agency’s listing with this external id, with its photos
+         * @description As `DELETE /properties/{id}`; 404 when the agency has none with this id. Percent-encode the id in the path.
+         */
+        delete: operations["deletePropertyByExternalId"];
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/properties/{id}/revision": {
@@ -648,7 +676,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe a URL to events
-         * @description Answers with the subscription and its signing `secret`, shown this once. The URL must be `https` (plain `http` only where ALLOW_PRIVATE_NETWORK is on), without credentials, and its host must resolve to public addresses only; the rule is checked again at every delivery. A `filter` (the filter parameters of `GET /mls/properties`, same types, bounds and checks; null or absent for every listing) narrows the `mls.*` events to listings that match it: `mls.new_listing` when the new listing matches, `mls.listing_updated` when the listing matches after the change, `mls.listing_removed` when it matched before. A listing that stops matching after a change is announced as `mls.listing_removed` with `{id, reason: "unmatched"}` (`webhook-id` `msg_<event id>_unmatched`), to subscriptions that chose `mls.listing_removed`. An invalid filter is a 422 naming the parameter, e.g. `body.filter.min_price`. Deliveries follow Standard Webhooks: a POST with the body `{type, timestamp, data}` and the headers `webhook-id` (`msg_<event id>`, the same on every attempt), `webhook-timestamp` and `webhook-signature` (`v1,<base64 HMAC-SHA256>` with the subscription's secret). Only a 2xx answer counts; redirects are not followed. Failed attempts are retried after the delays of WEBHOOK_RETRY_SCHEDULE (±10 %), never sooner than a `Retry-After` asks. A 410 answer, or 5 days without a single success, switches the subscription off (`is_active: false`, `disabled_reason`). Events: `mls.new_listing`, `mls.listing_updated`, `mls.listing_removed`, `property.published`, `property.rejected`; the `mls.*` ones reach every agency's subscriptions, the others only the listing's own agency.
+         * @description Answers with the subscription and its signing `secret`, shown this once. The URL must be `https` (plain `http` only where ALLOW_PRIVATE_NETWORK is on), without credentials, and its host must resolve to public addresses only; the rule is checked again at every delivery. A `filter` (the filter parameters of `GET /mls/properties`, same types, bounds and checks; null or absent for every listing) narrows the `mls.*` events to listings that match it: `mls.new_listing` when the new listing matches, `mls.listing_updated` when the listing matches after the change, `mls.listing_removed` when it matched before. A listing that stops matching after a change is announced as `mls.listing_removed` with `{id, reason: "unmatched"}` (`webhook-id` `msg_<event id>_unmatched`), to subscriptions that chose `mls.listing_removed`. An invalid filter is a 422 naming the parameter, e.g. `body.filter.min_price`. Deliveries follow Standard Webhooks: a POST with the body `{type, timestamp, data}` and the headers `webhook-id` (`msg_<event id>`, the same on every attempt), `webhook-timestamp` and `webhook-signature` (`v1,<base64 HMAC-SHA256>` with the subscription's secret). Only a 2xx answer counts; redirects are not followed. Failed attempts are retried after the delays of WEBHOOK_RETRY_SCHEDULE (±10 %), never sooner than a `Retry-After` asks. A 410 answer, or 5 days without a single success, switches the subscription off (`is_active: false`, `disabled_reason`). Events: `mls.new_listing`, `mls.listing_updated`, `mls.listing_removed`, `property.published`, `property.rejected`, `feed.run_finished`; the `mls.*` ones reach every agency's subscriptions, the others only the agency whose listing or feed it is.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -713,6 +741,102 @@ export interface paths {
          * @description Every attempt of every delivery to this subscription, test events included, with the receiver’s answer (first 4 KiB) or why it failed.
          */
         get: operations["listWebhookLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/feeds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The agency’s feeds
+         * @description Oldest first, each with its last run.
+         */
+        get: operations["listFeeds"];
+        put?: never;
+        /**
+         * Connect a feed
+         * @description Its first run starts within the worker’s next poll, then every `schedule` minutes. The URL must be `https` (plain `http` only where ALLOW_PRIVATE_NETWORK is on), without credentials, and its host must resolve to public addresses only; the rule is checked again at every download. An agency has at most 5 feeds (a 409 past that).
+         */
+        post: operations["createFeed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/feeds/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A feed and its last run
+         * @description `last_run` is the newest run, whatever its status (`running` while one is under way); null before the first.
+         */
+        get: operations["getFeed"];
+        put?: never;
+        post?: never;
+        /**
+         * Disconnect a feed
+         * @description Its runs and reports go with it; the listings it brought in stay, as the agency’s own.
+         */
+        delete: operations["deleteFeed"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a feed
+         * @description Changes the fields given (at least one). A new `url` is downloaded whole at the next run; a new `schedule` counts from now. The URL must be `https` (plain `http` only where ALLOW_PRIVATE_NETWORK is on), without credentials, and its host must resolve to public addresses only; the rule is checked again at every download.
+         */
+        patch: operations["updateFeed"];
+        trace?: never;
+    };
+    "/feeds/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A feed’s runs, newest first
+         * @description Each run’s status, timings and counts; its problems are in `GET /feeds/{id}/runs/{run_id}`.
+         */
+        get: operations["listFeedRuns"];
+        put?: never;
+        /**
+         * Run a feed now
+         * @description Answers 202 with the run, `running`; a worker takes it at once. A 409 while a run of the feed is under way (scheduled or not). Follow it with `GET /feeds/{id}/runs/{run_id}`, or the `feed.run_finished` webhook.
+         */
+        post: operations["runFeed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/feeds/{id}/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A run’s report
+         * @description Its status, timings and counts, and its problems offer by offer in the order found, a page at a time (`limit`, `offset`; `problems.total` counts them all).
+         */
+        get: operations["getFeedRun"];
         put?: never;
         post?: never;
         delete?: never;
@@ -817,6 +941,26 @@ export interface webhooks {
          * @description One of the agency’s listings failed the check (or an operator rejected it); `reasons` says why. For a revision of a published listing (`revision: true`), the listing stays published as it was (status 2) and its revision is `rejected`. Sent as a signed POST to the URL of every matching subscription (Standard Webhooks).
          */
         post: operations["receivePropertyRejected"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "feed.run_finished": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A run of one of your feeds ended
+         * @description A run of one of the agency’s feeds ended, whatever its status; `data` is the run as `GET /feeds/{id}/runs` lists it (its problems: `GET /feeds/{id}/runs/{run_id}`). Sent as a signed POST to the URL of every matching subscription (Standard Webhooks).
+         */
+        post: operations["receiveFeedRunFinished"];
         delete?: never;
         options?: never;
         head?: never;
@@ -961,10 +1105,17 @@ export interface components {
             timestamp: string;
             data: components["schemas"]["ListingRemovedData"];
         };
+        /**
+         * ExternalId
+         * @description The agency’s own id of the listing (its CRM’s), unique within the agency; compared exactly (case and spaces count). Never shown in the public catalogue.
+         * @example CRM-10492
+         */
+        ExternalId: string;
         /** PropertyPublishedData */
         PropertyPublishedData: {
             /** Format: int32 */
             property_id: number;
+            external_id: components["schemas"]["ExternalId"] | null;
             /** @enum {number} */
             status_id: 2;
             status_name: string;
@@ -1007,6 +1158,7 @@ export interface components {
         PropertyRejectedData: {
             /** Format: int32 */
             property_id: number;
+            external_id: components["schemas"]["ExternalId"] | null;
             status_id: 3 | 2;
             status_name: string;
             reasons: components["schemas"]["ModerationReason"][];
@@ -1026,6 +1178,88 @@ export interface components {
              */
             timestamp: string;
             data: components["schemas"]["PropertyRejectedData"];
+        };
+        /**
+         * FeedRunStatus
+         * @description `running` until it ends; `succeeded`: every offer was taken; `partially_succeeded`: some offers were refused or had a problem (see `problems`); `failed`: the run changed nothing (see `detail`); `unchanged`: the file had not changed since the last import, nothing was touched.
+         * @enum {unknown}
+         */
+        FeedRunStatus: "running" | "succeeded" | "partially_succeeded" | "failed" | "unchanged";
+        /**
+         * FeedRunTrigger
+         * @description `manual`: `POST /feeds/{id}/runs`; `schedule`: the feed’s schedule.
+         * @enum {unknown}
+         */
+        FeedRunTrigger: "manual" | "schedule";
+        /** FeedRunCounts */
+        FeedRunCounts: {
+            /**
+             * Format: int32
+             * @description Offers in the file.
+             */
+            offers: number;
+            /**
+             * Format: int32
+             * @description Listings created.
+             */
+            created: number;
+            /**
+             * Format: int32
+             * @description Listings changed (and sent through the internal check again as a PATCH would), or resubmitted after they came back.
+             */
+            updated: number;
+            /**
+             * Format: int32
+             * @description Offers that said what they said last time: their listings were not touched.
+             */
+            unchanged: number;
+            /**
+             * Format: int32
+             * @description Listings withdrawn because their offers left the file.
+             */
+            withdrawn: number;
+            /**
+             * Format: int32
+             * @description Offers refused (see `problems`): nothing of theirs was stored.
+             */
+            rejected: number;
+            /**
+             * Format: int32
+             * @description Problems that did not refuse an offer (a photo that could not be downloaded, a value dropped).
+             */
+            errors: number;
+        };
+        /** FeedRun */
+        FeedRun: {
+            /** Format: int32 */
+            id: number;
+            /** Format: int32 */
+            feed_id: number;
+            status: components["schemas"]["FeedRunStatus"];
+            trigger: components["schemas"]["FeedRunTrigger"];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            started_at: string;
+            finished_at: string | null;
+            detail: string | null;
+            failure_code: string | null;
+            counts: components["schemas"]["FeedRunCounts"];
+        };
+        /**
+         * FeedRunFinishedEvent
+         * @description A run of one of the agency’s feeds ended, whatever its status; `data` is the run as `GET /feeds/{id}/runs` lists it (its problems: `GET /feeds/{id}/runs/{run_id}`).
+         */
+        FeedRunFinishedEvent: {
+            /** @enum {string} */
+            type: "feed.run_finished";
+            /**
+             * Format: date-time
+             * @description When the event happened (UTC, ending in Z); the same on every attempt.
+             */
+            timestamp: string;
+            data: components["schemas"]["FeedRun"];
         };
         /** TestEventData */
         TestEventData: {
@@ -1496,7 +1730,7 @@ export interface components {
          */
         AttributeValue: string | number | boolean;
         /**
-         * PropertySubmission
+         * NewPropertySubmission
          * @example {
          *       "property_type": "Квартира",
          *       "deal_type": "Продажа",
@@ -1525,10 +1759,11 @@ export interface components {
          *         "building_type": "Кирпичный",
          *         "balcony": "Лоджия",
          *         "elevator": "true"
-         *       }
+         *       },
+         *       "external_id": "CRM-10492"
          *     }
          */
-        PropertySubmission: {
+        NewPropertySubmission: {
             property_type: components["schemas"]["PropertyTypeName"];
             deal_type: components["schemas"]["DealTypeName"];
             price?: (number | string) | null;
@@ -1539,6 +1774,7 @@ export interface components {
             attributes?: {
                 [key: string]: components["schemas"]["AttributeValue"];
             };
+            external_id?: components["schemas"]["ExternalId"] | null;
         };
         /**
          * PropertyStatusName
@@ -1666,6 +1902,7 @@ export interface components {
         Property: {
             /** Format: int32 */
             id: number;
+            external_id: components["schemas"]["ExternalId"] | null;
             /**
              * Format: int32
              * @description 1 На проверке, 2 Опубликовано, 3 Отклонено, 4 Снято с публикации, 5 Сделка закрыта.
@@ -1702,6 +1939,7 @@ export interface components {
         PropertyListItem: {
             /** Format: int32 */
             id: number;
+            external_id: components["schemas"]["ExternalId"] | null;
             property_type: components["schemas"]["PropertyTypeName"];
             deal_type: components["schemas"]["DealTypeName"];
             price: number | null;
@@ -1745,7 +1983,7 @@ export interface components {
         };
         /**
          * PropertyPatch
-         * @description Only the fields sent change. `owner` and `location` are replaced whole (null removes them); `attributes` are merged, a null value removing that attribute.
+         * @description Only the fields sent change. `owner` and `location` are replaced whole (null removes them); `attributes` are merged, a null value removing that attribute. `external_id` alone is bookkeeping: setting or clearing it sends nothing to the check.
          * @example {
          *       "price": 8200000,
          *       "attributes": {
@@ -1764,6 +2002,52 @@ export interface components {
             /** @description Attribute name → value, by the catalogue of `GET /attributes`. Values are strings (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`); JSON numbers and booleans are accepted too. Merged into the current attributes; null removes one. */
             attributes?: {
                 [key: string]: components["schemas"]["AttributeValue"] | null;
+            };
+            external_id?: components["schemas"]["ExternalId"] | null;
+        };
+        /**
+         * PropertySubmission
+         * @example {
+         *       "property_type": "Квартира",
+         *       "deal_type": "Продажа",
+         *       "price": 8500000,
+         *       "description": "Светлая двухкомнатная квартира с видом на парк.",
+         *       "owner": {
+         *         "name": "Иван Петров",
+         *         "phone": "8 (912) 345-67-89",
+         *         "notes": "Звонить после 18:00"
+         *       },
+         *       "location": {
+         *         "city_id": 1,
+         *         "district_id": 1,
+         *         "address": "Москва, ул. Тверская, д. 7, кв. 12",
+         *         "street": "Тверская",
+         *         "house_number": "7",
+         *         "apartment_number": "12",
+         *         "latitude": 55.7577,
+         *         "longitude": 37.6133
+         *       },
+         *       "attributes": {
+         *         "area": "54.5",
+         *         "rooms": "2",
+         *         "floor": "5",
+         *         "total_floors": "9",
+         *         "building_type": "Кирпичный",
+         *         "balcony": "Лоджия",
+         *         "elevator": "true"
+         *       }
+         *     }
+         */
+        PropertySubmission: {
+            property_type: components["schemas"]["PropertyTypeName"];
+            deal_type: components["schemas"]["DealTypeName"];
+            price?: (number | string) | null;
+            description?: string | null;
+            owner?: components["schemas"]["OwnerInput"] | null;
+            location?: components["schemas"]["LocationInput"] | null;
+            /** @description Attribute name → value, by the catalogue of `GET /attributes`. Values are strings (`"54.5"`, `"3"`, `"true"`, `"Кирпичный"`); JSON numbers and booleans are accepted too. */
+            attributes?: {
+                [key: string]: components["schemas"]["AttributeValue"];
             };
         };
         /**
@@ -1831,7 +2115,7 @@ export interface components {
          * WebhookEventType
          * @description An event a subscription can receive.
          */
-        WebhookEventType: "mls.new_listing" | "mls.listing_updated" | "mls.listing_removed" | "property.published" | "property.rejected";
+        WebhookEventType: "mls.new_listing" | "mls.listing_updated" | "mls.listing_removed" | "property.published" | "property.rejected" | "feed.run_finished";
         /**
          * ListingFilter
          * @description The filter parameters of `GET /mls/properties`, with the same meaning, types and bounds; every one given must match.
@@ -1985,7 +2269,7 @@ export interface components {
          * @description The type of a delivered event: a subscribable one, or `webhook.test`.
          * @enum {unknown}
          */
-        DeliveredEventType: "mls.new_listing" | "mls.listing_updated" | "mls.listing_removed" | "property.published" | "property.rejected" | "webhook.test";
+        DeliveredEventType: "mls.new_listing" | "mls.listing_updated" | "mls.listing_removed" | "property.published" | "property.rejected" | "feed.run_finished" | "webhook.test";
         /** WebhookLogEntry */
         WebhookLogEntry: {
             /** Format: int32 */
@@ -2035,6 +2319,158 @@ export interface components {
             limit: number;
             /** Format: int64 */
             offset: number;
+        };
+        /**
+         * FeedFormat
+         * @description The file’s format: `yandex_realty`, the Yandex.Realty XML feed (`<realty-feed>`).
+         * @enum {unknown}
+         */
+        FeedFormat: "yandex_realty";
+        /**
+         * FeedCreate
+         * @example {
+         *       "url": "https://crm.example.com/export/yandex.xml",
+         *       "format": "yandex_realty",
+         *       "schedule": 60
+         *     }
+         */
+        FeedCreate: {
+            /** @description Where the file is downloaded from: `https` (plain `http` only with ALLOW_PRIVATE_NETWORK), no credentials, a public host. */
+            url: string;
+            format: components["schemas"]["FeedFormat"];
+            /**
+             * Format: int32
+             * @description Minutes between scheduled runs, 15 to 10080; 60 by default.
+             */
+            schedule?: number;
+            /** @description Whether a run may withdraw more than half of the feed’s listings at once. Off by default: a run that would stops with `failure_code` `mass_withdrawal_refused`, changing nothing. */
+            allow_mass_withdrawal?: boolean;
+        };
+        /** Feed */
+        Feed: {
+            /** Format: int32 */
+            id: number;
+            /**
+             * Format: uri
+             * @description Where the file is downloaded from.
+             */
+            url: string;
+            format: components["schemas"]["FeedFormat"];
+            /**
+             * Format: int32
+             * @description Minutes between scheduled runs, 15 to 10080; 60 by default.
+             */
+            schedule: number;
+            /** @description Whether a run may withdraw more than half of the feed’s listings at once. Off by default: a run that would stops with `failure_code` `mass_withdrawal_refused`, changing nothing. */
+            allow_mass_withdrawal: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            next_run_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            updated_at: string;
+            last_run: components["schemas"]["FeedRun"] | null;
+        };
+        /** FeedPage */
+        FeedPage: {
+            items: components["schemas"]["Feed"][];
+            /**
+             * Format: int64
+             * @description Number of items matching the filters, over all pages.
+             */
+            total: number;
+            /** Format: int32 */
+            limit: number;
+            /** Format: int64 */
+            offset: number;
+        };
+        /**
+         * FeedUpdate
+         * @example {
+         *       "schedule": 30
+         *     }
+         * @example {
+         *       "allow_mass_withdrawal": true
+         *     }
+         */
+        FeedUpdate: {
+            /** @description Where the file is downloaded from: `https` (plain `http` only with ALLOW_PRIVATE_NETWORK), no credentials, a public host. */
+            url?: string;
+            format?: components["schemas"]["FeedFormat"];
+            /**
+             * Format: int32
+             * @description Minutes between scheduled runs, 15 to 10080; 60 by default.
+             */
+            schedule?: number;
+            /** @description Whether a run may withdraw more than half of the feed’s listings at once. Off by default: a run that would stops with `failure_code` `mass_withdrawal_refused`, changing nothing. */
+            allow_mass_withdrawal?: boolean;
+        };
+        /** FeedRunPage */
+        FeedRunPage: {
+            items: components["schemas"]["FeedRun"][];
+            /**
+             * Format: int64
+             * @description Number of items matching the filters, over all pages.
+             */
+            total: number;
+            /** Format: int32 */
+            limit: number;
+            /** Format: int64 */
+            offset: number;
+        };
+        /** FeedRunProblem */
+        FeedRunProblem: {
+            /** @description The offer’s `internal-id`; empty when it had none. */
+            internal_id: string;
+            /** @description Stable: see docs/feeds.md for every code, the internal check’s included. */
+            code: string;
+            field: string | null;
+            /** @description In Russian, in plain words. */
+            message: string;
+        };
+        /** FeedRunProblemPage */
+        FeedRunProblemPage: {
+            items: components["schemas"]["FeedRunProblem"][];
+            /**
+             * Format: int64
+             * @description Number of items matching the filters, over all pages.
+             */
+            total: number;
+            /** Format: int32 */
+            limit: number;
+            /** Format: int64 */
+            offset: number;
+        };
+        /**
+         * FeedRunReport
+         * @description A run with its problems, offer by offer, a page at a time (`limit`, `offset`).
+         */
+        FeedRunReport: {
+            /** Format: int32 */
+            id: number;
+            /** Format: int32 */
+            feed_id: number;
+            status: components["schemas"]["FeedRunStatus"];
+            trigger: components["schemas"]["FeedRunTrigger"];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:02.123+00:00
+             */
+            started_at: string;
+            finished_at: string | null;
+            detail: string | null;
+            failure_code: string | null;
+            counts: components["schemas"]["FeedRunCounts"];
+            problems: components["schemas"]["FeedRunProblemPage"];
         };
     };
     responses: {
@@ -3107,7 +3543,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["PropertySubmission"];
+                "application/json": components["schemas"]["NewPropertySubmission"];
             };
         };
         responses: {
@@ -3230,6 +3666,118 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPropertyByExternalId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                external_id: components["schemas"]["ExternalId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Property"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    putPropertyByExternalId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                external_id: components["schemas"]["ExternalId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PropertySubmission"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Property"];
+                };
+            };
+            /** @description Created. */
+            201: {
+                headers: {
+                    /** @description The new property, `/properties/{id}`. */
+                    Location?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Property"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deletePropertyByExternalId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                external_id: components["schemas"]["ExternalId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3715,6 +4263,280 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listFeeds: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Number of items skipped. */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createFeed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FeedCreate"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    /** @description The new feed, `/feeds/{id}`. */
+                    Location?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Feed"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getFeed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Feed"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteFeed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateFeed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FeedUpdate"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Feed"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listFeedRuns: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Number of items skipped. */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedRunPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    runFeed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    /** @description The run, `/feeds/{id}/runs/{run_id}`. */
+                    Location?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedRun"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getFeedRun: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description Number of items skipped. */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                id: number;
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A run with its problems, offer by offer, a page at a time (`limit`, `offset`). */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedRunReport"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     receiveNewListing: {
         parameters: {
             query?: never;
@@ -3904,6 +4726,49 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["PropertyRejectedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the service switches the subscription off and stops delivering to it. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered. Any 2xx answer counts; its body is kept (first 4 KiB) in the delivery log. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, redirects included, fails the attempt: it is retried after the delays of WEBHOOK_RETRY_SCHEDULE, never sooner than a `Retry-After` header asks. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveFeedRunFinished: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `msg_<event id>`: the same on every attempt of one event, so a receiver can ignore repeats; `msg_<event id>_unmatched` for the `mls.listing_removed` (reason `unmatched`) sent in place of an event whose listing stopped matching the subscription’s filter. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in Unix seconds; refuse a delivery far from your clock (Standard Webhooks allows 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription’s secret (the base64 after `whsec_`). Any Standard Webhooks library verifies it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FeedRunFinishedEvent"];
             };
         };
         responses: {

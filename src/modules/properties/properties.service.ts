@@ -448,7 +448,7 @@ export class PropertiesService {
       const current = await repository.lockProperty(tx, tenantId, id)
       if (!current) throw ApiError.notFound(PROPERTY_NOT_FOUND)
       const allowed = movesFrom(current.statusId)
-      if (!allowed.includes(statusId as (typeof allowed)[number])) {
+      if (!allowed.includes(statusId)) {
         const moves = allowed.length === 0 ? 'none' : allowed.join(', ')
         throw ApiError.conflict(`A listing in status ${current.statusId} cannot move to status ${statusId}; allowed moves from here: ${moves}.`, {
           allowed_moves: allowed,

@@ -182,32 +182,9 @@ export class OutboundClient {
   /** Makes one request (following up to `maxRedirects` hops, each re-checked). */
   async request(options: OutboundRequest): Promise<OutboundResponse> {
     const signal = AbortSignal.timeout(options.timeoutMs)
-    let url = this.parseTarget(options.url)
-    let method = options.method ?? 'GET'
-    let body = options.body
-    for (let hop = 0; ; hop++) {
-      let response: Dispatcher.ResponseData
-      try {
-        response = await request(url, { method, headers: options.headers, body, signal, dispatcher: this.agent })
-      } catch (error) {
-        // A connection still being made when the time is up fails on its own a little later: it is the time limit's failure.
-        throw signal.aborted
-          ? new OutboundError('timeout', `No complete answer from ${bareHost(url)} within ${options.timeoutMs} ms.`)
-          : describeFailure(error, url, options.timeoutMs)
-      }
-      const location = response.headers.location
-      if (REDIRECTS.has(response.statusCode) && options.maxRedirects > 0 && typeof location === 'string') {
-        response.body.resume()
-        if (hop >= options.maxRedirects) {
-          throw new OutboundError('too_many_redirects', `More than ${options.maxRedirects} redirects.`)
-        }
-        url = this.parseTarget(new URL(location, url).toString())
-        if (response.statusCode === 303) [method, body] = ['GET', undefined]
-        continue
-      }
-      const { bytes, truncated } = await readCapped(response, options, url)
-      return { status: response.statusCode, headers: response.headers, body: bytes, truncated, url: url.toString() }
-    }
+    const { response, url } = await this.follow(options.url, { method: options.method ?? 'GET', headers: options.headers, body: options.body }, options, signal)
+    const { bytes, truncated } = await readCapped(response, options, url)
+    return { status: response.statusCode, headers: response.headers, body: bytes, truncated, url: url.toString() }
   }
 
   /**
@@ -218,13 +195,35 @@ export class OutboundClient {
    */
   async stream(options: OutboundStreamRequest): Promise<OutboundStream> {
     const signal = AbortSignal.timeout(options.timeoutMs)
-    let url = this.parseTarget(options.url)
     const headers = { ...options.headers, 'accept-encoding': 'gzip' }
+    const { response, url } = await this.follow(options.url, { method: 'GET', headers }, options, signal)
+    const declared = Number(response.headers['content-length'])
+    if (declared > options.maxBodyBytes) {
+      response.body.on('error', () => undefined).destroy()
+      throw new OutboundError('too_large', `The response is ${declared} bytes; at most ${options.maxBodyBytes} are accepted.`)
+    }
+    const gzipped = /\bgzip\b/i.test(String(response.headers['content-encoding'] ?? ''))
+    return { status: response.statusCode, headers: response.headers, body: cappedBody(response, gzipped, options, url, signal), url: url.toString() }
+  }
+
+  /**
+   * Sends a request and follows up to `maxRedirects` redirects, each hop's address checked
+   * again (a 303 goes on as a GET without a body): the last answer, its body not read yet.
+   */
+  private async follow(
+    target: string,
+    init: { method: 'GET' | 'POST'; headers?: Record<string, string> | undefined; body?: string | Buffer | undefined },
+    options: { timeoutMs: number; maxRedirects: number },
+    signal: AbortSignal,
+  ): Promise<{ response: Dispatcher.ResponseData; url: URL }> {
+    let url = this.parseTarget(target)
+    let { method, body } = init
     for (let hop = 0; ; hop++) {
       let response: Dispatcher.ResponseData
       try {
-        response = await request(url, { method: 'GET', headers, signal, dispatcher: this.agent })
+        response = await request(url, { method, headers: init.headers, body, signal, dispatcher: this.agent })
       } catch (error) {
+        // A connection still being made when the time is up fails on its own a little later: it is the time limit's failure.
         throw signal.aborted
           ? new OutboundError('timeout', `No complete answer from ${bareHost(url)} within ${options.timeoutMs} ms.`)
           : describeFailure(error, url, options.timeoutMs)
@@ -234,15 +233,10 @@ export class OutboundClient {
         response.body.resume()
         if (hop >= options.maxRedirects) throw new OutboundError('too_many_redirects', `More than ${options.maxRedirects} redirects.`)
         url = this.parseTarget(new URL(location, url).toString())
+        if (response.statusCode === 303) [method, body] = ['GET', undefined]
         continue
       }
-      const declared = Number(response.headers['content-length'])
-      if (declared > options.maxBodyBytes) {
-        response.body.on('error', () => undefined).destroy()
-        throw new OutboundError('too_large', `The response is ${declared} bytes; at most ${options.maxBodyBytes} are accepted.`)
-      }
-      const gzipped = /\bgzip\b/i.test(String(response.headers['content-encoding'] ?? ''))
-      return { status: response.statusCode, headers: response.headers, body: cappedBody(response, gzipped, options, url, signal), url: url.toString() }
+      return { response, url }
     }
   }
 

@@ -238,7 +238,10 @@ describe('feed runs', () => {
     await runInternalCheck(t.app)
     assert.equal((await byExternalId(agency, 'chk-1'))?.revision?.status, 'rejected')
     assert.deepEqual(codes(await runReport(t.app, agency, feed.id, second.id, '?limit=100')), ['chk-1:floor_above_total_floors'])
-    assert.deepEqual(codes(await runReport(t.app, agency, feed.id, first.id, '?limit=100')).sort(), ['chk-2:floor_above_total_floors', 'chk-3:contacts_in_description'])
+    assert.deepEqual(codes(await runReport(t.app, agency, feed.id, first.id, '?limit=100')).sort(), [
+      'chk-2:floor_above_total_floors',
+      'chk-3:contacts_in_description',
+    ])
   })
 
   it('refuses to withdraw more than half of the feed’s listings unless the feed allows it', async () => {

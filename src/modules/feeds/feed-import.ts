@@ -7,7 +7,6 @@ import { ApiError } from '../../lib/errors.js'
 import type { ImagesService } from '../images/images.service.js'
 import { ListingStatus } from '../properties/listing-status.js'
 import type { PropertiesService } from '../properties/properties.service.js'
-import type { Property } from '../properties/properties.schemas.js'
 import type { ReferenceService } from '../reference/reference.service.js'
 import type { AuthenticatedTenant } from '../tenants/authenticated-tenant.js'
 import { FeedRunFailure } from './feed-download.js'
@@ -243,19 +242,18 @@ async function applyOffer(
     counts.unchanged++
     return
   }
-  let result: Awaited<ReturnType<PropertiesService['putByExternalId']>>
+  let result: Awaited<ReturnType<PropertiesService['importByExternalId']>>
   try {
-    result = await deps.properties.putByExternalId(agency, offer.internalId, offer.submission, { probablyNew: before === undefined })
+    result = await deps.properties.importByExternalId(agency, offer.internalId, offer.submission, before === undefined)
   } catch (error) {
     if (!(error instanceof ApiError) || error.statusCode >= 500) throw error
     counts.rejected++
     await problems.add(refusalOf(offer.internalId, error))
     return
   }
-  let property: Property = result.property
   let resubmitted = false
-  if (before?.withdrawnByFeed && property.status_id === ListingStatus.Withdrawn) {
-    property = await deps.properties.changeStatus(agency.id, property.id, ListingStatus.PendingReview)
+  if (before?.withdrawnByFeed && result.statusId === ListingStatus.Withdrawn) {
+    await deps.properties.changeStatus(agency.id, result.id, ListingStatus.PendingReview)
     resubmitted = true
   }
   if (result.created) counts.created++
@@ -263,12 +261,12 @@ async function applyOffer(
   else counts.unchanged++
 
   let photosComplete = true
-  if (deps.photos) photosComplete = await photoLimit(() => syncPhotos(deps, agency.id, property.id, offer.internalId, imageUrls, counts, problems))
+  if (deps.photos) photosComplete = await photoLimit(() => syncPhotos(deps, agency.id, result.id, offer.internalId, imageUrls, counts, problems))
   // A photo that failed is tried again next run: the offer is not remembered as done.
   await memory.add({
     feedId: feed.id,
     internalId: offer.internalId,
-    propertyId: property.id,
+    propertyId: result.id,
     contentDigest: photosComplete ? digest : `${digest}:photos-incomplete`,
     lastRunId: runId,
     withdrawnByFeed: false,

@@ -68,6 +68,8 @@ function toCoordinate(value: number | string): number {
 
 type ResolvedFields = Awaited<ReturnType<PropertiesService['resolve']>>
 
+const identity = <T>(value: T): T => value
+
 export const EXTERNAL_ID_NOT_FOUND = 'Your agency has no listing with this external_id.'
 
 /** A 409 for an external id another listing of the agency has; other errors as they are. */
@@ -193,23 +195,65 @@ export class PropertiesService {
     tenant: AuthenticatedTenant,
     externalId: string,
     body: PropertySubmission,
-    /** The caller has reason to think the id is new (a feed's offer never imported): the insert is tried without looking first. */
-    { probablyNew = false }: { probablyNew?: boolean } = {},
   ): Promise<{ created: boolean; changed: boolean; property: Property }> {
+    const { listing: property, ...outcome } = await this.createOrReplace(
+      tenant,
+      externalId,
+      body,
+      false,
+      (db) => this.insert(db, tenant, body, externalId),
+      identity,
+    )
+    return { ...outcome, property }
+  }
+
+  /**
+   * A feed's offer, as putByExternalId takes it, answering only what the import keeps: the
+   * listing's id and status. `probablyNew` (an offer the feed has never imported) tries the
+   * insert without looking for the id first; a new listing's insert answers two columns, not
+   * its whole row and view.
+   */
+  async importByExternalId(
+    tenant: AuthenticatedTenant,
+    externalId: string,
+    body: PropertySubmission,
+    probablyNew: boolean,
+  ): Promise<{ created: boolean; changed: boolean; id: number; statusId: number }> {
+    const created = async (db: PipelinedDatabase) => {
+      const resolved = await this.resolve(db, tenant, { ...body, attributes: body.attributes ?? {} })
+      return repository.insertSubmittedPropertyId(db, this.newColumns(tenant, body, resolved), resolved.owner ?? null, externalId)
+    }
+    const { listing, ...outcome } = await this.createOrReplace(tenant, externalId, body, probablyNew, created, (property) => ({
+      id: property.id,
+      statusId: property.status_id,
+    }))
+    return { ...outcome, ...listing }
+  }
+
+  /**
+   * Creates the agency's listing with this external id, or replaces it (see putByExternalId).
+   * A new id is one statement outside a transaction, on the pipelined connections, whose
+   * prepared insert is built once per process (inside a transaction it is built again for each
+   * listing). A listing with this id, made meanwhile or missed by `probablyNew`'s guess, makes it
+   * fail on the unique index, and the next attempt looks for it first and replaces it.
+   */
+  private async createOrReplace<T>(
+    tenant: AuthenticatedTenant,
+    externalId: string,
+    body: PropertySubmission,
+    probablyNew: boolean,
+    create: (db: PipelinedDatabase) => Promise<T>,
+    fromView: (property: Property) => T,
+  ): Promise<{ created: boolean; changed: boolean; listing: T }> {
     checkExternalId(externalId)
     for (let attempt = 1; ; attempt++) {
       try {
-        // A new id (every offer of a feed's first import): one statement outside a transaction,
-        // whose prepared insert is built once per process, not once per listing as inside one.
-        // A listing with this id (made meanwhile, or one the guess missed) makes it fail on the
-        // unique index, and the next attempt looks first.
         const isNew = (probablyNew && attempt === 1) || (await repository.findPropertyIdByExternalId(this.pipelined, tenant.id, externalId)) === undefined
-        if (isNew) {
-          return { created: true, changed: true, property: await this.insert(this.pipelined, tenant, body, externalId) }
-        }
+        if (isNew) return { created: true, changed: true, listing: await create(this.pipelined) }
         return await this.db.transaction(async (tx) => {
           const approved = await repository.lockPropertyByExternalId(tx, tenant.id, externalId)
-          if (!approved) return { created: true, changed: true, property: await this.insert(tx, tenant, body, externalId) }
+          // Deleted since it was looked for.
+          if (!approved) return { created: true, changed: true, listing: await create(tx) }
           const { property, changed } = await this.change(tx, tenant, approved, {
             content: {
               property_type: body.property_type,
@@ -221,11 +265,9 @@ export class PropertiesService {
             },
             attributes: () => ({ ...body.attributes }),
           })
-          return { created: false, changed, property }
+          return { created: false, changed, listing: fromView(property) }
         })
       } catch (error) {
-        // Another request created the listing with this id meanwhile (the unique index waited
-        // for it to commit): it is there now, and this one replaces it.
         if (attempt < 3 && repository.isExternalIdTaken(error)) continue
         throw error
       }
@@ -586,20 +628,20 @@ export class PropertiesService {
 
   private async insert(db: PipelinedDatabase, tenant: AuthenticatedTenant, body: PropertySubmission, externalId: string | null): Promise<Property> {
     const resolved = await this.resolve(db, tenant, { ...body, attributes: body.attributes ?? {} })
-    const created = await repository.insertSubmittedProperty(
-      db,
-      {
-        ...resolved.columns,
-        tenantId: tenant.id,
-        propertyTypeId: propertyTypeIds.get(body.property_type)!,
-        dealTypeId: dealTypeIds.get(body.deal_type)!,
-        description: body.description ?? null,
-      },
-      resolved.owner ?? null,
-      externalId,
-    )
+    const created = await repository.insertSubmittedProperty(db, this.newColumns(tenant, body, resolved), resolved.owner ?? null, externalId)
     // A property just created has no photos: no query for them.
     return this.view(created.property, created.owner, db, [], null)
+  }
+
+  /** A new listing's columns, from its submission as resolve() checked it. */
+  private newColumns(tenant: AuthenticatedTenant, body: PropertySubmission, resolved: ResolvedFields): repository.SubmittedColumns {
+    return {
+      ...resolved.columns,
+      tenantId: tenant.id,
+      propertyTypeId: propertyTypeIds.get(body.property_type)!,
+      dealTypeId: dealTypeIds.get(body.deal_type)!,
+      description: body.description ?? null,
+    }
   }
 
   /** The property as the API shows it; `images` when the caller knows them already. */

@@ -31,7 +31,8 @@ describe('configuration', () => {
     assert.deepEqual(config.corsOrigins, [])
     assert.deepEqual(config.metrics, { port: 9464, host: '127.0.0.1', token: undefined })
     assert.equal(config.databasePipelinedConnections, 2)
-    assert.deepEqual(config.retention, { eventDays: 30, changeDays: 90, orphanFileMinAgeMs: 3_600_000 })
+    assert.deepEqual(config.retention, { eventDays: 30, changeDays: 90, feedRunDays: 30, orphanFileMinAgeMs: 3_600_000 })
+    assert.deepEqual(config.feeds, { maxBytes: 200 * 1024 * 1024, downloadTimeoutMs: 600_000, photos: true, pollIntervalMs: 5_000 })
     assert.equal(config.images.maxEdge, 2560)
     rmSync(dir, { recursive: true })
   })
@@ -60,6 +61,11 @@ describe('configuration', () => {
       DATABASE_PIPELINED_CONNECTIONS: '3',
       EVENT_RETENTION_DAYS: '90',
       CHANGE_RETENTION_DAYS: '30',
+      FEED_RUN_RETENTION_DAYS: '7',
+      FEED_MAX_BYTES: '1048576',
+      FEED_DOWNLOAD_TIMEOUT_MS: '60000',
+      FEED_PHOTOS: 'false',
+      FEED_POLL_INTERVAL_MS: '1000',
       ORPHAN_FILE_MIN_AGE: '90s',
       RATE_LIMIT_FAILURES_PER_MINUTE: '5',
       CORS_ORIGINS: 'https://agency.example, http://localhost:5173,',
@@ -75,7 +81,8 @@ describe('configuration', () => {
     assert.deepEqual(config.corsOrigins, ['https://agency.example', 'http://localhost:5173'])
     assert.deepEqual(config.metrics, { port: 0, host: '0.0.0.0', token: 'm'.repeat(16) })
     assert.equal(config.databasePipelinedConnections, 3)
-    assert.deepEqual(config.retention, { eventDays: 90, changeDays: 30, orphanFileMinAgeMs: 90_000 })
+    assert.deepEqual(config.retention, { eventDays: 90, changeDays: 30, feedRunDays: 7, orphanFileMinAgeMs: 90_000 })
+    assert.deepEqual(config.feeds, { maxBytes: 1_048_576, downloadTimeoutMs: 60_000, photos: false, pollIntervalMs: 1000 })
     assert.equal(config.redisKeyPrefix, 'staging:')
     assert.equal(config.publicBaseUrl, 'http://localhost:8080')
     assert.equal(config.moderationMode, 'manual')

@@ -4,6 +4,7 @@ import type { Feed, FeedRunReport, FeedRunSummary } from '../../src/modules/feed
 import type { JobContext } from '../../src/worker/job.js'
 import { FeedRunJob } from '../../src/modules/feeds/feed-runs.job.js'
 import type { Tenant } from './factories.js'
+import { escapeXml } from './yandex-feed.js'
 
 /** What an offer of a hand-written test feed says; anything left out is not written. */
 export interface TestOffer {
@@ -24,25 +25,23 @@ export interface TestOffer {
   agent?: { name: string; phone: string } | null
 }
 
-const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
-
 /** One `<offer>` of the Yandex.Realty format, as the public description writes it. */
 export function offerXml(offer: TestOffer): string {
-  const lines = [`<offer internal-id="${escape(offer.id)}">`, `<type>${offer.type ?? 'продажа'}</type>`, '<property-type>жилая</property-type>']
+  const lines = [`<offer internal-id="${escapeXml(offer.id)}">`, `<type>${offer.type ?? 'продажа'}</type>`, '<property-type>жилая</property-type>']
   lines.push(`<category>${offer.category ?? 'квартира'}</category>`)
   lines.push('<location><country>Россия</country>')
-  lines.push(`<locality-name>${escape(offer.locality ?? 'Москва')}</locality-name>`)
-  if (offer.subLocality) lines.push(`<sub-locality-name>${escape(offer.subLocality)}</sub-locality-name>`)
-  lines.push(`<address>${escape(offer.address ?? `ул. Тверская, д. ${offer.id}`)}</address></location>`)
+  lines.push(`<locality-name>${escapeXml(offer.locality ?? 'Москва')}</locality-name>`)
+  if (offer.subLocality) lines.push(`<sub-locality-name>${escapeXml(offer.subLocality)}</sub-locality-name>`)
+  lines.push(`<address>${escapeXml(offer.address ?? `ул. Тверская, д. ${offer.id}`)}</address></location>`)
   if (offer.agent !== null) {
     const agent = offer.agent ?? { name: 'Мария Иванова', phone: '+7 912 345-67-89' }
-    lines.push(`<sales-agent><name>${escape(agent.name)}</name><phone>${escape(agent.phone)}</phone></sales-agent>`)
+    lines.push(`<sales-agent><name>${escapeXml(agent.name)}</name><phone>${escapeXml(agent.phone)}</phone></sales-agent>`)
   }
   if (offer.price !== null) lines.push(`<price><value>${offer.price ?? 8_500_000}</value><currency>${offer.currency ?? 'RUB'}</currency></price>`)
   lines.push(`<area><value>${offer.area ?? 54.5}</value><unit>кв. м</unit></area>`)
   lines.push(`<rooms>${offer.rooms ?? 2}</rooms><floor>${offer.floor ?? 5}</floor><floors-total>${offer.floorsTotal ?? 9}</floors-total>`)
   lines.push(`<description><![CDATA[${offer.description ?? 'Светлая квартира с видом на парк.'}]]></description>`)
-  for (const image of offer.images ?? []) lines.push(`<image>${escape(image)}</image>`)
+  for (const image of offer.images ?? []) lines.push(`<image>${escapeXml(image)}</image>`)
   lines.push('</offer>')
   return lines.join('\n')
 }

@@ -128,7 +128,8 @@ export function generatedOffer(index: number, seed = 1, images: (index: number) 
   }
 }
 
-const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
+/** Text as XML writes it inside an element or an attribute. */
+export const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
 
 function element(name: string, value: string | number | boolean | null): string {
   if (value === null) return ''

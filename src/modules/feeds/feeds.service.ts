@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import type { Config } from '../../config.js'
 import type { Database } from '../../db/client.js'
 import { ApiError } from '../../lib/errors.js'
@@ -319,5 +318,3 @@ export class FeedsService {
     return raw
   }
 }
-
-export const newWorkerId = (): string => randomUUID()

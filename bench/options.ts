@@ -45,7 +45,7 @@ const USAGE = `Usage: npm run bench -- [options]
                     (f), the webhook deliveries, needs PostgreSQL and is left out with --pglite.
                     (feed): a 100,000-offer Yandex.Realty feed imported by a feed worker
                     process (photos off); PostgreSQL only, like (f).
-                    (g): the first catalogue page against the page 10,000 deep by cursor.
+                    (j): the first catalogue page against the page 10,000 deep by cursor.
   --rounds N        interleaved rounds (ceiling, scenario, ceiling, scenario…) that the ratios
                     (b)/(a), (c)/(a1) and (g)/(a) are judged on, as their median (default 3; 0: none);
                     (j)'s rounds (first page, deep page…), at least 1

@@ -48,7 +48,7 @@ const USAGE = `Usage: npm run bench -- [options]
                     (j): the first catalogue page against the page 10,000 deep by cursor.
   --rounds N        interleaved rounds (ceiling, scenario, ceiling, scenario…) that the ratios
                     (b)/(a), (c)/(a1) and (g)/(a) are judged on, as their median (default 3; 0: none);
-                    (j)'s rounds (first page, deep page…), at least 1
+                    (j)'s rounds (first page, deep page…) and (feed)'s imports, at least 1
   --round-duration S  seconds measured on each side of a round (default 10)
 
 PostgreSQL is taken from DATABASE_URL, which the bench WIPES (reference data aside):

@@ -89,7 +89,14 @@ async function main(options: BenchOptions): Promise<void> {
   // (i) with the main service, before it stops for (j).
   const feedReplay = options.scenarios.includes('i') ? await runFeedReplay(service) : undefined
   // (feed) after the others: its 100,000 listings would change what they read.
-  const feedImport = options.scenarios.includes('feed') ? await runFeedImport(service, serviceEnv, load) : undefined
+  const feedImport = options.scenarios.includes('feed')
+    ? await runFeedImport(service, serviceEnv, {
+        connections: options.connections,
+        rounds: Math.max(1, options.rounds),
+        roundSeconds: options.roundDuration,
+        databaseUrl: options.databaseUrl!,
+      })
+    : undefined
 
   // (j) last, on a service of its own without the answer cache: this one goes first (PGlite admits one process).
   let cursorPages: CursorFigures | undefined

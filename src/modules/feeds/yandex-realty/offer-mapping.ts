@@ -3,6 +3,7 @@
  * takes, with what could not be taken said per offer. Pure: the places come in, nothing is
  * read or written. The table of what maps to what is docs/feeds.md#the-yandexrealty-format.
  */
+import type { CountryCode } from 'libphonenumber-js/max'
 import { normalisePhone } from '../../../lib/phone.js'
 import { attributesByName } from '../../reference/attribute-catalogue.js'
 import { EXTERNAL_ID_MAX_LENGTH, externalIdPattern, type PropertySubmission } from '../../properties/properties.schemas.js'
@@ -344,7 +345,8 @@ function elementWord(field: string, grammaticalCase: 'nominative' | 'preposition
   return `${grammaticalCase === 'nominative' ? 'элемент' : 'элементе'} <${field}>`
 }
 
-export function mapOffer(offer: FeedOffer, places: FeedPlaces): MappedOffer {
+/** `agencyCountry`: the country the agency's phone numbers are read in, as the listings service reads its owners'. */
+export function mapOffer(offer: FeedOffer, places: FeedPlaces, agencyCountry: CountryCode = 'RU'): MappedOffer {
   const internalId = offer.internalId
   const mapping = new OfferMapping(internalId, offer.element)
   // Every reason an offer is refused is reported at once; what would merely have been left out of it is not.
@@ -371,13 +373,13 @@ export function mapOffer(offer: FeedOffer, places: FeedPlaces): MappedOffer {
 
   const areas = readAreas(mapping, category)
   const place = readLocation(mapping, places)
-  const price = readPrice(mapping, areas, place?.country)
+  const price = readPrice(mapping, areas, category.type === 'Земля', place?.country)
   if (price === null || place === null) return refused()
   const location = place.location
 
   readBuilding(mapping, category)
   readAmenities(mapping, category)
-  const owner = readOwner(mapping)
+  const owner = readOwner(mapping, agencyCountry)
   const description = readDescription(mapping)
   const imageUrls = readImages(mapping, offer.element)
 
@@ -470,7 +472,7 @@ function readAreas(mapping: OfferMapping, category: Category): Areas {
   return { total, lot }
 }
 
-function readPrice(mapping: OfferMapping, areas: Areas, country: string | undefined): number | null {
+function readPrice(mapping: OfferMapping, areas: Areas, isLand: boolean, country: string | undefined): number | null {
   const raw = mapping.text('price/value')
   if (raw === null) return mapping.refuse('missing_price', 'price/value', 'Не указана цена (элемент <price><value>).')
   const value = readNumber(raw)
@@ -489,15 +491,17 @@ function readPrice(mapping: OfferMapping, areas: Areas, country: string | undefi
       return mapping.refuse('invalid_price', 'price/unit', `Единица цены ${quoted(unit)} не распознана: ожидается «кв. м», «сотка» или «гектар».`)
     }
     // The MLS keeps the price of the whole object: a price per unit is multiplied by the area.
-    // Per m² is per m² of the building, or of the land when there is no building (a lot).
+    // Per m² is per m² of the building, or of the land for a lot (which has no building). A
+    // house's land is not its floor space: a house priced per m² without <area> is refused.
     const perSquareMetre = factor === 1
     const lotInUnits = areas.lot === null ? null : (areas.lot * 100) / factor
-    const area = perSquareMetre ? (areas.total ?? lotInUnits) : lotInUnits
+    const area = !perSquareMetre ? lotInUnits : isLand ? (lotInUnits ?? areas.total) : areas.total
     if (area === null) {
+      const missing = !perSquareMetre || isLand ? 'площади участка (<lot-area>)' : 'площади (<area>)'
       return mapping.refuse(
         'price_unit_without_area',
         'price/unit',
-        `Цена указана за ${quoted(unit)}, но у объявления нет ${perSquareMetre ? 'площади (<area> или <lot-area>)' : 'площади участка (<lot-area>)'}, чтобы посчитать цену целиком.`,
+        `Цена указана за ${quoted(unit)}, но у объявления нет ${missing}, чтобы посчитать цену целиком.`,
       )
     }
     total = value * area
@@ -555,10 +559,14 @@ function readLocation(
   return { location, country: city.country }
 }
 
+/** The text, or its first `limit` characters (counted as the API's schemas count them: code points, so an emoji is one and is never cut in half). */
 function fitText(mapping: OfferMapping, field: string, text: string, limit: number, what: string): string {
+  // Never more characters than UTF-16 units: most texts are decided without splitting them.
   if (text.length <= limit) return text
+  const characters = [...text]
+  if (characters.length <= limit) return text
   mapping.problem('value_truncated', field, `${what} длиннее ${limit} символов; сохранены первые ${limit}.`)
-  return text.slice(0, limit)
+  return characters.slice(0, limit).join('')
 }
 
 function readInteger(mapping: OfferMapping, path: string, attribute: string): void {
@@ -720,7 +728,7 @@ function kindOrNone(mapping: OfferMapping, path: string, attribute: string, kind
   mapping.attribute(attribute, kind, path, raw)
 }
 
-function readOwner(mapping: OfferMapping): PropertySubmission['owner'] {
+function readOwner(mapping: OfferMapping, agencyCountry: CountryCode): PropertySubmission['owner'] {
   const agent = child(mapping.offer, 'sales-agent')
   if (!agent) return null
   const name = textAt(agent, 'name') ?? textAt(agent, 'organization')
@@ -737,9 +745,9 @@ function readOwner(mapping: OfferMapping): PropertySubmission['owner'] {
     )
     return null
   }
-  // The agency's country decides the final form when the listing is stored; here the number
-  // only has to be one, read as Russian or Kazakh (the format's two countries, both +7).
-  if (!normalisePhone(phone, 'RU') && !normalisePhone(phone, 'KZ')) {
+  // Read as the listings service will read it, in the agency's country: a number it would refuse
+  // costs the listing its owner, not the whole offer.
+  if (!normalisePhone(phone, agencyCountry)) {
     mapping.problem('invalid_phone', 'sales-agent/phone', `Телефон ${quoted(phone)} не распознан как номер телефона; объект загружен без собственника.`)
     return null
   }

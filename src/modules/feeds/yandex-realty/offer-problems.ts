@@ -41,7 +41,11 @@ export const offerProblemCodes = [
     meaning: 'A value the attribute catalogue cannot take (an unknown word, a number out of range); that attribute is left out.',
   },
   { code: 'not_applicable', refuses: false, meaning: 'A value that does not apply to the property type (a lot area on a flat); it is left out.' },
-  { code: 'invalid_phone', refuses: false, meaning: 'The `sales-agent/phone` is not a phone number; the listing is imported without its owner.' },
+  {
+    code: 'invalid_phone',
+    refuses: false,
+    meaning: 'The `sales-agent/phone` is not a phone number of the agency’s country; the listing is imported without its owner.',
+  },
   {
     code: 'incomplete_sales_agent',
     refuses: false,

@@ -63,6 +63,8 @@ export interface OutboundStreamRequest {
   /** The most body bytes: counted as sent, and again once decompressed. More is an OutboundError `too_large`. */
   maxBodyBytes: number
   maxRedirects: number
+  /** Ends the exchange early (a worker that stops), as the time limit would. */
+  signal?: AbortSignal
 }
 
 export interface OutboundStream {
@@ -194,7 +196,8 @@ export class OutboundClient {
    * what was sent and to what it decodes to, so a small bomb cannot grow past it.
    */
   async stream(options: OutboundStreamRequest): Promise<OutboundStream> {
-    const signal = AbortSignal.timeout(options.timeoutMs)
+    const timeout = AbortSignal.timeout(options.timeoutMs)
+    const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout
     const headers = { ...options.headers, 'accept-encoding': 'gzip' }
     const { response, url } = await this.follow(options.url, { method: 'GET', headers }, options, signal)
     const declared = Number(response.headers['content-length'])

@@ -46,6 +46,8 @@ export type FeedDownload =
 export interface FeedDownloadLimits {
   maxBytes: number
   timeoutMs: number
+  /** Stops the download at once: its run is no longer this worker's to carry out. */
+  signal?: AbortSignal
 }
 
 const single = (value: string | string[] | undefined): string | null => (Array.isArray(value) ? (value[0] ?? null) : (value ?? null))
@@ -65,7 +67,14 @@ export async function downloadFeed(outbound: OutboundClient, url: string, known:
   const file = path.join(tmpdir(), `mls-feed-${randomBytes(8).toString('hex')}.xml`)
   const discard = () => rm(file, { force: true })
   try {
-    const response = await outbound.stream({ url, headers, timeoutMs: limits.timeoutMs, maxBodyBytes: limits.maxBytes, maxRedirects: FEED_MAX_REDIRECTS })
+    const response = await outbound.stream({
+      url,
+      headers,
+      timeoutMs: limits.timeoutMs,
+      maxBodyBytes: limits.maxBytes,
+      maxRedirects: FEED_MAX_REDIRECTS,
+      ...(limits.signal ? { signal: limits.signal } : {}),
+    })
     if (response.status === 304) {
       await drain(response.body)
       return { changed: false }

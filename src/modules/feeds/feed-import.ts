@@ -5,7 +5,7 @@ import type { Database } from '../../db/client.js'
 import type { feedOffers, feedRunProblems } from '../../db/schema.js'
 import { ApiError } from '../../lib/errors.js'
 import type { ImagesService } from '../images/images.service.js'
-import { ListingStatus } from '../properties/listing-status.js'
+import { feedMovesFrom, ListingStatus } from '../properties/listing-status.js'
 import type { PropertiesService } from '../properties/properties.service.js'
 import type { ReferenceService } from '../reference/reference.service.js'
 import type { AuthenticatedTenant } from '../tenants/authenticated-tenant.js'
@@ -44,6 +44,8 @@ export interface FeedImportDependencies {
 export interface FeedImportInput {
   feed: FeedRow
   runId: number
+  /** When the run was started, by whichever worker (it keeps that time when another takes it over). */
+  runStartedAt: Date
   agency: AuthenticatedTenant
   /** Reads the downloaded file from its start, once per pass. */
   read(): AsyncIterable<Buffer>
@@ -127,12 +129,17 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
   // Pass 1: the file is read whole, only its ids kept.
   const inFile = new Set<string>()
   try {
-    for await (const offer of readYandexRealtyOffers(input.read())) inFile.add(offer.internalId)
+    for await (const offer of readYandexRealtyOffers(input.read())) {
+      input.stillHeld()
+      inFile.add(offer.internalId)
+    }
   } catch (error) {
     if (error instanceof FeedFormatError) throw new FeedRunFailure(error.code, error.message)
     throw error
   }
-  const live = [...known.values()].filter((offer) => !offer.withdrawnByFeed)
+  // The feed's listings it could withdraw: not those it withdrew already, nor those the agency
+  // closed or withdrew itself, which stay as the agency left them whether their offers stay or go.
+  const live = [...known.values()].filter((offer) => !offer.withdrawnByFeed && feedMovesFrom(offer.listingStatusId).includes(ListingStatus.Withdrawn))
   const leaving = live.filter((offer) => !inFile.has(offer.internalId))
   if (leaving.length * 2 > live.length && !feed.allowMassWithdrawal) {
     throw new FeedRunFailure(
@@ -142,7 +149,11 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
   }
 
   // Pass 2: each offer mapped and applied, a few at once.
-  const [cities, districts] = await Promise.all([deps.reference.cities(), deps.reference.districts()])
+  const [cities, districts, elsewhere] = await Promise.all([
+    deps.reference.cities(),
+    deps.reference.districts(),
+    repository.offersOfOtherFeeds(deps.db, agency.id, feed.id),
+  ])
   const places = feedPlaces(
     cities.map((city) => ({ id: city.id, name: city.name, country: city.country, ...(city.region === null ? {} : { region: city.region }) })),
     districts,
@@ -160,16 +171,12 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
       if (failure !== undefined) break
       input.stillHeld()
       counts.offers++
-      const mapped = mapOffer(offer, places)
-      const refusals = mapped.problems.filter((problem) => isRefusal(problem.code))
-      counts.errors += mapped.problems.length - refusals.length
-      await problems.add(mapped.problems)
-      if (mapped.submission === null || refusals.length > 0) {
-        counts.rejected++
-        continue
-      }
-      // Pass 1's ids are let go as their offers are applied: an id already gone is a repeat.
-      if (!inFile.delete(mapped.internalId)) {
+      const mapped = mapOffer(offer, places, agency.country)
+      // Pass 1's ids are let go as their offers are met: an id already gone is a repeat, and the
+      // first offer with it decides, whether it was taken or refused. (An offer without a usable
+      // id is refused for that below.)
+      const identified = !mapped.problems.some((problem) => problem.field === 'internal-id')
+      if (identified && !inFile.delete(mapped.internalId)) {
         counts.rejected++
         await problems.add([
           {
@@ -181,9 +188,21 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
         ])
         continue
       }
+      const refusals = mapped.problems.filter((problem) => isRefusal(problem.code))
+      counts.errors += mapped.problems.length - refusals.length
+      await problems.add(mapped.problems)
+      if (mapped.submission === null || refusals.length > 0) {
+        counts.rejected++
+        continue
+      }
       const submission = mapped.submission
       const task = limit(() =>
-        applyOffer(deps, input, { internalId: mapped.internalId, submission, imageUrls: mapped.imageUrls }, { known, memory, counts, problems, photoLimit }),
+        applyOffer(
+          deps,
+          input,
+          { internalId: mapped.internalId, submission, imageUrls: mapped.imageUrls },
+          { known, elsewhere, memory, counts, problems, photoLimit },
+        ),
       )
         .catch((error: unknown) => {
           failure ??= error instanceof Error ? error : new Error(`An offer could not be applied: ${JSON.stringify(error)}`)
@@ -200,7 +219,9 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
   if (failure !== undefined) throw failure
   await memory.flush()
 
-  // Offers that left the file: their listings are withdrawn.
+  // Offers that left the file: their listings are withdrawn (those withdrawn by a worker that
+  // held this run before are counted as withdrawn by it).
+  counts.withdrawn += [...known.values()].filter((offer) => offer.withdrawnByFeed && offer.lastRunId === runId).length
   for (const offer of leaving) {
     input.stillHeld()
     if (await deps.properties.withdrawGoneOffer(agency.id, offer.propertyId)) {
@@ -222,6 +243,8 @@ interface ApplicableOffer {
 /** What the offers of one run share while they are applied. */
 interface RunState {
   known: Map<string, repository.FeedOfferRow>
+  /** The internal ids the agency's other feeds import, with the feed. */
+  elsewhere: Map<string, number>
   memory: OfferMemory
   counts: Counts
   problems: ProblemLog
@@ -232,14 +255,17 @@ async function applyOffer(
   deps: FeedImportDependencies,
   input: FeedImportInput,
   offer: ApplicableOffer,
-  { known, memory, counts, problems, photoLimit }: RunState,
+  { known, elsewhere, memory, counts, problems, photoLimit }: RunState,
 ): Promise<void> {
   const { feed, runId, agency } = input
   const imageUrls = [...new Set(offer.imageUrls)]
   const digest = offerDigest(offer.submission, deps.photos ? imageUrls : [])
   const before = known.get(offer.internalId)
   if (before && before.contentDigest === digest && !before.withdrawnByFeed) {
-    counts.unchanged++
+    // Applied already by this same run, by a worker that lost it before recording it (a
+    // takeover starts the run over): counted as that worker counted it, not as unchanged.
+    if (before.lastRunId === runId) counts[before.listingCreatedAt >= input.runStartedAt ? 'created' : 'updated']++
+    else counts.unchanged++
     return
   }
   let result: Awaited<ReturnType<PropertiesService['importByExternalId']>>
@@ -251,24 +277,43 @@ async function applyOffer(
     await problems.add(refusalOf(offer.internalId, error))
     return
   }
+  // An external id is the agency's, one listing whichever feed brings it: the feed that applied
+  // it last keeps it, so another that drops the id does not withdraw a listing this one still lists.
+  const otherFeed = before === undefined ? elsewhere.get(offer.internalId) : undefined
+  if (otherFeed !== undefined) {
+    await repository.forgetFeedOffer(deps.db, otherFeed, offer.internalId)
+    counts.errors++
+    await problems.add([
+      {
+        internal_id: offer.internalId,
+        code: 'internal_id_moved',
+        field: 'internal-id',
+        message: `Объект с этим internal-id раньше загружался из другого фида агентства (№ ${otherFeed}); теперь он обновляется из этого фида.`,
+      },
+    ])
+  }
   let resubmitted = false
   if (before?.withdrawnByFeed && result.statusId === ListingStatus.Withdrawn) {
     await deps.properties.changeStatus(agency.id, result.id, ListingStatus.PendingReview)
     resubmitted = true
   }
+  const photos = deps.photos
+    ? await photoLimit(() => syncPhotos(deps, agency.id, result.id, offer.internalId, imageUrls, counts, problems))
+    : { complete: true, changed: false }
+  const submitted = result.created || result.changed || resubmitted
   if (result.created) counts.created++
-  else if (result.changed || resubmitted) counts.updated++
+  else if (submitted || photos.changed) counts.updated++
   else counts.unchanged++
 
-  let photosComplete = true
-  if (deps.photos) photosComplete = await photoLimit(() => syncPhotos(deps, agency.id, result.id, offer.internalId, imageUrls, counts, problems))
-  // A photo that failed is tried again next run: the offer is not remembered as done.
   await memory.add({
     feedId: feed.id,
     internalId: offer.internalId,
     propertyId: result.id,
-    contentDigest: photosComplete ? digest : `${digest}:photos-incomplete`,
-    lastRunId: runId,
+    // A photo that failed is tried again next run: the offer is not remembered as done.
+    contentDigest: photos.complete ? digest : `${digest}:photos-incomplete`,
+    // The run whose report shows the internal check's verdict on the listing: the last that
+    // sent it to the check, not one that only touched its photos.
+    lastRunId: submitted || before === undefined ? runId : before.lastRunId,
     withdrawnByFeed: false,
   })
 }
@@ -276,8 +321,19 @@ async function applyOffer(
 /** What the listings service refused, as the offer's problems: one per field error. */
 function refusalOf(internalId: string, error: ApiError): OfferProblem[] {
   const fieldErrors = (error.extra.errors ?? []) as { loc: (string | number)[]; msg: string }[]
-  if (fieldErrors.length === 0)
-    return [{ internal_id: internalId, code: error.code === 'conflict' ? 'listing_conflict' : 'invalid_offer', field: null, message: error.message }]
+  if (error.code === 'conflict') {
+    return [
+      {
+        internal_id: internalId,
+        code: 'listing_conflict',
+        field: null,
+        message: 'Объект в MLS сейчас нельзя изменить (например, сделка по нему закрыта), поэтому объявление из фида к нему не применено.',
+      },
+    ]
+  }
+  if (fieldErrors.length === 0) {
+    return [{ internal_id: internalId, code: 'invalid_offer', field: null, message: `Объявление не принято: ${error.message}` }]
+  }
   return fieldErrors.map((fieldError) => ({
     internal_id: internalId,
     code: 'invalid_field',
@@ -289,7 +345,8 @@ function refusalOf(internalId: string, error: ApiError): OfferProblem[] {
 /**
  * Makes the listing's feed photos those of the offer, in its order: URLs not attached yet are
  * downloaded, feed photos no longer listed are removed, the rest moved to their place. Photos
- * the agency uploaded itself (no source URL) are left alone. False when a photo failed.
+ * the agency uploaded itself (no source URL) are left alone. Whether every photo is there now,
+ * and whether any was added, removed or moved.
  */
 async function syncPhotos(
   deps: FeedImportDependencies,
@@ -299,22 +356,28 @@ async function syncPhotos(
   urls: readonly string[],
   counts: Counts,
   problems: ProblemLog,
-): Promise<boolean> {
+): Promise<{ complete: boolean; changed: boolean }> {
   const attached = await deps.images.list(tenantId, propertyId)
   const bySource = new Map(attached.filter((photo) => photo.source_url !== undefined).map((photo) => [photo.source_url!, photo]))
   const wanted = new Set(urls)
+  let changed = false
   for (const photo of bySource.values()) {
-    if (!wanted.has(photo.source_url!)) await deps.images.remove(tenantId, photo.id)
+    if (wanted.has(photo.source_url!)) continue
+    await deps.images.remove(tenantId, photo.id)
+    changed = true
   }
   let complete = true
   for (const [sortOrder, url] of urls.entries()) {
     const photo = bySource.get(url)
     if (photo) {
-      if (photo.sort_order !== sortOrder) await deps.images.updateSortOrder(tenantId, photo.id, sortOrder)
+      if (photo.sort_order === sortOrder) continue
+      await deps.images.updateSortOrder(tenantId, photo.id, sortOrder)
+      changed = true
       continue
     }
     try {
       await deps.images.addFromUrl(tenantId, { propertyId, sortOrder, url })
+      changed = true
     } catch (error) {
       // The image queue full (a 503 of its own): as a photo that failed, taken at the next run.
       const busy = error instanceof ApiError && error.code === 'unavailable'
@@ -325,5 +388,5 @@ async function syncPhotos(
       await problems.add([{ internal_id: internalId, code: 'image_download_failed', field: 'image', message: `Фото ${url} не загружено: ${why}` }])
     }
   }
-  return complete
+  return { complete, changed }
 }

@@ -1,8 +1,8 @@
-import { and, asc, count, desc, eq, inArray, sql } from 'drizzle-orm'
+import { and, asc, count, desc, eq, getTableColumns, inArray, sql } from 'drizzle-orm'
 import { queryRows, type Database } from '../../db/client.js'
 import { ListingStatus } from '../properties/listing-status.js'
 import { rowsWithTotal } from '../../db/paging.js'
-import { feedOffers, feedRunProblems, feedRuns, feeds, tenants } from '../../db/schema.js'
+import { feedOffers, feedRunProblems, feedRuns, feeds, properties, tenants } from '../../db/schema.js'
 
 /**
  * The PostgreSQL channel announcing runs that wait for a worker (a run started by hand, or by
@@ -13,7 +13,8 @@ export const FEED_RUNS_CHANNEL = 'mls_feed_runs'
 export type FeedRow = typeof feeds.$inferSelect
 export type NewFeed = typeof feeds.$inferInsert
 export type RunRow = typeof feedRuns.$inferSelect
-export type FeedOfferRow = typeof feedOffers.$inferSelect
+/** What the feed remembers of an offer, with its listing's status now and when it was created (a deleted listing takes its row with it). */
+export type FeedOfferRow = typeof feedOffers.$inferSelect & { listingStatusId: number; listingCreatedAt: Date }
 export type ProblemRow = typeof feedRunProblems.$inferSelect
 
 /** Counts the tenant's feeds holding the tenant's row until the transaction ends, so concurrent creations count one after the other. */
@@ -180,12 +181,19 @@ export async function finishRun(tx: Database, runId: number, owner: string, outc
 }
 
 /** The validators and digest of the file a run imported, stored once the run has succeeded (wholly or in part). */
+/**
+ * What the next run compares the file with (a 304, or the same bytes, is `unchanged`): the file
+ * this run imported, or nothing (null) so that the next run reads the file again whatever it holds.
+ */
 export async function rememberImportedFile(
   tx: Database,
   feedId: number,
-  file: { etag: string | null; lastModified: string | null; digest: string },
+  file: { etag: string | null; lastModified: string | null; digest: string } | null,
 ): Promise<void> {
-  await tx.update(feeds).set({ etag: file.etag, lastModified: file.lastModified, contentDigest: file.digest }).where(eq(feeds.id, feedId))
+  await tx
+    .update(feeds)
+    .set({ etag: file?.etag ?? null, lastModified: file?.lastModified ?? null, contentDigest: file?.digest ?? null })
+    .where(eq(feeds.id, feedId))
 }
 
 export async function findRun(db: Database, tenantId: number, feedId: number, runId: number): Promise<RunRow | undefined> {
@@ -234,7 +242,7 @@ export async function pageOfProblems(
   const [rows, [counted]] = await Promise.all([
     queryRows<{ internal_id: string; code: string; field: string | null; message: string }>(
       db,
-      sql`select internal_id, code, field, message from (${problems}) as problems order by part, position, reason limit ${page.limit}::int offset ${page.offset}::int`,
+      sql`select internal_id, code, field, message from (${problems}) as problems order by part, position, reason limit ${page.limit}::int offset ${page.offset}::bigint`,
     ),
     queryRows<{ total: number }>(db, sql`select count(*)::int as total from (${problems}) as problems`),
   ])
@@ -252,8 +260,27 @@ export async function forgetProblems(db: Database, runId: number): Promise<void>
 
 /** The feed's memory of its offers, by internal id. */
 export async function feedOffersOf(db: Database, feedId: number): Promise<Map<string, FeedOfferRow>> {
-  const rows = await db.select().from(feedOffers).where(eq(feedOffers.feedId, feedId))
+  const rows = await db
+    .select({ ...getTableColumns(feedOffers), listingStatusId: properties.statusId, listingCreatedAt: properties.createdAt })
+    .from(feedOffers)
+    .innerJoin(properties, eq(properties.id, feedOffers.propertyId))
+    .where(eq(feedOffers.feedId, feedId))
   return new Map(rows.map((row) => [row.internalId, row]))
+}
+
+/** The internal ids the agency's other feeds import, each with its feed. */
+export async function offersOfOtherFeeds(db: Database, tenantId: number, feedId: number): Promise<Map<string, number>> {
+  const rows = await db
+    .select({ internalId: feedOffers.internalId, feedId: feedOffers.feedId })
+    .from(feedOffers)
+    .innerJoin(feeds, eq(feeds.id, feedOffers.feedId))
+    .where(and(eq(feeds.tenantId, tenantId), sql`${feedOffers.feedId} <> ${feedId}::int`))
+  return new Map(rows.map((row) => [row.internalId, row.feedId]))
+}
+
+/** A feed lets go of an offer (another feed of the agency imports its listing now). */
+export async function forgetFeedOffer(db: Database, feedId: number, internalId: string): Promise<void> {
+  await db.delete(feedOffers).where(and(eq(feedOffers.feedId, feedId), eq(feedOffers.internalId, internalId)))
 }
 
 /** Remembers what offers became (their listing, digest and run), many rows per statement. */

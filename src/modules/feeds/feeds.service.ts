@@ -202,10 +202,17 @@ export class FeedsService {
    */
   async execute(run: RunRow, owner: string, signal?: AbortSignal): Promise<void> {
     let lost = false
+    // Stops the run where it is, the download included: its lease lost, or the worker stopping.
+    const letGo = new AbortController()
+    const onStop = () => letGo.abort()
+    signal?.addEventListener('abort', onStop, { once: true })
+    if (signal?.aborted) letGo.abort()
     const renewal = setInterval(() => {
       repository.renewLease(this.db, run.id, owner, RUN_LEASE_MS).then(
         (held) => {
-          if (!held) lost = true
+          if (held) return
+          lost = true
+          letGo.abort()
         },
         // A renewal that fails is tried again at the next tick; the lease outlasts two of them.
         () => undefined,
@@ -215,15 +222,17 @@ export class FeedsService {
     try {
       // An earlier holder's partial report is dropped: the run starts over (every step is idempotent).
       await repository.forgetProblems(this.db, run.id)
-      const outcome = await this.carryOut(run, () => {
-        if (lost || signal?.aborted) throw new LeaseLost()
+      const outcome = await this.carryOut(run, letGo.signal, () => {
+        if (letGo.signal.aborted) throw new LeaseLost()
       })
       await this.finish(run, owner, outcome)
     } catch (error) {
-      if (!(error instanceof LeaseLost)) throw error
+      // Whatever the stop broke (a download cut short shows as its failure) is not the run's outcome.
+      if (!(error instanceof LeaseLost) && !letGo.signal.aborted) throw error
       if (!lost) await repository.releaseLease(this.db, run.id, owner)
     } finally {
       clearInterval(renewal)
+      signal?.removeEventListener('abort', onStop)
     }
   }
 
@@ -243,6 +252,7 @@ export class FeedsService {
 
   private async carryOut(
     run: RunRow,
+    stopped: AbortSignal,
     stillHeld: () => void,
   ): Promise<RunOutcome & { file?: { etag: string | null; lastModified: string | null; digest: string } }> {
     const failed = (failure: FeedRunFailure): RunOutcome => ({
@@ -259,7 +269,7 @@ export class FeedsService {
         this.outbound,
         feed.url,
         { etag: feed.etag, lastModified: feed.lastModified, contentDigest: feed.contentDigest },
-        { maxBytes: this.options.feeds.maxBytes, timeoutMs: this.options.feeds.downloadTimeoutMs },
+        { maxBytes: this.options.feeds.maxBytes, timeoutMs: this.options.feeds.downloadTimeoutMs, signal: stopped },
       )
       if (!download.changed) {
         return {
@@ -273,13 +283,15 @@ export class FeedsService {
         stillHeld()
         const outcome = await importFeed(
           { db: this.db, properties: this.properties, images: this.images, reference: this.reference, photos: this.options.feeds.photos },
-          { feed, runId: run.id, agency, read: () => download.read(), stillHeld },
+          { feed, runId: run.id, runStartedAt: run.startedAt, agency, read: () => download.read(), stillHeld },
         )
         return { ...outcome, file: { etag: download.etag, lastModified: download.lastModified, digest: download.digest } }
       } finally {
         await download.discard()
       }
     } catch (error) {
+      // A download the stop cut short is not a failure of the feed's.
+      stillHeld()
       if (error instanceof FeedRunFailure) return failed(error)
       throw error
     }
@@ -293,9 +305,10 @@ export class FeedsService {
     await this.db.transaction(async (tx) => {
       const finished = await repository.finishRun(tx, run.id, owner, outcome)
       if (!finished) return
-      if (outcome.file && (outcome.status === 'succeeded' || outcome.status === 'partially_succeeded')) {
-        await repository.rememberImportedFile(tx, run.feedId, outcome.file)
-      }
+      // A file imported whole is not read again until it changes. One with problems is: an offer
+      // refused for a city the service did not know, or a photo that failed, is tried again at the
+      // next run even if the file stays the same.
+      if (outcome.file) await repository.rememberImportedFile(tx, run.feedId, outcome.status === 'succeeded' ? outcome.file : null)
       await this.events.record(tx, { type: 'feed.run_finished', tenantId: run.tenantId, data: toRunSummary(finished) })
     })
   }

@@ -1,0 +1,270 @@
+/**
+ * Feed runs where the stock, the files and the workers meet their edges: listings the agency closed,
+ * two feeds with one id, photos changed or failed, a file refused in part and read again, runs taken
+ * over or stopped mid-download, and reports past 2^31.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { sql } from 'drizzle-orm'
+import { queryRows } from '../../src/db/client.js'
+import type { Property } from '../../src/modules/properties/properties.schemas.js'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { adminHeaders, createTenant, type Tenant } from '../helpers/factories.js'
+import { startFeedServer, type FeedServer } from '../helpers/feed-server.js'
+import { createFeed, feedXml, runFeedNow, runReport, type TestOffer } from '../helpers/feeds.js'
+import { jobContext } from '../helpers/jobs.js'
+import { runInternalCheck } from '../helpers/moderation.js'
+import { photo } from '../helpers/photos.js'
+
+const offers = (count: number, prefix: string, extra: Partial<TestOffer> = {}): TestOffer[] =>
+  Array.from({ length: count }, (_, i) => ({ id: `${prefix}-${i + 1}`, price: 5_000_000 + i * 1000, ...extra }))
+
+describe('feed runs at their edges', () => {
+  let t: TestApp
+  let server: FeedServer
+
+  before(async () => {
+    t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true', FEED_POLL_INTERVAL_MS: '50' })
+    server = await startFeedServer()
+  })
+  after(async () => {
+    await t.close()
+    await server.close()
+  })
+
+  const context = () => jobContext(t)
+
+  async function byExternalId(tenant: Tenant, externalId: string): Promise<Property | undefined> {
+    const response = await t.app.inject({ method: 'GET', url: `/properties/by-external-id/${encodeURIComponent(externalId)}`, headers: tenant.headers })
+    if (response.statusCode === 404) return undefined
+    assert.equal(response.statusCode, 200, response.body)
+    return response.json<Property>()
+  }
+
+  async function setStatus(tenant: Tenant, id: number, statusId: number): Promise<void> {
+    const response = await t.app.inject({ method: 'POST', url: `/properties/${id}/status`, headers: tenant.headers, payload: { status_id: statusId } })
+    assert.equal(response.statusCode, 200, response.body)
+  }
+
+  it('closed deals whose offers left the file do not count against the mass-withdrawal guard forever', async () => {
+    const agency = await createTenant(t.app, { email: 'closed-guard@agency.example' })
+    const stock = offers(4, 'cg')
+    server.serve('/closed-guard.xml', { body: feedXml(stock) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/closed-guard.xml') })
+    await runFeedNow(t.app, context(), agency, feed.id)
+    await runInternalCheck(t.app)
+    // The agency closes the deals on cg-1 and cg-2; its CRM drops them from the export.
+    for (const id of ['cg-1', 'cg-2']) await setStatus(agency, (await byExternalId(agency, id))!.id, 5)
+    server.serve('/closed-guard.xml', { body: feedXml([stock[2]!, stock[3]!]) })
+    const second = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(second.status, 'succeeded', JSON.stringify(second))
+
+    // Later cg-4 is sold elsewhere and leaves the file: one of the two live listings.
+    server.serve('/closed-guard.xml', { body: feedXml([stock[2]!]) })
+    const third = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(third.status, 'succeeded', `one of two live listings leaves, yet: ${third.failure_code} ${third.detail}`)
+    assert.equal(third.counts.withdrawn, 1)
+    assert.equal((await byExternalId(agency, 'cg-4'))?.status_id, 4)
+  })
+
+  it('keeps live an offer that one feed of the agency dropped while another feed of the agency still exports its internal-id', async () => {
+    const agency = await createTenant(t.app, { email: 'two-feeds@agency.example' })
+    server.serve('/office-a.xml', { body: feedXml([{ id: 'X-1', price: 5_000_000 }, { id: 'A-2' }, { id: 'A-3' }]) })
+    server.serve('/office-b.xml', { body: feedXml([{ id: 'X-1', price: 7_000_000, address: 'ул. Арбат, д. 1' }, { id: 'B-2' }]) })
+    const feedA = await createFeed(t.app, agency, { url: server.url('/office-a.xml') })
+    const feedB = await createFeed(t.app, agency, { url: server.url('/office-b.xml') })
+    await runFeedNow(t.app, context(), agency, feedA.id)
+    const taken = await runFeedNow(t.app, context(), agency, feedB.id)
+    assert.deepEqual(
+      taken.problems.items.map((problem) => `${problem.internal_id}:${problem.code}`),
+      ['X-1:internal_id_moved'],
+    )
+    assert.equal(taken.counts.errors, 1)
+    // One listing for X-1, feed B's now: 4 listings for the 5 offers.
+    const [row] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from properties where tenant_id = ${agency.tenantId}::int`)
+    assert.equal(row!.n, 4)
+
+    // Office A drops X-1; office B still exports it (its next file adds B-3, so the run is not `unchanged`).
+    server.serve('/office-a.xml', { body: feedXml([{ id: 'A-2' }, { id: 'A-3' }]) })
+    await runFeedNow(t.app, context(), agency, feedA.id)
+    server.serve('/office-b.xml', { body: feedXml([{ id: 'X-1', price: 7_000_000, address: 'ул. Арбат, д. 1' }, { id: 'B-2' }, { id: 'B-3' }]) })
+    await runFeedNow(t.app, context(), agency, feedB.id)
+    assert.notEqual((await byExternalId(agency, 'X-1'))?.status_id, 4, 'an offer still in feed B’s file is withdrawn and never comes back')
+  })
+
+  it('counts an offer whose photos changed as updated, not unchanged', async () => {
+    const agency = await createTenant(t.app, { email: 'photo-count@agency.example' })
+    server.serve('/pc/a.jpg', { body: await photo('jpeg', 120, 90), contentType: 'image/jpeg' })
+    server.serve('/pc/b.jpg', { body: await photo('jpeg', 100, 80), contentType: 'image/jpeg' })
+    server.serve('/photo-count.xml', { body: feedXml([{ id: 'pc-1', images: [server.url('/pc/a.jpg')] }]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/photo-count.xml') })
+    await runFeedNow(t.app, context(), agency, feed.id)
+    server.serve('/photo-count.xml', { body: feedXml([{ id: 'pc-1', images: [server.url('/pc/a.jpg'), server.url('/pc/b.jpg')] }]) })
+    const second = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(second.status, 'succeeded', JSON.stringify(second))
+    const listing = await byExternalId(agency, 'pc-1')
+    assert.equal(listing?.images.length, 2, 'the new photo was attached')
+    assert.deepEqual(
+      { updated: second.counts.updated, unchanged: second.counts.unchanged },
+      { updated: 1, unchanged: 0 },
+      'the listing got a new photo, yet the report says it was unchanged',
+    )
+  })
+
+  it('keeps the check’s findings with the run that submitted the listing when a later run only re-sends its photos', async () => {
+    const agency = await createTenant(t.app, { email: 'findings-move@agency.example' })
+    server.serve('/fm/a.jpg', { body: await photo('jpeg', 120, 90), contentType: 'image/jpeg' })
+    const bad: TestOffer = { id: 'fm-1', floor: 12, floorsTotal: 9 }
+    server.serve('/findings-move.xml', { body: feedXml([bad]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/findings-move.xml') })
+    const first = await runFeedNow(t.app, context(), agency, feed.id)
+    await runInternalCheck(t.app)
+    assert.equal((await byExternalId(agency, 'fm-1'))?.status_id, 3)
+    const codes = async (runId: number) =>
+      (await runReport(t.app, agency, feed.id, runId, '?limit=100')).problems.items.map((problem) => `${problem.internal_id}:${problem.code}`)
+    assert.deepEqual(await codes(first.id), ['fm-1:floor_above_total_floors'])
+
+    server.serve('/findings-move.xml', { body: feedXml([{ ...bad, images: [server.url('/fm/a.jpg')] }]) })
+    const second = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal((await byExternalId(agency, 'fm-1'))?.status_id, 3, 'the listing was not resubmitted')
+    assert.deepEqual(await codes(first.id), ['fm-1:floor_above_total_floors'], 'the first run’s report lost the verdict on what it submitted')
+    assert.deepEqual(await codes(second.id), [], 'the second run submitted nothing to the check')
+  })
+
+  it('imports only the first of two offers with one internal-id, even when the first is refused', async () => {
+    const agency = await createTenant(t.app, { email: 'dup-first-refused@agency.example' })
+    server.serve('/dup.xml', {
+      body: feedXml([
+        { id: 'dup-1', price: null },
+        { id: 'dup-1', price: 9_000_000 },
+      ]),
+    })
+    const feed = await createFeed(t.app, agency, { url: server.url('/dup.xml') })
+    const report = await runFeedNow(t.app, context(), agency, feed.id)
+    const codes = report.problems.items.map((problem) => `${problem.internal_id}:${problem.code}`)
+    assert.ok(codes.includes('dup-1:duplicate_internal_id'), `no duplicate reported: ${JSON.stringify(codes)}`)
+    assert.equal(await byExternalId(agency, 'dup-1'), undefined, 'the second offer of the id was imported')
+  })
+
+  it('imports an offer without an owner, not refuses it, when the phone does not fit the agency’s country', async () => {
+    const agency = await createTenant(t.app, { email: 'by-agency@agency.example', country: 'BY', phone: '+375 29 123-45-67' })
+    server.serve('/by.xml', { body: feedXml([{ id: 'by-1', agent: { name: 'Иван', phone: '8 (912) 345-67-89' } }]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/by.xml') })
+    const report = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(report.counts.rejected, 0, JSON.stringify(report.problems.items))
+    assert.ok(await byExternalId(agency, 'by-1'), 'the offer was refused for its owner’s phone')
+  })
+
+  it('stops a run whose worker is stopping while its file is still downloading, and lets go of it', async () => {
+    const agency = await createTenant(t.app, { email: 'abort@agency.example' })
+    const body = feedXml(offers(2, 'abt'))
+    server.serve('/slow.xml', {
+      body: async function* () {
+        // The file arrives over about 6 seconds.
+        for (let i = 0; i < body.length; i += Math.ceil(body.length / 30)) {
+          yield body.slice(i, i + Math.ceil(body.length / 30))
+          await new Promise((resolve) => setTimeout(resolve, 200))
+        }
+      },
+    })
+    const feed = await createFeed(t.app, agency, { url: server.url('/slow.xml') })
+    await t.db.execute(sql`update feeds set next_run_at = now() + interval '1 day' where id = ${feed.id}::int`)
+    const started = await t.app.inject({ method: 'POST', url: `/feeds/${feed.id}/runs`, headers: agency.headers })
+    assert.equal(started.statusCode, 202)
+    // Other tests' runs may wait too: take this one.
+    let run = await t.app.services.feeds.claimRun('stopping-worker')
+    while (run && run.feedId !== feed.id) {
+      await t.app.services.feeds.execute(run, 'stopping-worker')
+      run = await t.app.services.feeds.claimRun('stopping-worker')
+    }
+    assert.ok(run)
+    const stopping = new AbortController()
+    const began = Date.now()
+    setTimeout(() => stopping.abort(), 300)
+    await t.app.services.feeds.execute(run, 'stopping-worker', stopping.signal)
+    const took = Date.now() - began
+    assert.ok(took < 2_000, `execute() returned ${took} ms after it began, ${took - 300} ms after the worker was told to stop`)
+  })
+
+  it('imports an offer refused for its city once the operator adds the city, at the next run of the same file', async () => {
+    const agency = await createTenant(t.app, { email: 'new-city@agency.example' })
+    server.serve('/new-city.xml', { body: feedXml([{ id: 'nc-1' }, { id: 'nc-2', locality: 'Тобольск' }]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/new-city.xml') })
+    const first = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.deepEqual(
+      first.problems.items.map((problem) => `${problem.internal_id}:${problem.code}`),
+      ['nc-2:unknown_locality'],
+    )
+    const city = await t.app.inject({
+      method: 'POST',
+      url: '/admin/cities',
+      headers: adminHeaders,
+      payload: { name: 'Тобольск', country: 'RU', region: 'Тюменская область', latitude: 58.2, longitude: 68.25 },
+    })
+    assert.equal(city.statusCode, 201, city.body)
+    const second = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.ok(await byExternalId(agency, 'nc-2'), `the next run was ${second.status} and did not import nc-2`)
+  })
+
+  it('tries a photo that failed again at the next run, even when the file did not change', async () => {
+    const agency = await createTenant(t.app, { email: 'photo-retry@agency.example' })
+    const late = server.url('/pr/late.jpg')
+    server.serve('/photo-retry.xml', { body: feedXml([{ id: 'pr-1', images: [late] }]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/photo-retry.xml') })
+    const first = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(first.counts.errors, 1, JSON.stringify(first))
+    server.serve('/pr/late.jpg', { body: await photo('jpeg', 120, 90), contentType: 'image/jpeg' })
+    const second = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal((await byExternalId(agency, 'pr-1'))?.images.length, 1, `the next run was ${second.status}; the photo is still missing`)
+  })
+
+  it('words the listing_conflict problem of a closed listing in Russian, as every problem message', async () => {
+    const agency = await createTenant(t.app, { email: 'conflict-ru@agency.example' })
+    server.serve('/conflict.xml', { body: feedXml([{ id: 'cf-1' }, { id: 'cf-2' }]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/conflict.xml') })
+    await runFeedNow(t.app, context(), agency, feed.id)
+    await runInternalCheck(t.app)
+    await setStatus(agency, (await byExternalId(agency, 'cf-1'))!.id, 5)
+    server.serve('/conflict.xml', { body: feedXml([{ id: 'cf-1', price: 4_000_000 }, { id: 'cf-2' }]) })
+    const report = await runFeedNow(t.app, context(), agency, feed.id)
+    const conflict = report.problems.items.find((problem) => problem.code === 'listing_conflict')
+    assert.ok(conflict, JSON.stringify(report.problems.items))
+    assert.match(conflict.message, /[а-яё]/i, `an English message: ${conflict.message}`)
+  })
+
+  it('reports the listings a run created even when the run was taken over after its first worker applied the offers', async () => {
+    const agency = await createTenant(t.app, { email: 'takeover@agency.example' })
+    server.serve('/takeover.xml', { body: feedXml(offers(3, 'tko')) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/takeover.xml') })
+    await t.db.execute(sql`update feeds set next_run_at = now() + interval '1 day' where id = ${feed.id}::int`)
+    const started = await t.app.inject({ method: 'POST', url: `/feeds/${feed.id}/runs`, headers: agency.headers })
+    const runId = started.json<{ id: number }>().id
+    let run = await t.app.services.feeds.claimRun('first-worker')
+    while (run && run.id !== runId) {
+      await t.app.services.feeds.execute(run, 'first-worker')
+      run = await t.app.services.feeds.claimRun('first-worker')
+    }
+    assert.ok(run)
+    // The first worker stalls past its lease while it applies the offers (or dies right after): another takes the run.
+    await t.db.execute(sql`update feed_runs set lease_owner = 'stalled', lease_expires_at = now() - interval '1 second' where id = ${runId}::int`)
+    await t.app.services.feeds.execute(run, 'first-worker')
+    assert.equal((await runReport(t.app, agency, feed.id, runId)).status, 'running', 'the first worker could not record the run')
+    const takeover = await t.app.services.feeds.claimRun('second-worker')
+    assert.equal(takeover?.id, runId)
+    await t.app.services.feeds.execute(takeover, 'second-worker')
+    const report = await runReport(t.app, agency, feed.id, runId)
+    const [listings] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from properties where tenant_id = ${agency.tenantId}::int`)
+    assert.equal(listings!.n, 3)
+    assert.equal(report.counts.created, 3, `the run created 3 listings; its report: ${JSON.stringify(report.counts)}`)
+  })
+
+  it('answers a report page past 2^31 with 422 or an empty page, never a 500', async () => {
+    const agency = await createTenant(t.app, { email: 'offset@agency.example' })
+    server.serve('/offset.xml', { body: feedXml(offers(1, 'off')) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/offset.xml') })
+    const run = await runFeedNow(t.app, context(), agency, feed.id)
+    const response = await t.app.inject({ method: 'GET', url: `/feeds/${feed.id}/runs/${run.id}?offset=3000000000`, headers: agency.headers })
+    assert.ok(response.statusCode < 500, `${response.statusCode} ${response.body}`)
+    assert.equal(typeof response.json<{ detail?: string }>(), 'object')
+  })
+})

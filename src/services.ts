@@ -86,6 +86,7 @@ export function createServices({ config, database }: ServicesOptions): Services 
   const feeds = new FeedsService(db, outbound, events, tenants, properties, images, reference, {
     allowPrivateNetwork: config.allowPrivateNetwork,
     feeds: config.feeds,
+    photosPerListing: config.images.perProperty,
   })
 
   return {

@@ -24,7 +24,7 @@ describe('feed runs at their edges', () => {
   let server: FeedServer
 
   before(async () => {
-    t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true', FEED_POLL_INTERVAL_MS: '50' })
+    t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true', FEED_POLL_INTERVAL_MS: '50', IMAGE_MAX_PER_PROPERTY: '2' })
     server = await startFeedServer()
   })
   after(async () => {
@@ -256,6 +256,28 @@ describe('feed runs at their edges', () => {
     const [listings] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from properties where tenant_id = ${agency.tenantId}::int`)
     assert.equal(listings!.n, 3)
     assert.equal(report.counts.created, 3, `the run created 3 listings; its report: ${JSON.stringify(report.counts)}`)
+  })
+
+  it('takes an offer’s first photos up to what a listing holds, says so at every run, and leaves the listing alone the second time', async () => {
+    const agency = await createTenant(t.app, { email: 'many-photos@agency.example' })
+    const urls = ['/mp/1.jpg', '/mp/2.jpg', '/mp/3.jpg'].map((path) => server.url(path))
+    for (const [i, url] of urls.entries()) server.serve(new URL(url).pathname, { body: await photo('jpeg', 100 + i, 80), contentType: 'image/jpeg' })
+    server.serve('/many-photos.xml', { body: feedXml([{ id: 'mp-1', images: urls }]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/many-photos.xml') })
+    const first = await runFeedNow(t.app, context(), agency, feed.id)
+    const problems = (report: typeof first) => report.problems.items.map((problem) => `${problem.internal_id}:${problem.code}`)
+    assert.deepEqual(problems(first), ['mp-1:too_many_images'])
+    assert.deepEqual(
+      (await byExternalId(agency, 'mp-1'))?.images.map((image) => image.source_url),
+      urls.slice(0, 2),
+    )
+    const second = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(second.status, 'partially_succeeded')
+    assert.deepEqual(problems(second), ['mp-1:too_many_images'])
+    assert.deepEqual(
+      { created: second.counts.created, updated: second.counts.updated, unchanged: second.counts.unchanged },
+      { created: 0, updated: 0, unchanged: 1 },
+    )
   })
 
   it('answers a report page past 2^31 with 422 or an empty page, never a 500', async () => {

@@ -39,6 +39,8 @@ export interface FeedImportDependencies {
   reference: ReferenceService
   /** FEED_PHOTOS: whether offers' photos are downloaded. */
   photos: boolean
+  /** IMAGE_MAX_PER_PROPERTY: the photos a listing holds at most; an offer's first ones are taken. */
+  photosPerListing: number
 }
 
 export interface FeedImportInput {
@@ -258,7 +260,19 @@ async function applyOffer(
   { known, elsewhere, memory, counts, problems, photoLimit }: RunState,
 ): Promise<void> {
   const { feed, runId, agency } = input
-  const imageUrls = [...new Set(offer.imageUrls)]
+  const offered = [...new Set(offer.imageUrls)]
+  const imageUrls = offered.slice(0, deps.photosPerListing)
+  if (deps.photos && imageUrls.length < offered.length) {
+    counts.errors++
+    await problems.add([
+      {
+        internal_id: offer.internalId,
+        code: 'too_many_images',
+        field: 'image',
+        message: `В объявлении ${offered.length} фото, а у объекта их может быть не больше ${deps.photosPerListing}: загружены первые ${deps.photosPerListing}.`,
+      },
+    ])
+  }
   const digest = offerDigest(offer.submission, deps.photos ? imageUrls : [])
   const before = known.get(offer.internalId)
   if (before && before.contentDigest === digest && !before.withdrawnByFeed) {
@@ -294,8 +308,13 @@ async function applyOffer(
   }
   let resubmitted = false
   if (before?.withdrawnByFeed && result.statusId === ListingStatus.Withdrawn) {
-    await deps.properties.changeStatus(agency.id, result.id, ListingStatus.PendingReview)
-    resubmitted = true
+    try {
+      await deps.properties.changeStatus(agency.id, result.id, ListingStatus.PendingReview)
+      resubmitted = true
+    } catch (error) {
+      // The agency moved the listing meanwhile (closed it, say): its own move stands.
+      if (!(error instanceof ApiError) || error.statusCode >= 500) throw error
+    }
   }
   const photos = deps.photos
     ? await photoLimit(() => syncPhotos(deps, agency.id, result.id, offer.internalId, imageUrls, counts, problems))

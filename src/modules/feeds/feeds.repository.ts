@@ -249,8 +249,13 @@ export async function pageOfProblems(
   return { rows: rows.map((row) => ({ internalId: row.internal_id, code: row.code, field: row.field, message: row.message })), total: counted!.total }
 }
 
+/**
+ * Adds to a run's report. A worker that lost the run's lease may still be writing its last
+ * batch while the new holder writes its own under the same numbers: the first row of a number
+ * stays, rather than the new holder's run failing on it.
+ */
 export async function insertProblems(db: Database, problems: (typeof feedRunProblems.$inferInsert)[]): Promise<void> {
-  if (problems.length > 0) await db.insert(feedRunProblems).values(problems)
+  if (problems.length > 0) await db.insert(feedRunProblems).values(problems).onConflictDoNothing()
 }
 
 /** Drops what an earlier holder of the run's lease wrote before it died: the new holder starts the run over. */

@@ -32,6 +32,8 @@ export { FEED_RUNS_CHANNEL } from './feeds.repository.js'
 export interface FeedsOptions {
   allowPrivateNetwork: boolean
   feeds: Config['feeds']
+  /** IMAGE_MAX_PER_PROPERTY: an offer's photos past it are not taken. */
+  photosPerListing: number
 }
 
 export function toRunSummary(row: RunRow): FeedRunSummary {
@@ -282,7 +284,14 @@ export class FeedsService {
       try {
         stillHeld()
         const outcome = await importFeed(
-          { db: this.db, properties: this.properties, images: this.images, reference: this.reference, photos: this.options.feeds.photos },
+          {
+            db: this.db,
+            properties: this.properties,
+            images: this.images,
+            reference: this.reference,
+            photos: this.options.feeds.photos,
+            photosPerListing: this.options.photosPerListing,
+          },
           { feed, runId: run.id, runStartedAt: run.startedAt, agency, read: () => download.read(), stillHeld },
         )
         return { ...outcome, file: { etag: download.etag, lastModified: download.lastModified, digest: download.digest } }

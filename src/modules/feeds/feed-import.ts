@@ -177,7 +177,7 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
       // Pass 1's ids are let go as their offers are met: an id already gone is a repeat, and the
       // first offer with it decides, whether it was taken or refused. (An offer without a usable
       // id is refused for that below.)
-      const identified = !mapped.problems.some((problem) => problem.field === 'internal-id')
+      const identified = !mapped.problems.some((problem) => problem.code === 'missing_internal_id' || problem.code === 'invalid_internal_id')
       if (identified && !inFile.delete(mapped.internalId)) {
         counts.rejected++
         await problems.add([

@@ -44,7 +44,7 @@ const distanceOf = (of: Located) => {
  * filters: the box's edges (a range of catalogue_geo_idx, migration 0021, whose keys are the
  * coordinates as float8: compared as such, about twice as fast as numeric; a stored
  * numeric(9,6) and the same decimal in the query are the same float8, so edges stay
- * inclusive), and the circle by distance within its box.
+ * inclusive), and the circle by distance within its box, to the millimetre.
  */
 const boundConditions: Partial<Record<FilterKey, (of: Located) => SQL | undefined>> = {
   minPrice: (of) => sql`${of.price!} >= ${sql.placeholder('minPrice')}`,
@@ -53,7 +53,8 @@ const boundConditions: Partial<Record<FilterKey, (of: Located) => SQL | undefine
   east: (of) => sql`${of.longitude}::float8 <= ${sql.placeholder('east')}::float8`,
   south: (of) => sql`${of.latitude}::float8 >= ${sql.placeholder('south')}::float8`,
   north: (of) => sql`${of.latitude}::float8 <= ${sql.placeholder('north')}::float8`,
-  nearLat: (of) => sql`${distanceOf(of)} <= ${sql.placeholder('radiusM')}::float8`,
+  // To the millimetre, as geo.ts's isWithinRadius compares them.
+  nearLat: (of) => sql`floor(${distanceOf(of)} * 1000 + 0.5) <= floor(${sql.placeholder('radiusM')}::float8 * 1000 + 0.5)`,
   nearLon: () => undefined,
   radiusM: () => undefined,
 }

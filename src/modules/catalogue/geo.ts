@@ -81,12 +81,26 @@ export function parseNear(text: string, parameter = 'near'): { lat: number; lon:
 }
 
 /**
- * The smallest box of whole degrees' fractions that holds the circle: its latitudes by the
- * radius, its longitudes widened by the latitude where a degree is shortest. Near a pole, or
- * across the antimeridian, every longitude.
+ * Whether a distance is within a radius, both in metres, compared to the millimetre. The
+ * catalogue's SQL (catalogue.repository.ts) and a subscription's filter (listing-filter.ts)
+ * compute the same haversine with different maths libraries, whose results differ in their
+ * last bits; compared exactly, a listing at the very edge could match one and not the other.
+ * Both round the same way (half up), here and in SQL as `floor(metres * 1000 + 0.5)`.
+ */
+export const toMillimetres = (metres: number) => Math.floor(metres * 1000 + 0.5)
+export const isWithinRadius = (distance: number, radiusM: number) => toMillimetres(distance) <= toMillimetres(radiusM)
+
+/** Past the radius, what the circle's box keeps besides: a match is up to half a millimetre out (isWithinRadius), and the box's edges are computed in floating point. */
+const BOX_MARGIN_M = 0.01
+
+/**
+ * A box of whole degrees' fractions that holds the circle: its latitudes by the radius, its
+ * longitudes widened by the latitude where a degree is shortest, with a margin (BOX_MARGIN_M)
+ * so that a listing on the circle's edge is never left out of it. Near a pole, or across the
+ * antimeridian, every longitude.
  */
 export function boxAround(circle: GeoCircle): GeoBox {
-  const dLat = circle.radiusM / METRES_PER_DEGREE
+  const dLat = (circle.radiusM + BOX_MARGIN_M) / METRES_PER_DEGREE
   const south = Math.max(-90, circle.lat - dLat)
   const north = Math.min(90, circle.lat + dLat)
   const widest = Math.cos((Math.max(Math.abs(south), Math.abs(north)) * Math.PI) / 180)

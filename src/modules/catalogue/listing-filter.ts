@@ -9,7 +9,7 @@
 import { Type, type Static } from 'typebox'
 import type { FieldError } from '../../lib/errors.js'
 import { CatalogueQuery } from './catalogue.schemas.js'
-import { distanceMetres, GeoParameterError, geoFilterOf, type GeoFilter } from './geo.js'
+import { distanceMetres, GeoParameterError, geoFilterOf, isWithinRadius, type GeoFilter } from './geo.js'
 import type { ListingFacts } from './listing-facts.js'
 
 const query = CatalogueQuery.properties
@@ -80,7 +80,7 @@ function isWithin(geo: GeoFilter, facts: ListingFacts): boolean {
   if (latitude === null || longitude === null) return false
   const { box, circle } = geo
   if (longitude < box.west || longitude > box.east || latitude < box.south || latitude > box.north) return false
-  return circle === undefined || distanceMetres(latitude, longitude, circle.lat, circle.lon) <= circle.radiusM
+  return circle === undefined || isWithinRadius(distanceMetres(latitude, longitude, circle.lat, circle.lon), circle.radiusM)
 }
 
 /**

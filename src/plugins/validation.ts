@@ -100,6 +100,9 @@ export async function allowEmptyBody(request: FastifyRequest): Promise<void> {
  * take, answered 422 before they fail a query as a 500.
  * - The NUL character, in any text or key (`"\u0000"` in JSON, `%00` in a URL): PostgreSQL's
  *   text cannot hold it.
+ * - Half of a UTF-16 surrogate pair (`"\ud800"` alone in JSON): not a character at all. jsonb
+ *   refuses it, and text would store it as U+FFFD, so the same value would fail or change
+ *   depending on where it is kept.
  * - A number that is not finite: ajv coerces a query string like `1e400` or `Infinity` to
  *   ±Infinity and lets it through `minimum` and `maximum`, which it checks on finite numbers.
  */
@@ -116,6 +119,11 @@ const NUL = '\u0000'
 /** Enough to show what is wrong; a body of a million NULs needs no million errors. */
 const MAX_REPORTED = 100
 const HAS_NUL = 'must not contain the NUL character (\\u0000)'
+/** An unpaired surrogate: in `u` mode a pair is one code point, so only a lone half matches. */
+const LONE_SURROGATE = /\p{Surrogate}/u
+const HAS_LONE_SURROGATE = 'must be valid Unicode text: it holds half of a surrogate pair (\\ud800 to \\udfff) without the other'
+/** What is wrong with a text or key, if anything. */
+const textProblem = (text: string): string | undefined => (text.includes(NUL) ? HAS_NUL : LONE_SURROGATE.test(text) ? HAS_LONE_SURROGATE : undefined)
 
 /** A value met in the walk, with the way back to its root for the error's `loc`. */
 interface Visit {
@@ -141,10 +149,12 @@ function unstorableValues(roots: [string, unknown][]): FieldError[] {
   const pending: Visit[] = roots.map(([part, value]) => ({ value, key: part, parent: undefined })).reverse()
   for (let visit = pending.pop(); visit !== undefined && errors.length < MAX_REPORTED; visit = pending.pop()) {
     const { value, key } = visit
-    if (typeof key === 'string' && key.includes(NUL)) {
-      errors.push({ loc: locOf(visit), msg: HAS_NUL })
+    const keyProblem = typeof key === 'string' ? textProblem(key) : undefined
+    if (keyProblem) {
+      errors.push({ loc: locOf(visit), msg: keyProblem })
     } else if (typeof value === 'string') {
-      if (value.includes(NUL)) errors.push({ loc: locOf(visit), msg: HAS_NUL })
+      const problem = textProblem(value)
+      if (problem) errors.push({ loc: locOf(visit), msg: problem })
     } else if (typeof value === 'number') {
       if (!Number.isFinite(value)) errors.push({ loc: locOf(visit), msg: 'must be a finite number' })
     } else if (Array.isArray(value)) {

@@ -75,6 +75,13 @@ export class ModerationService {
       if (!(await this.tenants.lockUnsuspended(tx, [tenantId])).has(tenantId)) {
         throw ApiError.conflict('The listing’s agency is suspended; its listings cannot be published until it is unsuspended.')
       }
+      // The catalogue lists every listing under its city: one without a city (or a revision that
+      // removed it) cannot be published, whatever the operator decides.
+      if (undecided.listing.cityId === null) {
+        throw ApiError.conflict(
+          'The listing has no location, so it cannot be published: the catalogue lists every listing under its city. The agency must give its location (with city_id) first.',
+        )
+      }
       await this.publishListing(tx, undecided)
     })
   }

@@ -351,7 +351,8 @@ export async function hasLiveDuplicate(db: Database, listing: PropertyRow): Prom
         eq(properties.propertyTypeId, listing.propertyTypeId),
         eq(properties.dealTypeId, listing.dealTypeId),
         listing.cityId === null ? sql`${properties.cityId} is null` : eq(properties.cityId, listing.cityId),
-        sql`${properties.area} is not distinct from ${listing.area}::numeric`,
+        // Rounded as the column rounds it: a revision's area comes from its attributes as given.
+        sql`${properties.area} is not distinct from ${listing.area}::numeric(12,2)`,
       ),
     )
   const address = listing.address === null ? undefined : spelledAddress(listing.address)

@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import type { Property } from '../../src/modules/properties/properties.schemas.js'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { adminHeaders, createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
+import { runInternalCheck } from '../helpers/moderation.js'
+
+/**
+ * Decisions on listings at their edges: an operator approving what cannot be published, text
+ * that is not Unicode, and a revision copying another live listing to the last decimal.
+ */
+describe('operators’ decisions at the edges (MODERATION_MODE=manual)', () => {
+  let t: TestApp
+  let agency: Tenant
+  before(async () => {
+    t = await buildTestApp({ MODERATION_MODE: 'manual' })
+    agency = await createTenant(t.app, { email: 'review3-manual@agency.example' })
+  })
+  after(() => t.close())
+
+  const admin = (action: 'approve' | 'reject', id: number, payload?: string) =>
+    t.app.inject({
+      method: 'POST',
+      url: `/admin/properties/${id}/${action}`,
+      headers: payload === undefined ? adminHeaders : { ...adminHeaders, 'content-type': 'application/json' },
+      ...(payload === undefined ? {} : { payload }),
+    })
+  const rawPatch = (id: number, payload: string) =>
+    t.app.inject({ method: 'PATCH', url: `/properties/${id}`, headers: { ...agency.headers, 'content-type': 'application/json' }, payload })
+  const publish = async () => {
+    const { id } = await submitProperty(t.app, agency)
+    assert.equal((await admin('approve', id)).statusCode, 204)
+    return id
+  }
+
+  it('refuses an operator’s approval of a listing without a location with a 409', async () => {
+    const listing = await submitProperty(t.app, agency, { location: null })
+    await runInternalCheck(t.app) // manual: findings only (location_missing)
+    const response = await admin('approve', listing.id)
+    assert.equal(response.statusCode, 409, response.body)
+    assert.match(response.json<{ detail: string }>().detail, /no location/)
+  })
+
+  it('refuses an operator’s approval of a revision that removed the location with a 409, and keeps the approved version online', async () => {
+    const id = await publish()
+    const patched = await t.app.inject({ method: 'PATCH', url: `/properties/${id}`, headers: agency.headers, payload: { location: null } })
+    assert.equal(patched.json<Property>().revision?.status, 'pending_review')
+    const response = await admin('approve', id)
+    assert.equal(response.statusCode, 409, response.body)
+    assert.equal((await t.app.inject(`/mls/properties/${id}`)).statusCode, 200)
+  })
+
+  it('refuses half a surrogate pair in a PATCH with a 422 naming the field, whether the listing is published or not', async () => {
+    const pending = await submitProperty(t.app, agency)
+    const id = await publish()
+    for (const listing of [pending.id, id]) {
+      const response = await rawPatch(listing, '{"description": "Уютная\\ud800 квартира"}')
+      assert.equal(response.statusCode, 422, response.body)
+      assert.deepEqual(
+        response.json<{ errors: { loc: string[] }[] }>().errors.map((error) => error.loc),
+        [['body', 'description']],
+      )
+    }
+    // A pair (an emoji) is a character like any other.
+    assert.equal((await rawPatch(pending.id, '{"description": "Уютная \\ud83c\\udfe0 квартира"}')).statusCode, 200)
+  })
+
+  it('refuses an operator’s rejection whose reason holds half a surrogate pair with a 422', async () => {
+    const listing = await submitProperty(t.app, agency)
+    const response = await admin('reject', listing.id, '{"reason": "Фото\\udc00 не того дома"}')
+    assert.equal(response.statusCode, 422, response.body)
+  })
+})
+
+describe('the internal check on revisions at the edges (MODERATION_MODE=auto)', () => {
+  let t: TestApp
+  let agency: Tenant
+  before(async () => {
+    t = await buildTestApp()
+    agency = await createTenant(t.app, { email: 'review3-auto@agency.example' })
+  })
+  after(() => t.close())
+
+  const call = (method: 'GET' | 'PATCH', url: string, payload?: object) =>
+    t.app.inject({ method, url, headers: agency.headers, ...(payload ? { payload } : {}) })
+
+  it('finds a published listing edited into a copy of another live one a duplicate, whatever the area’s decimals', async () => {
+    const area = '54.555' // accepted: decimals have no bound on their digits; the area column keeps 54.56
+    const address = 'Москва, ул. Арбат, д. 7'
+    const original = await submitProperty(t.app, agency, { location: { city_id: 1, district_id: 1, address }, attributes: { area, rooms: '2' } })
+    const other = await submitProperty(t.app, agency, {
+      location: { city_id: 1, district_id: 1, address: 'Москва, ул. Арбат, д. 9' },
+      attributes: { area, rooms: '2' },
+    })
+    await runInternalCheck(t.app)
+    assert.equal((await call('GET', `/properties/${original.id}`)).json<Property>().status_id, 2)
+    assert.equal((await call('GET', `/properties/${other.id}`)).json<Property>().status_id, 2)
+
+    // The same copy as a new submission is caught:
+    const copy = await submitProperty(t.app, agency, { location: { city_id: 1, district_id: 1, address }, attributes: { area, rooms: '2' } })
+    await runInternalCheck(t.app)
+    const copied = (await call('GET', `/properties/${copy.id}`)).json<Property>()
+    assert.deepEqual([copied.status_id, copied.moderation?.reasons.map((reason) => reason.code)], [3, ['duplicate_listing']])
+
+    // … and so is the same copy as a revision of a published listing, whose area is taken from
+    // its attributes as given (54.555) where the other's column holds 54.56.
+    assert.equal((await call('PATCH', `/properties/${other.id}`, { location: { city_id: 1, district_id: 1, address } })).statusCode, 200)
+    await runInternalCheck(t.app)
+    const edited = (await call('GET', `/properties/${other.id}`)).json<Property>()
+    assert.equal(edited.revision?.status, 'rejected', 'the edit into a copy of a live listing must be rejected as a duplicate')
+    assert.deepEqual(
+      edited.revision?.moderation?.reasons.map((reason) => reason.code),
+      ['duplicate_listing'],
+    )
+  })
+})

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { eq, sql } from 'drizzle-orm'
+import { properties } from '../../src/db/schema.js'
 import type { Property } from '../../src/modules/properties/properties.schemas.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { adminHeaders, createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
@@ -14,7 +16,7 @@ describe('operators’ decisions at the edges (MODERATION_MODE=manual)', () => {
   let agency: Tenant
   before(async () => {
     t = await buildTestApp({ MODERATION_MODE: 'manual' })
-    agency = await createTenant(t.app, { email: 'review3-manual@agency.example' })
+    agency = await createTenant(t.app, { email: 'manual-edges@agency.example' })
   })
   after(() => t.close())
 
@@ -77,7 +79,7 @@ describe('the internal check on revisions at the edges (MODERATION_MODE=auto)', 
   let agency: Tenant
   before(async () => {
     t = await buildTestApp()
-    agency = await createTenant(t.app, { email: 'review3-auto@agency.example' })
+    agency = await createTenant(t.app, { email: 'auto-edges@agency.example' })
   })
   after(() => t.close())
 
@@ -112,5 +114,20 @@ describe('the internal check on revisions at the edges (MODERATION_MODE=auto)', 
       edited.revision?.moderation?.reasons.map((reason) => reason.code),
       ['duplicate_listing'],
     )
+  })
+
+  it('refuses with a 409 the edits and moves that reach a listing its agency’s suspension has just taken out', async () => {
+    const { id } = await submitProperty(t.app, agency)
+    await runInternalCheck(t.app)
+    assert.equal((await call('GET', `/properties/${id}`)).json<Property>().status_id, 2)
+    // What the suspension does to the agency's published listings, committed while these requests were on their way.
+    await t.db.execute(sql`update properties set status_id = 4, held_status_id = 2 where id = ${id}::int`)
+    const patched = await call('PATCH', `/properties/${id}`, { price: 4_000_000 })
+    assert.equal(patched.statusCode, 409, patched.body)
+    assert.match(patched.json<{ detail: string }>().detail, /suspended/)
+    const moved = await t.app.inject({ method: 'POST', url: `/properties/${id}/status`, headers: agency.headers, payload: { status_id: 1 } })
+    assert.equal(moved.statusCode, 409, moved.body)
+    const [row] = await t.db.select().from(properties).where(eq(properties.id, id))
+    assert.deepEqual([row?.statusId, row?.heldStatusId, Number(row?.price)], [4, 2, 8_500_000])
   })
 })

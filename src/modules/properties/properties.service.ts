@@ -40,6 +40,12 @@ const dealTypeIds = new Map<string, number>(seedDealTypes.map((type) => [type.na
  * A listing before the check or an operator: as its agency submitted it (with a revision, as
  * the revision makes it), and the revision when it is a published listing's change.
  */
+/**
+ * A request that was let in just before its agency was suspended, and reaches a listing the
+ * suspension has taken out of the catalogue: the listing waits, as it is, for the agency's return.
+ */
+const HELD_BY_SUSPENSION = 'The agency is suspended: its listings are held as they are until it is unsuspended.'
+
 export interface UnderCheck {
   listing: PropertyRow
   /** The listing's row: with a revision, the approved version the catalogue shows. */
@@ -403,6 +409,7 @@ export class PropertiesService {
     // a form saved as it was, a feed's unchanged offer) leaves it as it is.
     const sameContent = changesNothing(current, currentOwner, resolved, change.content.description)
     if (!sameContent && !canBeEdited(approved.statusId)) throw ApiError.conflict('This listing’s deal is closed; it can no longer be changed.')
+    if (!sameContent && approved.heldStatusId !== null) throw ApiError.conflict(HELD_BY_SUSPENSION)
     const newExternalId = change.externalId !== undefined && change.externalId !== approved.externalId
     if (newExternalId) {
       await repository.setExternalId(tx, tenant.id, id, change.externalId ?? null)
@@ -489,6 +496,7 @@ export class PropertiesService {
     return this.db.transaction(async (tx) => {
       const current = await repository.lockProperty(tx, tenantId, id)
       if (!current) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+      if (current.heldStatusId !== null) throw ApiError.conflict(HELD_BY_SUSPENSION)
       const allowed = movesFrom(current.statusId)
       if (!allowed.includes(statusId)) {
         const moves = allowed.length === 0 ? 'none' : allowed.join(', ')

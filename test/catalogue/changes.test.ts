@@ -73,6 +73,24 @@ describe('the change feed, GET /mls/changes', () => {
     )
   })
 
+  it('announces nothing, in the feed or the outbox, when an approved revision changes only what the catalogue does not show', async () => {
+    const id = await publish()
+    const shown = await catalogueDetail(id)
+    const cursor = await snapshot()
+    const edited = await call('PATCH', `/properties/${id}`, { location: { city_id: 1, district_id: 1, address: 'ул. Тверская, д. 7, подъезд 2' } })
+    assert.equal(edited.statusCode, 200, edited.body)
+    assert.equal(edited.json<Property>().revision?.status, 'pending_review')
+    await runInternalCheck(t.app)
+    const after = (await call('GET', `/properties/${id}`)).json<Property>()
+    assert.deepEqual([after.revision, after.location?.address], [null, 'ул. Тверская, д. 7, подъезд 2'])
+    assert.deepEqual(await catalogueDetail(id), shown)
+    assert.deepEqual((await changesAfter(cursor)).items, [])
+    assert.deepEqual(
+      (await mlsEvents(id)).map((event) => event.type),
+      ['mls.new_listing'],
+    )
+  })
+
   it('keeps an edited listing online: the change is a revision until the check passes it, then one upsert and one mls.listing_updated', async () => {
     const id = await publish()
     const published = await catalogueDetail(id)

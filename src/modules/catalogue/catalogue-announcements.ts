@@ -1,6 +1,8 @@
+import { isDeepStrictEqual } from 'node:util'
 import type { CatalogueRemovalReason, PropertyRow } from '../../db/schema.js'
 import type { Database } from '../../db/client.js'
 import type { EventsService } from '../events/events.service.js'
+import type { CatalogueDetail } from './catalogue.schemas.js'
 import type { CatalogueService } from './catalogue.service.js'
 import { listingFactsOf } from './listing-facts.js'
 
@@ -16,13 +18,21 @@ export class CatalogueAnnouncements {
     private readonly events: EventsService,
   ) {}
 
+  /** What the catalogue shows of a listing now, for `updated` to tell afterwards whether a change showed in it. */
+  shownNow(tx: Database, id: number): Promise<CatalogueDetail | undefined> {
+    return this.catalogue.detailOf(tx, id)
+  }
+
   /**
    * The catalogue shows `listing` anew (a revision approved, photos changed, back after a
-   * suspension); `before` is the row it showed until now, null if it showed none.
+   * suspension); `before` is the row it showed until now, null if it showed none. With
+   * `shownBefore` (shownNow's answer before the change), a change that shows nothing new (an
+   * address or an owner, which the catalogue does not show) is not announced: the change feed,
+   * which compares what the catalogue shows, has nothing to add either.
    */
-  async updated(tx: Database, listing: PropertyRow, before: PropertyRow | null): Promise<void> {
+  async updated(tx: Database, listing: PropertyRow, before: PropertyRow | null, shownBefore?: CatalogueDetail): Promise<void> {
     const data = await this.catalogue.detailOf(tx, listing.id)
-    if (!data) return
+    if (!data || (shownBefore !== undefined && isDeepStrictEqual(shownBefore, data))) return
     await this.events.record(tx, {
       type: 'mls.listing_updated',
       tenantId: listing.tenantId,

@@ -581,8 +581,9 @@ export class PropertiesService {
       return published.publishedAt!
     }
     await repository.deleteRevision(tx, listing.id)
+    const shownBefore = await this.announce.shownNow(tx, listing.id)
     const updated = await repository.updateProperty(tx, listing.tenantId, listing.id, { ...revision.fields, moderation: findings, reviewRequestedAt: null })
-    await this.announce.updated(tx, updated, approved)
+    await this.announce.updated(tx, updated, approved, shownBefore)
     return updated.publishedAt!
   }
 

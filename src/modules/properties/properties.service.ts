@@ -37,15 +37,15 @@ const propertyTypeIds = new Map<string, number>(seedPropertyTypes.map((type) => 
 const dealTypeIds = new Map<string, number>(seedDealTypes.map((type) => [type.name, type.id]))
 
 /**
- * A listing before the check or an operator: as its agency submitted it (with a revision, as
- * the revision makes it), and the revision when it is a published listing's change.
- */
-/**
  * A request that was let in just before its agency was suspended, and reaches a listing the
  * suspension has taken out of the catalogue: the listing waits, as it is, for the agency's return.
  */
 const HELD_BY_SUSPENSION = 'The agency is suspended: its listings are held as they are until it is unsuspended.'
 
+/**
+ * A listing before the check or an operator: as its agency submitted it (with a revision, as
+ * the revision makes it), and the revision when it is a published listing's change.
+ */
 export interface UnderCheck {
   listing: PropertyRow
   /** The listing's row: with a revision, the approved version the catalogue shows. */

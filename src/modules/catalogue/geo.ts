@@ -87,7 +87,7 @@ export function parseNear(text: string, parameter = 'near'): { lat: number; lon:
  * last bits; compared exactly, a listing at the very edge could match one and not the other.
  * Both round the same way (half up), here and in SQL as `floor(metres * 1000 + 0.5)`.
  */
-export const toMillimetres = (metres: number) => Math.floor(metres * 1000 + 0.5)
+const toMillimetres = (metres: number) => Math.floor(metres * 1000 + 0.5)
 export const isWithinRadius = (distance: number, radiusM: number) => toMillimetres(distance) <= toMillimetres(radiusM)
 
 /** Past the radius, what the circle's box keeps besides: a match is up to half a millimetre out (isWithinRadius), and the box's edges are computed in floating point. */

@@ -180,7 +180,6 @@ export async function finishRun(tx: Database, runId: number, owner: string, outc
   return row
 }
 
-/** The validators and digest of the file a run imported, stored once the run has succeeded (wholly or in part). */
 /**
  * What the next run compares the file with (a 304, or the same bytes, is `unchanged`): the file
  * this run imported, or nothing (null) so that the next run reads the file again whatever it holds.

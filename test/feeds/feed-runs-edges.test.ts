@@ -7,11 +7,10 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
-import type { Property } from '../../src/modules/properties/properties.schemas.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { adminHeaders, createTenant, type Tenant } from '../helpers/factories.js'
 import { startFeedServer, type FeedServer } from '../helpers/feed-server.js'
-import { createFeed, feedXml, runFeedNow, runReport, type TestOffer } from '../helpers/feeds.js'
+import { createFeed, feedXml, runFeedNow, runReport, type TestOffer, listingByExternalId } from '../helpers/feeds.js'
 import { jobContext } from '../helpers/jobs.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import { photo } from '../helpers/photos.js'
@@ -34,12 +33,7 @@ describe('feed runs at their edges', () => {
 
   const context = () => jobContext(t)
 
-  async function byExternalId(tenant: Tenant, externalId: string): Promise<Property | undefined> {
-    const response = await t.app.inject({ method: 'GET', url: `/properties/by-external-id/${encodeURIComponent(externalId)}`, headers: tenant.headers })
-    if (response.statusCode === 404) return undefined
-    assert.equal(response.statusCode, 200, response.body)
-    return response.json<Property>()
-  }
+  const byExternalId = (tenant: Tenant, externalId: string) => listingByExternalId(t.app, tenant, externalId)
 
   async function setStatus(tenant: Tenant, id: number, statusId: number): Promise<void> {
     const response = await t.app.inject({ method: 'POST', url: `/properties/${id}/status`, headers: tenant.headers, payload: { status_id: statusId } })

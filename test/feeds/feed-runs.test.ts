@@ -5,14 +5,13 @@ import pino from 'pino'
 import { queryRows } from '../../src/db/client.js'
 import { feedJobs, FeedRunJob, feedRunRetentionJob } from '../../src/modules/feeds/feed-runs.job.js'
 import type { FeedRunSummary } from '../../src/modules/feeds/feeds.schemas.js'
-import type { Property } from '../../src/modules/properties/properties.schemas.js'
 import { createServices } from '../../src/services.js'
 import { Worker } from '../../src/worker/worker.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { engine } from '../helpers/database.js'
 import { adminHeaders, createTenant, type Tenant } from '../helpers/factories.js'
 import { startFeedServer, type FeedServer } from '../helpers/feed-server.js'
-import { createFeed, feedXml, runFeedNow, runReport, type TestOffer } from '../helpers/feeds.js'
+import { createFeed, feedXml, runFeedNow, runReport, type TestOffer, listingByExternalId } from '../helpers/feeds.js'
 import { jobContext, runWhileWorkRemains } from '../helpers/jobs.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import { photo } from '../helpers/photos.js'
@@ -37,12 +36,7 @@ describe('feed runs', () => {
 
   const context = () => jobContext(t)
 
-  async function byExternalId(tenant: Tenant, externalId: string): Promise<Property | undefined> {
-    const response = await t.app.inject({ method: 'GET', url: `/properties/by-external-id/${encodeURIComponent(externalId)}`, headers: tenant.headers })
-    if (response.statusCode === 404) return undefined
-    assert.equal(response.statusCode, 200, response.body)
-    return response.json<Property>()
-  }
+  const byExternalId = (tenant: Tenant, externalId: string) => listingByExternalId(t.app, tenant, externalId)
 
   async function listingCount(tenant: Tenant): Promise<number> {
     const [row] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from properties where tenant_id = ${tenant.tenantId}::int`)

@@ -8,11 +8,10 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
-import type { Property } from '../../src/modules/properties/properties.schemas.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, type Tenant } from '../helpers/factories.js'
 import { startFeedServer, type FeedServer } from '../helpers/feed-server.js'
-import { createFeed, runFeedNow } from '../helpers/feeds.js'
+import { createFeed, runFeedNow, listingByExternalId } from '../helpers/feeds.js'
 import { jobContext } from '../helpers/jobs.js'
 import { photo } from '../helpers/photos.js'
 
@@ -42,12 +41,7 @@ describe('a feed written independently of the reader', () => {
     await server.close()
   })
 
-  async function listing(externalId: string): Promise<Property | undefined> {
-    const response = await t.app.inject({ method: 'GET', url: `/properties/by-external-id/${encodeURIComponent(externalId)}`, headers: agency.headers })
-    if (response.statusCode === 404) return undefined
-    assert.equal(response.statusCode, 200, response.body)
-    return response.json<Property>()
-  }
+  const listing = (externalId: string) => listingByExternalId(t.app, agency, externalId)
 
   it('imports what it can, refuses the rest with their reasons, and the API shows what the report says', async () => {
     const feed = await createFeed(t.app, agency, { url: server.url('/feed.xml') })

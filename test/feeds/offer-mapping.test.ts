@@ -545,3 +545,30 @@ describe('feedPlaces', () => {
     for (const [name, id] of okrugs) assert.equal(places.districtByName(1, name)?.id, id, name)
   })
 })
+
+describe('offer mapping at its limits', () => {
+  it('refuses a house priced per m² that gives no area of the house, rather than multiplying by its land', async () => {
+    const house = await mapOne(
+      `<type>продажа</type><category>дом</category>${MOSCOW}` +
+        '<price><value>50000</value><currency>RUB</currency><unit>кв. м</unit></price>' +
+        '<lot-area><value>15</value><unit>сотка</unit></lot-area>',
+    )
+    assert.equal(house.submission?.price, undefined, `stored with price ${house.submission?.price}`)
+    assert.deepEqual(
+      house.problems.map((problem) => problem.code),
+      ['price_unit_without_area'],
+    )
+  })
+
+  it('keeps a description of at most 10 000 characters whole, counting characters as the API does', async () => {
+    const description = '🏠'.repeat(6_000)
+    const flat = await mapOne(
+      `<type>продажа</type><category>квартира</category>${MOSCOW}<price><value>5000000</value></price><description>${description}</description>`,
+    )
+    assert.deepEqual(
+      flat.problems.map((problem) => problem.code),
+      [],
+    )
+    assert.equal(flat.submission?.description, description)
+  })
+})

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import type { FastifyInstance } from 'fastify'
 import type { Feed, FeedRunReport, FeedRunSummary } from '../../src/modules/feeds/feeds.schemas.js'
+import type { Property } from '../../src/modules/properties/properties.schemas.js'
 import type { JobContext } from '../../src/worker/job.js'
 import { FeedRunJob } from '../../src/modules/feeds/feed-runs.job.js'
 import type { Tenant } from './factories.js'
@@ -84,4 +85,12 @@ export async function runFeedNow(app: FastifyInstance, context: JobContext, tena
     // Runs are taken oldest first, other feeds' too (a test's schedule may have started some).
     if ((await job.runOnce(context)) === 0) assert.fail(`run ${run.id} did not end, and no run was left to take`)
   }
+}
+
+/** The agency's listing with this external id (`GET /properties/by-external-id/…`), or undefined for a 404. */
+export async function listingByExternalId(app: FastifyInstance, tenant: Tenant, externalId: string): Promise<Property | undefined> {
+  const response = await app.inject({ method: 'GET', url: `/properties/by-external-id/${encodeURIComponent(externalId)}`, headers: tenant.headers })
+  if (response.statusCode === 404) return undefined
+  assert.equal(response.statusCode, 200, response.body)
+  return response.json<Property>()
 }

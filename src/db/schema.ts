@@ -305,9 +305,12 @@ export const properties = pgTable(
     //                                          price checked in it, when the range keeps many
     //                                          listings; else the *_price_idx range, then sorted
     //                                          (the service chooses: PagePlan in catalogue.repository.ts)
-    //   bbox, near, clusters               → catalogue_geo_idx (migration 0021), the coordinates as float8,
-    //                                          when the box keeps few of the search's listings; else
-    //                                          the other filters' index, walked with the box checked
+    //   bbox, near, clusters               → catalogue_geo_idx (migrations 0021, 0026): the map grid's row,
+    //                                          then the coordinates as float8, when the box keeps few
+    //                                          of the search's listings; else the other filters'
+    //                                          index, walked with the box checked
+    // Totals and clusters of a box, filtered on type, deal and rooms at most, sum
+    // catalogue_counts_by_cell inside the box and count its edge on catalogue_geo_idx.
     // A page by cursor reads the same index from the cursor's key on: `(created_at, id) < (…)` or
     // `(price, id) > (…)` is the start of its range (catalogue-cursor.ts).
     // Totals for filters on city, type, deal, district and rooms come from catalogue_counts.
@@ -555,6 +558,32 @@ export const catalogueCountsByDistrictPrice = pgTable(
       columns: [t.districtId, t.cityId, t.propertyTypeId, t.dealTypeId, t.rooms, t.priceBand],
     }),
   ],
+)
+
+/**
+ * Published listings with coordinates per cell of the map's grid at zoom 11 (geo.ts
+ * COUNTED_ZOOM), type, deal and rooms (migration 0026, kept by trigger): their number, the sums
+ * of their coordinates in millionths of a degree and the box that holds them. A map's total and
+ * clusters sum the cells wholly inside its box and count only the listings of the cells on its
+ * edge. The primary key carries the other columns (INCLUDE), so a box's cells are read from it alone.
+ */
+export const catalogueCountsByCell = pgTable(
+  'catalogue_counts_by_cell',
+  {
+    cellRow: integer('cell_row').notNull(),
+    cellColumn: integer('cell_column').notNull(),
+    propertyTypeId: smallint('property_type_id').notNull(),
+    dealTypeId: smallint('deal_type_id').notNull(),
+    rooms: integer('rooms').notNull(),
+    listings: integer('listings').notNull(),
+    latitudeSum: bigint('latitude_sum', { mode: 'number' }).notNull(),
+    longitudeSum: bigint('longitude_sum', { mode: 'number' }).notNull(),
+    south: doublePrecision('south').notNull(),
+    north: doublePrecision('north').notNull(),
+    west: doublePrecision('west').notNull(),
+    east: doublePrecision('east').notNull(),
+  },
+  (t) => [primaryKey({ name: 'catalogue_counts_by_cell_pk', columns: [t.cellRow, t.cellColumn, t.propertyTypeId, t.dealTypeId, t.rooms] })],
 )
 
 /**

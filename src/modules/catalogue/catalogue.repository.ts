@@ -9,6 +9,7 @@ import type { PipelinedDatabase } from '../../db/client.js'
 import { prepared } from '../../db/prepared.js'
 import {
   catalogueCounts,
+  catalogueCountsByCell,
   catalogueCountsByCity,
   catalogueCountsByDistrictPrice,
   catalogueCountsByPrice,
@@ -20,8 +21,8 @@ import { timestampKeyFromUtc } from '../../lib/cursor.js'
 import { offsetTimestampFromUtcText, toOffsetTimestamp } from '../../lib/time.js'
 import { ListingStatus } from '../properties/listing-status.js'
 import type { Keyset, SortedRow } from './catalogue-cursor.js'
-import { EARTH_RADIUS_M } from './geo.js'
-import { isBound, isPriceBound, usedKeys, type CatalogueFilter, type CatalogueSort, type FilterKey, type PagePlan } from './catalogue-page-plan.js'
+import { boxRows, COUNTED_CELL_DEGREES, COUNTED_ZOOM, countedBoxOf, EARTH_RADIUS_M, type CountedBox, type GeoBox } from './geo.js'
+import { isBound, isGeoKey, isPriceBound, usedKeys, type CatalogueFilter, type CatalogueSort, type FilterKey, type PagePlan } from './catalogue-page-plan.js'
 import type { CatalogueDetail } from './catalogue.schemas.js'
 
 /** The columns the map's conditions read, on the table or on a subquery of the same names. */
@@ -59,6 +60,15 @@ const boundConditions: Partial<Record<FilterKey, (of: Located) => SQL | undefine
   radiusM: () => undefined,
 }
 
+/**
+ * The row of the map's counted grid (geo.ts COUNTED_ZOOM) a listing's latitude falls in: the
+ * first key of catalogue_geo_idx, written as migration 0026 writes it, so the index serves it.
+ */
+const cellSide = sql.raw(String(COUNTED_CELL_DEGREES))
+const latitudeRow = sql`floor(${properties.latitude}::float8 / ${cellSide})::int`
+const longitudeColumn = sql`floor(${properties.longitude}::float8 / ${cellSide})::int`
+const inLatitudeRows = (placeholder: string) => sql`${latitudeRow} = any(${sql.placeholder(placeholder)}::int[])`
+
 /** Each filter as a condition on a placeholder of its own name. */
 const filterConditions: Record<FilterKey, () => SQL | undefined> = {
   cityId: () => eq(properties.cityId, sql.placeholder('cityId')),
@@ -74,11 +84,82 @@ const filterConditions: Record<FilterKey, () => SQL | undefined> = {
   maxArea: () => lte(properties.area, sql.placeholder('maxArea')),
   west: () => boundConditions.west!(properties),
   east: () => boundConditions.east!(properties),
-  south: () => boundConditions.south!(properties),
+  // A box's rows of the grid (placeholder latitudeRows, see mapValues): catalogue_geo_idx reads
+  // each row's longitudes in the box, not the whole band of its latitudes.
+  south: () => and(inLatitudeRows('latitudeRows'), boundConditions.south!(properties)),
   north: () => boundConditions.north!(properties),
   nearLat: () => boundConditions.nearLat!(properties),
   nearLon: () => undefined,
   radiusM: () => undefined,
+}
+
+/** The values a box adds to its statements' placeholders: the rows of the grid it spans. */
+function mapValues(filter: CatalogueFilter): { latitudeRows?: number[] } {
+  return filter.south === undefined ? {} : { latitudeRows: boxRows(boxOf(filter)!) }
+}
+
+const boxOf = (filter: CatalogueFilter): GeoBox | undefined =>
+  filter.south === undefined ? undefined : { west: filter.west!, south: filter.south, east: filter.east!, north: filter.north! }
+
+/** Filters the map's counts table answers, besides the box. */
+const cellFacetConditions: Partial<Record<FilterKey, () => SQL>> = {
+  propertyTypeId: () => eq(catalogueCountsByCell.propertyTypeId, sql.placeholder('propertyTypeId')),
+  dealTypeId: () => eq(catalogueCountsByCell.dealTypeId, sql.placeholder('dealTypeId')),
+  rooms: () => eq(catalogueCountsByCell.rooms, sql.placeholder('rooms')),
+}
+const boxKeys = new Set<FilterKey>(['west', 'south', 'east', 'north'])
+
+/**
+ * The box of a search that catalogue_counts_by_cell can count, split for it: a box (not a
+ * circle) with type, deal and rooms at most besides, with counted cells wholly inside it.
+ */
+function countedBoxOfSearch(filter: CatalogueFilter, keys: FilterKey[]): CountedBox | undefined {
+  const counted = keys.some((key) => boxKeys.has(key)) && keys.every((key) => boxKeys.has(key) || (!isGeoKey(key) && cellFacetConditions[key]))
+  return counted ? countedBoxOf(boxOf(filter)!) : undefined
+}
+
+/** A counted box's values, as the placeholders of cellsInside and edgeParts. */
+function countedBoxValues(counted: CountedBox) {
+  return {
+    ...counted,
+    // The edge columns' longitudes as an index range, a little wider than the column (the
+    // division rounds); the column itself is checked on each listing.
+    westEdgeEnd: (counted.westColumn + 1) * COUNTED_CELL_DEGREES + 1e-9,
+    eastEdgeStart: counted.eastColumn * COUNTED_CELL_DEGREES - 1e-9,
+  }
+}
+
+/** The counted cells wholly inside a counted box, of the search's type, deal and rooms. */
+const cellsInside = (keys: FilterKey[]) =>
+  and(
+    sql`${catalogueCountsByCell.cellRow} = any(${sql.placeholder('innerRows')}::int[])`,
+    gte(catalogueCountsByCell.cellColumn, sql.placeholder('firstInnerColumn')),
+    lte(catalogueCountsByCell.cellColumn, sql.placeholder('lastInnerColumn')),
+    ...keys.filter((key) => cellFacetConditions[key]).map((key) => cellFacetConditions[key]!()),
+  )!
+
+/**
+ * The published listings of a counted box's edge, matching the search, as three disjoint
+ * conditions, each one range per row of catalogue_geo_idx: the rows its south and north edges
+ * cross (within the box), and in the rows between, its west and east edge columns.
+ */
+function edgeParts(keys: FilterKey[]): SQL[] {
+  const facets = keys.filter((key) => !isGeoKey(key)).map((key) => filterConditions[key]())
+  // In the rows between the edges, the listings of one edge column: an index range on the
+  // longitudes from `first` to `last` placeholders, the column checked on each.
+  const edgeColumn = (first: string, last: string, column: string) =>
+    and(
+      isPublished,
+      inLatitudeRows('innerRows'),
+      sql`${properties.longitude}::float8 between ${sql.placeholder(first)}::float8 and ${sql.placeholder(last)}::float8`,
+      sql`${longitudeColumn} = ${sql.placeholder(column)}::int`,
+      ...facets,
+    )!
+  return [
+    and(isPublished, inLatitudeRows('edgeRows'), ...keys.filter(isGeoKey).map((key) => boundConditions[key]!(properties)), ...facets)!,
+    edgeColumn('west', 'westEdgeEnd', 'westColumn'),
+    edgeColumn('eastEdgeStart', 'east', 'eastColumn'),
+  ]
 }
 
 /** Filters the coarse counts table answers. */
@@ -285,7 +366,7 @@ export async function readPage(
       .from(page)
       .prepare(name)
   })
-  const [{ columns }] = (await statement.execute({ ...filter, ...keyValues(after), limit, offset })) as [{ columns: PageColumns }]
+  const [{ columns }] = (await statement.execute({ ...filter, ...mapValues(filter), ...keyValues(after), limit, offset })) as [{ columns: PageColumns }]
   const [
     ids,
     propertyTypeIds,
@@ -398,19 +479,39 @@ function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort
  *   plus a count, on the price indexes, of the listings in the two bands at its ends (a few
  *   hundred index entries where the whole range was ~13,000 for a Moscow flat budget among
  *   1M listings);
+ * - a box on the map with type, deal and rooms at most: a sum over the cells of
+ *   catalogue_counts_by_cell wholly inside the box, plus a count of the listings on its edge
+ *   (geo.ts CountedBox) on catalogue_geo_idx;
  * - anything else (area, complex, agency) is counted on the catalogue indexes (see schema.ts).
  */
 export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFilter): Promise<number> {
   const keys = usedKeys(filter)
-  const source = keys.every((key) => cityFacetConditions[key])
-    ? 'city-facets'
-    : keys.every((key) => facetConditions[key])
-      ? 'facets'
-      : keys.some(isPriceBound) && keys.every((key) => isPriceBound(key) || priceBandKeys.has(key))
-        ? 'price-bands'
-        : 'rows'
+  const counted = countedBoxOfSearch(filter, keys)
+  const source = counted
+    ? 'cells'
+    : keys.every((key) => cityFacetConditions[key])
+      ? 'city-facets'
+      : keys.every((key) => facetConditions[key])
+        ? 'facets'
+        : keys.some(isPriceBound) && keys.every((key) => isPriceBound(key) || priceBandKeys.has(key))
+          ? 'price-bands'
+          : 'rows'
   const statement = prepared<{ total: number }[]>(db, `count:${source}:${keys.join(',')}`, (name) => {
     switch (source) {
+      case 'cells': {
+        const edgeCounts = edgeParts(keys).map(
+          (part) =>
+            sql`(${db
+              .select({ n: sql`count(*)` })
+              .from(properties)
+              .where(part)})`,
+        )
+        return db
+          .select({ total: sql<number>`(coalesce(sum(${catalogueCountsByCell.listings}), 0) + ${sql.join(edgeCounts, sql` + `)})::int` })
+          .from(catalogueCountsByCell)
+          .where(cellsInside(keys))
+          .prepare(name)
+      }
       case 'city-facets':
         return db
           .select({ total: sql<number>`coalesce(sum(${catalogueCountsByCity.listings}), 0)::int` })
@@ -437,7 +538,7 @@ export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFil
     }
   })
   const bounds = source === 'price-bands' ? { minPrice: filter.minPrice ?? 0, maxPrice: filter.maxPrice ?? NO_MAX_PRICE } : {}
-  const [row] = await statement.execute({ ...filter, ...bounds })
+  const [row] = await statement.execute({ ...filter, ...bounds, ...mapValues(filter), ...(counted && countedBoxValues(counted)) })
   return row?.total ?? 0
 }
 
@@ -550,48 +651,99 @@ export async function findPublishedRow(db: PipelinedDatabase, id: number): Promi
   return row
 }
 
-/** One cell of a map's grid with matches: their number, mean position and the box that holds them. */
+/**
+ * One cell of a map's grid with matches: their number, the sums of their coordinates in
+ * millionths of a degree (their mean, exactly, whichever way they were counted) and the box
+ * that holds them.
+ */
 export interface ClusterRow {
   count: number
-  lat: number
-  lon: number
+  latitudeSum: number
+  longitudeSum: number
   west: number
   south: number
   east: number
   north: number
 }
 
-type ClusterColumns = [counts: number[] | null, lats: number[], lons: number[], wests: number[], souths: number[], easts: number[], norths: number[]]
+type ClusterColumns = [
+  counts: number[] | null,
+  latitudeSums: number[],
+  longitudeSums: number[],
+  wests: number[],
+  souths: number[],
+  easts: number[],
+  norths: number[],
+]
 
 /**
- * The matches of `filter` (which has a box: catalogue_geo_idx finds them) grouped by the cell
- * of side `cell` degrees they fall in, cells counted from 0° both ways, south-west first. As
- * a page, one JSON array per column: a city at a fine zoom is thousands of cells.
+ * A coordinate in millionths of a degree: the integer numeric(9,6) stores, as
+ * catalogue_counts_by_cell sums it. Rounded from the float8 the statement reads anyway, which is
+ * within a ten-millionth of it: numeric arithmetic costs several times as much.
  */
-export async function readClusters(db: PipelinedDatabase, filter: CatalogueFilter, cell: number): Promise<ClusterRow[]> {
+const microdegrees = (column: AnyColumn) => sql`round(${column}::float8 * 1000000)::bigint`
+
+/**
+ * The matches of `filter` (which has a box) grouped by the cell of the grid at `zoom` they fall
+ * in, cells counted from 0° both ways, south-west first. As a page, one JSON array per column: a
+ * city at a fine zoom is thousands of cells.
+ *
+ * At the counted zoom or coarser, with type, deal and rooms at most besides the box, the cells
+ * wholly inside the box come from catalogue_counts_by_cell, each counted cell in the cell of
+ * `zoom` its row and column shifted right by the zooms between (the grids are powers of two
+ * apart, so this is the cell its listings fall in), and only the listings on the box's edge are
+ * read; otherwise every match is read, on catalogue_geo_idx.
+ */
+export async function readClusters(db: PipelinedDatabase, filter: CatalogueFilter, zoom: number, cell: number): Promise<ClusterRow[]> {
   const keys = usedKeys(filter)
-  const statement = prepared<{ columns: ClusterColumns }[]>(db, `clusters:${keys.join(',')}`, (name) => {
+  const counted = zoom <= COUNTED_ZOOM ? countedBoxOfSearch(filter, keys) : undefined
+  const statement = prepared<{ columns: ClusterColumns }[]>(db, `clusters:${counted ? 'cells' : 'rows'}:${keys.join(',')}`, (name) => {
     const size = sql`${sql.placeholder('cell')}::float8`
-    const cells = db
-      .select({
-        row: sql`floor(${properties.latitude}::float8 / ${size})`.as('row'),
-        column: sql`floor(${properties.longitude}::float8 / ${size})`.as('column'),
-        count: sql`count(*)::int`.as('count'),
-        lat: sql`avg(${properties.latitude}::float8)`.as('lat'),
-        lon: sql`avg(${properties.longitude}::float8)`.as('lon'),
-        west: sql`min(${properties.longitude}::float8)`.as('west'),
-        south: sql`min(${properties.latitude}::float8)`.as('south'),
-        east: sql`max(${properties.longitude}::float8)`.as('east'),
-        north: sql`max(${properties.latitude}::float8)`.as('north'),
-      })
-      .from(properties)
-      .where(publishedWhere(keys))
-      .groupBy(sql`1`, sql`2`)
-      .orderBy(sql`1`, sql`2`)
-      .as('cells')
+    const listingsOf = (where: SQL) =>
+      db
+        .select({
+          row: sql`floor(${properties.latitude}::float8 / ${size})::int`.as('row'),
+          column: sql`floor(${properties.longitude}::float8 / ${size})::int`.as('column'),
+          listings: sql`1`.as('listings'),
+          latitudeSum: sql`${microdegrees(properties.latitude)}`.as('latitude_sum'),
+          longitudeSum: sql`${microdegrees(properties.longitude)}`.as('longitude_sum'),
+          south: sql`${properties.latitude}::float8`.as('south'),
+          north: sql`${properties.latitude}::float8`.as('north'),
+          west: sql`${properties.longitude}::float8`.as('west'),
+          east: sql`${properties.longitude}::float8`.as('east'),
+        })
+        .from(properties)
+        .where(where)
+    const shift = sql`${sql.placeholder('shift')}::int`
+    const parts = counted
+      ? sql.join(
+          [
+            db
+              .select({
+                row: sql`${catalogueCountsByCell.cellRow} >> ${shift}`.as('row'),
+                column: sql`${catalogueCountsByCell.cellColumn} >> ${shift}`.as('column'),
+                listings: catalogueCountsByCell.listings,
+                latitudeSum: catalogueCountsByCell.latitudeSum,
+                longitudeSum: catalogueCountsByCell.longitudeSum,
+                south: catalogueCountsByCell.south,
+                north: catalogueCountsByCell.north,
+                west: catalogueCountsByCell.west,
+                east: catalogueCountsByCell.east,
+              })
+              .from(catalogueCountsByCell)
+              .where(cellsInside(keys))
+              .getSQL(),
+            ...edgeParts(keys).map((part) => listingsOf(part).getSQL()),
+          ],
+          sql` union all `,
+        )
+      : listingsOf(publishedWhere(keys)).getSQL()
+    const cells = sql`(select "row", "column", sum(listings)::int as count, sum(latitude_sum) as latitude_sum, sum(longitude_sum) as longitude_sum,
+        min(west) as west, min(south) as south, max(east) as east, max(north) as north
+      from (${parts}) as parts group by 1, 2 order by 1, 2) as cells`
     // The aggregates take the cells in the order the subquery sorted them (see readPage).
     const arrays = sql.join(
-      [cells.count, cells.lat, cells.lon, cells.west, cells.south, cells.east, cells.north].map((column) => sql`array_agg(${column})`),
+      ['count', 'latitude_sum', 'longitude_sum', 'west', 'south', 'east', 'north'].map((column) => sql`array_agg(${sql.identifier(column)})`),
       sql`, `,
     )
     return db
@@ -599,8 +751,17 @@ export async function readClusters(db: PipelinedDatabase, filter: CatalogueFilte
       .from(cells)
       .prepare(name)
   })
-  const [{ columns }] = (await statement.execute({ ...filter, cell })) as [{ columns: ClusterColumns }]
-  const [counts, lats, lons, wests, souths, easts, norths] = columns
+  const values = { ...filter, ...mapValues(filter), ...(counted && countedBoxValues(counted)), cell, shift: COUNTED_ZOOM - zoom }
+  const [{ columns }] = (await statement.execute(values)) as [{ columns: ClusterColumns }]
+  const [counts, latitudeSums, longitudeSums, wests, souths, easts, norths] = columns
   if (counts === null) return []
-  return counts.map((count, i) => ({ count, lat: lats[i]!, lon: lons[i]!, west: wests[i]!, south: souths[i]!, east: easts[i]!, north: norths[i]! }))
+  return counts.map((count, i) => ({
+    count,
+    latitudeSum: Number(latitudeSums[i]),
+    longitudeSum: Number(longitudeSums[i]),
+    west: wests[i]!,
+    south: souths[i]!,
+    east: easts[i]!,
+    north: norths[i]!,
+  }))
 }

@@ -59,8 +59,8 @@ function filterOf(query: CatalogueQuery | ClustersQuery): CatalogueFilter {
   }
 }
 
-/** A mean position to the stored precision (numeric(9,6)). */
-const round6 = (degrees: number) => Math.round(degrees * 1e6) / 1e6
+/** A mean coordinate from the sum of `count` coordinates in millionths of a degree, to the stored precision (numeric(9,6)). */
+const meanOf = (microdegreesSum: number, count: number) => Math.round(microdegreesSum / count) / 1e6
 
 /** Serialises a value once, with its ETag (the SHA-1 that @fastify/etag would compute), to be kept for `cityId`. */
 function answerOf(serialize: Serialize, payload: CataloguePage | CatalogueDetail | MapClusters, cityId: number | undefined): Kept<CatalogueAnswer> {
@@ -140,11 +140,12 @@ export class CatalogueService {
     checkClusterBox(parseBbox(query.bbox), query.zoom)
     const snapshot = await this.versions.current()
     return this.cache.get(`clusters:${query.zoom}:${JSON.stringify(Object.values(filter))}`, snapshot, async () => {
-      const rows = await repository.readClusters(this.db, filter, cellDegrees(query.zoom))
+      const rows = await repository.readClusters(this.db, filter, query.zoom, cellDegrees(query.zoom))
       let total = 0
       const clusters = rows.map((row) => {
         total += row.count
-        return { lat: round6(row.lat), lon: round6(row.lon), count: row.count, bbox: [row.west, row.south, row.east, row.north] }
+        const [lat, lon] = [meanOf(row.latitudeSum, row.count), meanOf(row.longitudeSum, row.count)]
+        return { lat, lon, count: row.count, bbox: [row.west, row.south, row.east, row.north] }
       })
       return answerOf(serialize, { clusters, total }, filter.cityId)
     })

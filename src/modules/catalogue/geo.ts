@@ -181,3 +181,53 @@ export function checkClusterBox(box: GeoBox, zoom: number): void {
     throw ApiError.validation([{ loc: ['query', 'bbox'], msg: `spans more than ${MAX_CELLS_PER_SIDE / CELLS_PER_TILE} map tiles on a side at zoom ${zoom}` }])
   }
 }
+
+/**
+ * The zoom of the grid the database counts listings on (catalogue_counts_by_cell, migration
+ * 0026) and keys its map index by (catalogue_geo_idx): each cell of a coarser zoom is an exact
+ * union of these cells.
+ */
+export const COUNTED_ZOOM = 11
+/** The side of a counted cell, in degrees: the literal 0.02197265625 of migration 0026. */
+export const COUNTED_CELL_DEGREES = cellDegrees(COUNTED_ZOOM)
+
+/** The row or column of the counted grid a coordinate falls in, as the SQL computes it: floor(degrees / side) in float8. */
+export const countedCellOf = (degrees: number) => Math.floor(degrees / COUNTED_CELL_DEGREES)
+
+/** Integers from `first` to `last`, both included. */
+const span = (first: number, last: number) => Array.from({ length: Math.max(last - first + 1, 0) }, (_, i) => first + i)
+
+/** The rows of the counted grid a box's latitudes fall in, south first: what catalogue_geo_idx reads of it. */
+export const boxRows = (box: GeoBox) => span(countedCellOf(box.south), countedCellOf(box.north))
+
+/**
+ * A box split for counting: the counted cells wholly inside it, whose listings
+ * catalogue_counts_by_cell sums, and the edge around them, whose listings are counted one by
+ * one: the rows its south and north edges cross (`edgeRows`), and in the rows between, the
+ * columns its west and east edges cross. A row or column the edge crosses may also hold
+ * listings outside the box, so only those strictly between the edges' cells are inside, whatever
+ * the rounding of the division: a cell's listings lie between those of its neighbours.
+ */
+export interface CountedBox {
+  innerRows: number[]
+  firstInnerColumn: number
+  lastInnerColumn: number
+  edgeRows: number[]
+  westColumn: number
+  eastColumn: number
+}
+
+/** The box split for counting, or undefined when no counted cell lies wholly inside it. */
+export function countedBoxOf(box: GeoBox): CountedBox | undefined {
+  const [southRow, northRow] = [countedCellOf(box.south), countedCellOf(box.north)]
+  const [westColumn, eastColumn] = [countedCellOf(box.west), countedCellOf(box.east)]
+  if (northRow - southRow < 2 || eastColumn - westColumn < 2) return undefined
+  return {
+    innerRows: span(southRow + 1, northRow - 1),
+    firstInnerColumn: westColumn + 1,
+    lastInnerColumn: eastColumn - 1,
+    edgeRows: [southRow, northRow],
+    westColumn,
+    eastColumn,
+  }
+}

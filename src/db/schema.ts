@@ -562,7 +562,7 @@ export const catalogueCountsByDistrictPrice = pgTable(
 
 /**
  * Published listings with coordinates per cell of the map's grid at zoom 11 (geo.ts
- * COUNTED_ZOOM), type, deal and rooms (migration 0026, kept by trigger): their number, the sums
+ * COUNTED_ZOOM), type, deal and rooms (migrations 0026 and 0027, kept by trigger): their number, the sums
  * of their coordinates in millionths of a degree and the box that holds them. A map's total and
  * clusters sum the cells wholly inside its box and count only the listings of the cells on its
  * edge. The primary key carries the other columns (INCLUDE), so a box's cells are read from it alone.

@@ -103,6 +103,28 @@ describe('the catalogue on the map', () => {
     }
   })
 
+  it('keeps a box and a price range whichever of them finds the matches', async () => {
+    // A wide price range in a narrow box is found on the map's index; a narrow range in a box
+    // of many listings on a price index: here the grid's sale prices from 5 to 7 M lie in its
+    // four southern rows, and the boxes cut through them on every side.
+    const cases: [number[], string, (listing: Listing) => boolean][] = [
+      [[37.55, 55.72, 37.6, 55.75], '&min_price=5000000&max_price=7000000', (listing) => listing.deal === 1 && listing.price <= 7_000_000],
+      [[37.565, 55.705, 37.6, 55.75], '&max_price=6800000&deal_type_id=1', (listing) => listing.deal === 1 && listing.price <= 6_800_000],
+      [[37.55, 55.7, 37.585, 55.725], '&min_price=5600000&max_price=5900000', (listing) => listing.price >= 5_600_000 && listing.price <= 5_900_000],
+      [[37.57, 55.72, 37.58, 55.73], '&min_price=1', () => true],
+    ]
+    for (const [box, filter, keeps] of cases) {
+      const expected = listings.filter((listing) => inBox(listing, box) && keeps(listing))
+      for (const sort of ['created_desc', 'price_asc']) {
+        const page = await search(`bbox=${box.join(',')}${filter}&sort=${sort}`)
+        assert.equal(page.total, expected.length, `total of bbox=${box.join()} ${filter}`)
+        assert.deepEqual(sortedIds(page.items.map((item) => item.id)), sortedIds(expected.map((listing) => listing.id)), `bbox=${box.join()} ${filter}`)
+      }
+      const answer = await t.app.inject(`/mls/clusters?bbox=${box.join(',')}&zoom=14${filter}`)
+      assert.equal(answer.json<MapClusters>().total, expected.length, `clusters of bbox=${box.join()} ${filter}`)
+    }
+  })
+
   it('pages a bbox search in order, whichever way the page is read', async () => {
     // Small pages of a large share of the listings are walked; a narrow box is read as a range.
     for (const box of ['37.55,55.7,37.6,55.75', '37.57,55.72,37.58,55.73']) {

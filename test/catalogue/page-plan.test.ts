@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { expectedRows, pageNeedsCounts, planPage, usedKeys, windowFor, withoutBounds } from '../../src/modules/catalogue/catalogue-page-plan.js'
+import {
+  expectedRows,
+  matchesIndexFor,
+  needsMatchesIndex,
+  pageNeedsCounts,
+  planPage,
+  priceIndexedPart,
+  usedKeys,
+  windowFor,
+  withoutBounds,
+} from '../../src/modules/catalogue/catalogue-page-plan.js'
 
 describe('the catalogue page plan', () => {
   it('reads the smallest window of 100, 400, 1,600… that reaches the end of the page', () => {
@@ -65,6 +75,16 @@ describe('the catalogue page plan', () => {
     // One in a thousand: the walk would read more entries than there are matches.
     assert.deepEqual(planPage({ minPrice: 1 }, 'created_desc', 50, { matches: 10, withoutBounds: 10_000 }), { kind: 'range' })
     assert.deepEqual(planPage({ maxPrice: 1 }, 'created_desc', 50, { matches: 0, withoutBounds: 10 }), { kind: 'range' })
+  })
+
+  it('finds a box with a price range on the index that reads fewer listings', () => {
+    const box = { west: 37.5, south: 55.6, east: 37.7, north: 55.8 }
+    assert.equal(needsMatchesIndex({ ...box, maxPrice: 9e6 }), true)
+    assert.equal(needsMatchesIndex({ ...box, rooms: 2 }), false)
+    assert.equal(needsMatchesIndex({ minPrice: 1, cityId: 1 }), false)
+    assert.deepEqual(usedKeys(priceIndexedPart({ ...box, minPrice: 1, rooms: 2, dealTypeId: 1, cityId: 3 })), ['cityId', 'dealTypeId', 'minPrice'])
+    assert.equal(matchesIndexFor(40, 211_000), 'box')
+    assert.equal(matchesIndexFor(203_000, 1_200), 'price')
   })
 
   it('refuses to plan a price range newest first without its counts', () => {

@@ -21,12 +21,22 @@ import { timestampKeyFromUtc } from '../../lib/cursor.js'
 import { offsetTimestampFromUtcText, toOffsetTimestamp } from '../../lib/time.js'
 import { ListingStatus } from '../properties/listing-status.js'
 import type { Keyset, SortedRow } from './catalogue-cursor.js'
-import { boxRows, COUNTED_CELL_DEGREES, COUNTED_ZOOM, countedBoxOf, EARTH_RADIUS_M, type CountedBox, type GeoBox } from './geo.js'
-import { isBound, isGeoKey, isPriceBound, usedKeys, type CatalogueFilter, type CatalogueSort, type FilterKey, type PagePlan } from './catalogue-page-plan.js'
+import { boxRows, COUNTED_CELL_DEGREES, COUNTED_ZOOM, countedBoxOf, countedCellOf, EARTH_RADIUS_M, type CountedBox, type GeoBox } from './geo.js'
+import {
+  isBound,
+  isGeoKey,
+  isPriceBound,
+  usedKeys,
+  type CatalogueFilter,
+  type CatalogueSort,
+  type FilterKey,
+  type MatchesIndex,
+  type PagePlan,
+} from './catalogue-page-plan.js'
 import type { CatalogueDetail } from './catalogue.schemas.js'
 
 /** The columns the map's conditions read, on the table or on a subquery of the same names. */
-type Located = { latitude: SQL | SQL.Aliased | AnyColumn; longitude: SQL | SQL.Aliased | AnyColumn; price?: SQL.Aliased | AnyColumn }
+type Located = { latitude: SQL | SQL.Aliased | AnyColumn; longitude: SQL | SQL.Aliased | AnyColumn; price?: SQL | SQL.Aliased | AnyColumn }
 
 /**
  * Metres from the point `near` (placeholders nearLat, nearLon): the haversine on the sphere,
@@ -201,9 +211,25 @@ const orderings = {
  */
 const isPublished = sql`${properties.statusId} = ${sql.raw(String(ListingStatus.Published))}`
 
-/** The published rows matching the filters, and after a page's key when it is read by cursor. */
-function publishedWhere(keys: FilterKey[], after?: SQL): SQL {
-  return and(isPublished, ...keys.map((key) => filterConditions[key]()), after)!
+/**
+ * A filter's condition where `index` says which index finds the matches of a box and a price
+ * range (MatchesIndex): the other is written so that no index serves it. For `box`, the price
+ * is compared as `price + 0`, an expression no index holds; for `price`, the box goes without
+ * its rows of the grid, which catalogue_geo_idx is keyed by first (its edges still hold every
+ * match to it).
+ */
+function conditionOf(key: FilterKey, index: MatchesIndex | undefined): SQL | undefined {
+  if (index === 'box' && isPriceBound(key)) return boundConditions[key]!({ ...properties, price: sql`(${properties.price} + 0)` })
+  if (index === 'price' && key === 'south') return boundConditions.south!(properties)
+  return filterConditions[key]()
+}
+
+/**
+ * The published rows matching the filters, and after a page's key when it is read by cursor;
+ * with a box and a price range, found on the index `index` names.
+ */
+function publishedWhere(keys: FilterKey[], after?: SQL, index?: MatchesIndex): SQL {
+  return and(isPublished, ...keys.map((key) => conditionOf(key, index)), after)!
 }
 
 /**
@@ -322,11 +348,13 @@ export async function readPage(
   offset: number,
   plan: PagePlan,
   after?: Keyset,
+  index?: MatchesIndex,
 ): Promise<PageRow[]> {
   const keys = usedKeys(filter)
   const size = plan.kind === 'window' ? plan.window : plan.kind === 'walk' ? plan.depth : ''
-  const statement = prepared<{ columns: PageColumns }[]>(db, `page:${sort}:${plan.kind}${size}:${keys.join(',')}:${after?.part ?? ''}`, (name) => {
-    const page = pageQuery(db, keys, sort, plan, keysetCondition(sort, after?.part))
+  const shape = `page:${sort}:${plan.kind}${size}:${keys.join(',')}:${after?.part ?? ''}:${index ?? ''}`
+  const statement = prepared<{ columns: PageColumns }[]>(db, shape, (name) => {
+    const page = pageQuery(db, keys, sort, plan, keysetCondition(sort, after?.part), index)
       .limit(sql.placeholder('limit'))
       .offset(sql.placeholder('offset'))
       .as('page')
@@ -426,15 +454,20 @@ function keyValues(after: Keyset | undefined) {
 
 /**
  * The matches a page is cut from, in the page's order, as PagePlan says to read them; by
- * cursor, only those after its key (`after`), which every plan checks first in the index.
+ * cursor, only those after its key (`after`), which every plan checks first in the index; a
+ * box and a price range on the index `index` names.
  */
-function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort, plan: PagePlan, after: SQL | undefined) {
+function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort, plan: PagePlan, after: SQL | undefined, index: MatchesIndex | undefined) {
   // Every covering index carries the coordinates (migration 0022): the page's rows are read from the index alone.
   const { thumbnailKey: _thumbnail, ...indexedColumns } = itemColumns
   const distance = sort === 'distance' ? { distance: distanceOf(properties).as('distance') } : {}
   // Typed as the indexed columns: the distance is read by name (Ordered) where present.
   const selection = { ...indexedColumns, ...distance } as typeof indexedColumns
-  const matching = (filterKeys: FilterKey[]) => db.select(selection).from(properties).where(publishedWhere(filterKeys, after))
+  const matching = (filterKeys: FilterKey[]) =>
+    db
+      .select(selection)
+      .from(properties)
+      .where(publishedWhere(filterKeys, after, index))
   switch (plan.kind) {
     case 'window': {
       const first = matching(keys)
@@ -484,7 +517,7 @@ function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort
  *   (geo.ts CountedBox) on catalogue_geo_idx;
  * - anything else (area, complex, agency) is counted on the catalogue indexes (see schema.ts).
  */
-export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFilter): Promise<number> {
+export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFilter, index?: MatchesIndex): Promise<number> {
   const keys = usedKeys(filter)
   const counted = countedBoxOfSearch(filter, keys)
   const source = counted
@@ -496,7 +529,7 @@ export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFil
         : keys.some(isPriceBound) && keys.every((key) => isPriceBound(key) || priceBandKeys.has(key))
           ? 'price-bands'
           : 'rows'
-  const statement = prepared<{ total: number }[]>(db, `count:${source}:${keys.join(',')}`, (name) => {
+  const statement = prepared<{ total: number }[]>(db, `count:${source}:${keys.join(',')}:${index ?? ''}`, (name) => {
     switch (source) {
       case 'cells': {
         const edgeCounts = edgeParts(keys).map(
@@ -533,7 +566,7 @@ export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFil
         return db
           .select({ total: sql<number>`count(*)::int` })
           .from(properties)
-          .where(publishedWhere(keys))
+          .where(publishedWhere(keys, undefined, index))
           .prepare(name)
     }
   })
@@ -606,6 +639,29 @@ function countByPriceBands(db: PipelinedDatabase, groupKeys: FilterKey[]) {
     .select({ total: sql<number>`(coalesce(sum(${bands.listings}), 0) + ${firstPart} + ${lastPart})::int` })
     .from(bands)
     .where(and(...ofGroup, sql`${bands.priceBand} > catalogue_price_band(${min})`, sql`${bands.priceBand} < catalogue_price_band(${max})`))
+}
+
+/**
+ * The published listings, of every kind, in the counted cells a box touches: about what
+ * catalogue_geo_idx reads to find the box's matches (MatchesIndex), from
+ * catalogue_counts_by_cell's primary key alone.
+ */
+export async function countListingsAroundBox(db: PipelinedDatabase, box: GeoBox): Promise<number> {
+  const statement = prepared<{ total: number }[]>(db, 'count:around-box', (name) =>
+    db
+      .select({ total: sql<number>`coalesce(sum(${catalogueCountsByCell.listings}), 0)::int` })
+      .from(catalogueCountsByCell)
+      .where(
+        and(
+          sql`${catalogueCountsByCell.cellRow} = any(${sql.placeholder('latitudeRows')}::int[])`,
+          gte(catalogueCountsByCell.cellColumn, sql.placeholder('westColumn')),
+          lte(catalogueCountsByCell.cellColumn, sql.placeholder('eastColumn')),
+        ),
+      )
+      .prepare(name),
+  )
+  const [row] = await statement.execute({ latitudeRows: boxRows(box), westColumn: countedCellOf(box.west), eastColumn: countedCellOf(box.east) })
+  return row?.total ?? 0
 }
 
 /** A published listing's row with what its detail adds, or undefined. */
@@ -694,10 +750,10 @@ const microdegrees = (column: AnyColumn) => sql`round(${column}::float8 * 100000
  * apart, so this is the cell its listings fall in), and only the listings on the box's edge are
  * read; otherwise every match is read, on catalogue_geo_idx.
  */
-export async function readClusters(db: PipelinedDatabase, filter: CatalogueFilter, zoom: number, cell: number): Promise<ClusterRow[]> {
+export async function readClusters(db: PipelinedDatabase, filter: CatalogueFilter, zoom: number, cell: number, index?: MatchesIndex): Promise<ClusterRow[]> {
   const keys = usedKeys(filter)
   const counted = zoom <= COUNTED_ZOOM ? countedBoxOfSearch(filter, keys) : undefined
-  const statement = prepared<{ columns: ClusterColumns }[]>(db, `clusters:${counted ? 'cells' : 'rows'}:${keys.join(',')}`, (name) => {
+  const statement = prepared<{ columns: ClusterColumns }[]>(db, `clusters:${counted ? 'cells' : 'rows'}:${keys.join(',')}:${index ?? ''}`, (name) => {
     const size = sql`${sql.placeholder('cell')}::float8`
     const listingsOf = (where: SQL) =>
       db
@@ -737,7 +793,7 @@ export async function readClusters(db: PipelinedDatabase, filter: CatalogueFilte
           ],
           sql` union all `,
         )
-      : listingsOf(publishedWhere(keys)).getSQL()
+      : listingsOf(publishedWhere(keys, undefined, index)).getSQL()
     const cells = sql`(select "row", "column", sum(listings)::int as count, sum(latitude_sum) as latitude_sum, sum(longitude_sum) as longitude_sum,
         min(west) as west, min(south) as south, max(east) as east, max(north) as north
       from (${parts}) as parts group by 1, 2 order by 1, 2) as cells`

@@ -5,9 +5,21 @@ import { refuseOffsetWithCursor } from '../../lib/cursor.js'
 import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import type { ReferenceNames } from '../reference/reference-names.js'
 import { cursorAfter, keysetsAfter, positionOf, type Keyset } from './catalogue-cursor.js'
-import { expectedRows, pageNeedsCounts, planPage, withoutBounds, type CatalogueFilter, type CatalogueSort, type PageCounts } from './catalogue-page-plan.js'
+import {
+  expectedRows,
+  matchesIndexFor,
+  needsMatchesIndex,
+  pageNeedsCounts,
+  planPage,
+  priceIndexedPart,
+  withoutBounds,
+  type CatalogueFilter,
+  type CatalogueSort,
+  type MatchesIndex,
+  type PageCounts,
+} from './catalogue-page-plan.js'
 import { CatalogueCache, type Kept } from './catalogue-cache.js'
-import { CatalogueVersions } from './catalogue-versions.js'
+import { CatalogueVersions, type CatalogueSnapshot } from './catalogue-versions.js'
 import { placesOf, toCatalogueDetail, toCatalogueItem } from './catalogue.mapper.js'
 import * as repository from './catalogue.repository.js'
 import type { CatalogueDetail, CatalogueItem, CatalogueQuery, ClustersQuery, MapClusters } from './catalogue.schemas.js'
@@ -106,21 +118,16 @@ export class CatalogueService {
     const filter = filterOf(query)
     const position = cursor === undefined ? undefined : positionOf(cursor, sort, filter)
     const snapshot = await this.versions.current()
-    // A search's total is kept apart from its pages: its other pages and orders share it.
-    const totalOf = (search: CatalogueFilter) =>
-      this.cache.get(`total:${JSON.stringify(Object.values(search))}`, snapshot, async () => ({
-        value: await repository.countCatalogue(this.db, search),
-        bytes: 8,
-        cityId: search.cityId,
-      }))
+    const totalOf = (search: CatalogueFilter) => this.total(search, snapshot)
     return this.cache.get(`list:${sort}:${limit}:${offset}:${cursor ?? ''}:${JSON.stringify(Object.values(filter))}`, snapshot, async () => {
+      const index = await this.matchesIndexOf(filter, snapshot)
       // How a page with bounds (a price range newest first, an area) is read depends on how many listings they keep.
       const counts: PageCounts | undefined = pageNeedsCounts(filter, sort)
         ? await Promise.all([totalOf(filter), totalOf(withoutBounds(filter, sort))]).then(([matches, unbounded]) => ({ matches, withoutBounds: unbounded }))
         : undefined
       const [total, read] = await Promise.all([
         counts?.matches ?? totalOf(filter),
-        position ? this.readPageAfter(filter, sort, limit + 1, position, counts) : this.readPage(filter, sort, limit + 1, offset, counts),
+        position ? this.readPageAfter(filter, sort, limit + 1, position, counts, index) : this.readPage(filter, sort, limit + 1, offset, counts, index),
       ])
       const rows = read.slice(0, limit)
       await this.names.ensure(placesOf(rows))
@@ -140,7 +147,8 @@ export class CatalogueService {
     checkClusterBox(parseBbox(query.bbox), query.zoom)
     const snapshot = await this.versions.current()
     return this.cache.get(`clusters:${query.zoom}:${JSON.stringify(Object.values(filter))}`, snapshot, async () => {
-      const rows = await repository.readClusters(this.db, filter, query.zoom, cellDegrees(query.zoom))
+      const index = await this.matchesIndexOf(filter, snapshot)
+      const rows = await repository.readClusters(this.db, filter, query.zoom, cellDegrees(query.zoom), index)
       let total = 0
       const clusters = rows.map((row) => {
         total += row.count
@@ -185,13 +193,43 @@ export class CatalogueService {
     return toCatalogueItem(row, this.names, this.mediaBase)
   }
 
+  /**
+   * A search's exact total, kept apart from its pages (its other pages and orders share it);
+   * a box with a price range counted on the index matchesIndexOf chooses.
+   */
+  private total(search: CatalogueFilter, snapshot: CatalogueSnapshot): Promise<number> {
+    return this.cache.get(`total:${JSON.stringify(Object.values(search))}`, snapshot, async () => ({
+      value: await repository.countCatalogue(this.db, search, await this.matchesIndexOf(search, snapshot)),
+      bytes: 8,
+      cityId: search.cityId,
+    }))
+  }
+
+  /**
+   * For a search with a box and a price range, the index that finds its matches with fewer
+   * entries read (MatchesIndex): both sides counted on the counts tables, and kept like totals.
+   */
+  private async matchesIndexOf(filter: CatalogueFilter, snapshot: CatalogueSnapshot): Promise<MatchesIndex | undefined> {
+    if (!needsMatchesIndex(filter)) return undefined
+    const box = { west: filter.west!, south: filter.south!, east: filter.east!, north: filter.north! }
+    const [aroundBox, inPriceRange] = await Promise.all([
+      this.cache.get(`around-box:${JSON.stringify(Object.values(box))}`, snapshot, async () => ({
+        value: await repository.countListingsAroundBox(this.db, box),
+        bytes: 8,
+        cityId: undefined,
+      })),
+      this.total(priceIndexedPart(filter), snapshot),
+    ])
+    return matchesIndexFor(aroundBox, inPriceRange)
+  }
+
   /** Reads a page by its plan; a walk that falls short of the page is read again as a range. */
-  private async readPage(filter: CatalogueFilter, sort: CatalogueSort, limit: number, offset: number, counts?: PageCounts) {
+  private async readPage(filter: CatalogueFilter, sort: CatalogueSort, limit: number, offset: number, counts?: PageCounts, index?: MatchesIndex) {
     if (counts && expectedRows(limit, offset, counts) === 0) return []
     const plan = planPage(filter, sort, offset + limit, counts)
-    const rows = await repository.readPage(this.db, filter, sort, limit, offset, plan)
+    const rows = await repository.readPage(this.db, filter, sort, limit, offset, plan, undefined, index)
     if (counts && plan.kind === 'walk' && rows.length < expectedRows(limit, offset, counts)) {
-      return repository.readPage(this.db, filter, sort, limit, offset, { kind: 'range' })
+      return repository.readPage(this.db, filter, sort, limit, offset, { kind: 'range' }, undefined, index)
     }
     return rows
   }
@@ -203,13 +241,13 @@ export class CatalogueService {
    * from a walk too shallow, so it is read again as a range: the last page of a price range,
    * newest first, reads the range after the cursor once.
    */
-  private async readPageAfter(filter: CatalogueFilter, sort: CatalogueSort, limit: number, position: Keyset, counts?: PageCounts) {
+  private async readPageAfter(filter: CatalogueFilter, sort: CatalogueSort, limit: number, position: Keyset, counts?: PageCounts, index?: MatchesIndex) {
     const rows: repository.PageRow[] = []
     for (const after of keysetsAfter(sort, filter, position)) {
       const wanted = limit - rows.length
       const plan = planPage(filter, sort, wanted, counts)
-      let read = await repository.readPage(this.db, filter, sort, wanted, 0, plan, after)
-      if (plan.kind === 'walk' && read.length < wanted) read = await repository.readPage(this.db, filter, sort, wanted, 0, { kind: 'range' }, after)
+      let read = await repository.readPage(this.db, filter, sort, wanted, 0, plan, after, index)
+      if (plan.kind === 'walk' && read.length < wanted) read = await repository.readPage(this.db, filter, sort, wanted, 0, { kind: 'range' }, after, index)
       rows.push(...read)
       if (rows.length === limit) break
     }

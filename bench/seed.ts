@@ -157,6 +157,7 @@ async function seed(db: Database, options: SeedOptions): Promise<number> {
     // feed: one row per published listing, numbered in publication order, written at once at the end.
     await tx.execute(sql`alter table properties disable trigger properties_catalogue_counts`)
     await tx.execute(sql`alter table properties disable trigger properties_catalogue_cells`)
+    await tx.execute(sql`alter table properties disable trigger properties_catalogue_cell_prices`)
     await tx.execute(sql`alter table properties disable trigger properties_catalogue_changes_insert`)
     await withoutCatalogueIndexes(tx, async () => {
       const bar = new ProgressBar('listings', options.listings)
@@ -172,6 +173,8 @@ async function seed(db: Database, options: SeedOptions): Promise<number> {
     await tx.execute(sql`select catalogue_counts_rebuild()`)
     await tx.execute(sql`alter table properties enable trigger properties_catalogue_cells`)
     await tx.execute(sql`select catalogue_cells_rebuild()`)
+    await tx.execute(sql`alter table properties enable trigger properties_catalogue_cell_prices`)
+    await tx.execute(sql`select catalogue_cell_prices_rebuild()`)
     await tx.execute(sql`alter table properties enable trigger properties_catalogue_changes_insert`)
     await tx.execute(sql`insert into catalogue_change_horizon (id, pruned_through) values (1, 0) on conflict do nothing`)
     await tx.execute(sql`insert into catalogue_changes (listing_id, position, op, changed_at)
@@ -182,7 +185,7 @@ async function seed(db: Database, options: SeedOptions): Promise<number> {
   // Outside the transaction (VACUUM cannot run in one): fresh statistics and visibility map,
   // as a database that has been live for a while would have.
   await db.execute(
-    sql`vacuum analyze properties, owners, tenants, api_keys, catalogue_changes, catalogue_counts, catalogue_counts_by_city, catalogue_counts_by_price, catalogue_counts_by_price_all_cities, catalogue_counts_by_district_price, catalogue_counts_by_cell, catalogue_versions`,
+    sql`vacuum analyze properties, owners, tenants, api_keys, catalogue_changes, catalogue_counts, catalogue_counts_by_city, catalogue_counts_by_price, catalogue_counts_by_price_all_cities, catalogue_counts_by_district_price, catalogue_counts_by_cell, catalogue_counts_by_cell_price, catalogue_versions`,
   )
   console.error(`VACUUM ANALYZE in ${lap()}.`)
   const seconds = (performance.now() - started) / 1000

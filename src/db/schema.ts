@@ -587,6 +587,31 @@ export const catalogueCountsByCell = pgTable(
 )
 
 /**
+ * catalogue_counts_by_cell's counts per type, deal, cell and price band instead of rooms
+ * (migration 0028, kept by trigger; the bands are catalogue_counts_by_price's): the listings with
+ * coordinates and a price. A box with a type, a deal and a price range sums the cells wholly
+ * inside it in the bands strictly inside the range.
+ */
+export const catalogueCountsByCellPrice = pgTable(
+  'catalogue_counts_by_cell_price',
+  {
+    propertyTypeId: smallint('property_type_id').notNull(),
+    dealTypeId: smallint('deal_type_id').notNull(),
+    cellRow: integer('cell_row').notNull(),
+    cellColumn: integer('cell_column').notNull(),
+    priceBand: integer('price_band').notNull(),
+    listings: integer('listings').notNull(),
+    latitudeSum: bigint('latitude_sum', { mode: 'number' }).notNull(),
+    longitudeSum: bigint('longitude_sum', { mode: 'number' }).notNull(),
+    south: doublePrecision('south').notNull(),
+    north: doublePrecision('north').notNull(),
+    west: doublePrecision('west').notNull(),
+    east: doublePrecision('east').notNull(),
+  },
+  (t) => [primaryKey({ name: 'catalogue_counts_by_cell_price_pk', columns: [t.propertyTypeId, t.dealTypeId, t.cellRow, t.cellColumn, t.priceBand] })],
+)
+
+/**
  * A counter per city (0 for a listing without one) that statement triggers on properties and
  * property_images (migration 0006) raise in the same transaction as any change to what the
  * catalogue shows of that city's published listings. A process may keep a catalogue answer as

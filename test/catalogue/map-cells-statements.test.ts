@@ -4,11 +4,12 @@ import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { adminHeaders, createTenant, submitProperty } from '../helpers/factories.js'
+import { assertMapCountsAsRebuilt } from '../helpers/map-counts.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import type { CataloguePage } from '../helpers/responses.js'
 
 /**
- * catalogue_counts_by_cell (migrations 0026, 0027) through statements that change many listings
+ * catalogue_counts_by_cell and catalogue_counts_by_cell_price (migrations 0026 to 0028) through statements that change many listings
  * at once: a row trigger runs after its whole statement has changed the table, so a cell's box
  * read again by one row's trigger already lacks the rows the statement changed after it.
  */
@@ -41,18 +42,7 @@ describe('the map’s counted cells, under statements of many listings', () => {
     return inserted.map((row) => row.id)
   }
 
-  async function cellContents(): Promise<string[]> {
-    return (await queryRows(t.db, sql`select * from catalogue_counts_by_cell order by cell_row, cell_column, property_type_id, deal_type_id, rooms`)).map(
-      (row) => JSON.stringify(row),
-    )
-  }
-
-  /** catalogue_counts_by_cell as the trigger left it is what catalogue_cells_rebuild() makes of the listings. */
-  async function cellsAsRebuilt(): Promise<void> {
-    const kept = await cellContents()
-    await t.db.execute(sql`select catalogue_cells_rebuild()`)
-    assert.deepEqual(await cellContents(), kept)
-  }
+  const cellsAsRebuilt = () => assertMapCountsAsRebuilt(t.db)
 
   before(async () => {
     t = await buildTestApp()
@@ -101,11 +91,23 @@ describe('the map’s counted cells, under statements of many listings', () => {
       [-30.3005, -40.3005],
     ])
     await t.db.execute(sql`update properties set status_id = 4 where id in (${ids[0]!}, ${ids[1]!})`)
-    const [cell] = await queryRows<{ south: number; north: number; west: number; east: number }>(
-      t.db,
-      sql`select south, north, west, east from catalogue_counts_by_cell where south < -30.2 and south > -30.4`,
-    )
-    assert.deepEqual(cell, { south: -30.3005, north: -30.3005, west: -40.3005, east: -40.3005 })
+    for (const table of ['catalogue_counts_by_cell', 'catalogue_counts_by_cell_price']) {
+      const [cell] = await queryRows<{ south: number; north: number; west: number; east: number }>(
+        t.db,
+        sql`select south, north, west, east from ${sql.identifier(table)} where south < -30.2 and south > -30.4`,
+      )
+      assert.deepEqual(cell, { south: -30.3005, north: -30.3005, west: -40.3005, east: -40.3005 }, table)
+    }
+    await cellsAsRebuilt()
+  })
+
+  it('moves listings between two price bands both ways in one statement', async () => {
+    const [first, second] = await copies([
+      [-50.01, -60.01],
+      [-50.02, -60.02],
+    ])
+    await t.db.execute(sql`update properties set price = case id when ${first!} then 1250000 else 8730000 end where id in (${first!}, ${second!})`)
+    await t.db.execute(sql`update properties set price = 9990000 - price where id in (${first!}, ${second!})`)
     await cellsAsRebuilt()
   })
 

@@ -6,6 +6,7 @@ import type { MapClusters } from '../../src/modules/catalogue/catalogue.schemas.
 import { cellDegrees, COUNTED_CELL_DEGREES } from '../../src/modules/catalogue/geo.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty } from '../helpers/factories.js'
+import { assertMapCountsAsRebuilt } from '../helpers/map-counts.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import type { CataloguePage } from '../helpers/responses.js'
 
@@ -17,7 +18,7 @@ interface Located {
   type: number
   deal: number
   rooms: number | null
-  price: number
+  price: number | null
 }
 
 /** A seeded random stream (mulberry32): the same listings and boxes on every run. */
@@ -57,6 +58,13 @@ describe('map totals and clusters from the counted cells', () => {
     return round6(start + random() * extent)
   }
 
+  /** A price of two to seven digits, a fifth of them where a price band starts (catalogue_price_band of migration 0008). */
+  function listingPrice(): number {
+    const digits = 2 + Math.floor(random() * 6)
+    if (random() < 0.2) return (10 + Math.floor(random() * 90)) * 10 ** (digits - 2)
+    return 10 ** (digits - 1) + Math.floor(random() * 9 * 10 ** (digits - 1))
+  }
+
   async function published(): Promise<Located[]> {
     return queryRows<Located>(
       t.db,
@@ -86,7 +94,7 @@ describe('map totals and clusters from the counted cells', () => {
     const rows = Array.from({ length: 500 }, () => {
       const rooms = random() < 0.1 ? null : random() < 0.7 ? 2 : 1 + Math.floor(random() * 4)
       return sql`(${coordinate(origin.lat)}::numeric, ${coordinate(origin.lon)}::numeric, ${random() < 0.8 ? 1 : 2}::smallint, ${random() < 0.8 ? 1 : 2}::smallint,
-        ${rooms}::text, ${1_000_000 + Math.floor(random() * 9_000_000)}::numeric)`
+        ${rooms}::text, ${listingPrice()}::numeric)`
     })
     await t.db.execute(sql`insert into properties (${sql.join(columns, sql`, `)}, latitude, longitude, property_type_id, deal_type_id, attributes, price)
       select ${sql.join(
@@ -106,8 +114,48 @@ describe('map totals and clusters from the counted cells', () => {
     ['&property_type_id=2&deal_type_id=1', (listing) => listing.type === 2 && listing.deal === 1],
     ['&property_type_id=1&deal_type_id=1&rooms=2', (listing) => listing.type === 1 && listing.deal === 1 && listing.rooms === 2],
     // Counted on the listings: the same answers either way.
-    ['&deal_type_id=1&min_price=4000000', (listing) => listing.deal === 1 && listing.price >= 4_000_000],
+    ['&deal_type_id=1&min_price=4000000', (listing) => listing.deal === 1 && listing.price !== null && listing.price >= 4_000_000],
   ]
+
+  /**
+   * A price range, with a type and a deal or not (counted on catalogue_counts_by_cell_price): its ends a
+   * listing's price, a little under or over one (often in the band next to it), or anywhere;
+   * sometimes one end only, sometimes both in one band.
+   */
+  function pricedFilter(listings: Located[]): [string, (listing: Located) => boolean] {
+    // A listing's type and deal; one end at or near its price, the other near another listing's
+    // (or its own again: both ends in one band).
+    const reference = pick(listings)
+    const [type, deal] = [reference.type, reference.deal]
+    const near = (price: number | null) => {
+      if (price === null) return listingPrice()
+      // The width of its band: where the price starts a band, a little less is the band below.
+      const width = 10 ** Math.max(String(Math.trunc(price)).length - 2, 0)
+      const roll = random()
+      if (roll < 0.4) return price
+      if (roll < 0.75) return Number((price - pick([0.01, width / 2, width])).toFixed(2))
+      return Number((price + pick([0.01, width])).toFixed(2))
+    }
+    const other = random() < 0.2 ? reference : pick(listings)
+    const [min, max] = [near(reference.price), near(other.price)].sort((a, b) => a - b) as [number, number]
+    const ends = random() < 0.6 ? 'both' : pick(['min', 'max'])
+    // Mostly with the type and the deal, sometimes without either.
+    const [withType, withDeal] = [random() < 0.7, random() < 0.8]
+    const query =
+      (withType ? `&property_type_id=${type}` : '') +
+      (withDeal ? `&deal_type_id=${deal}` : '') +
+      (ends === 'max' ? '' : `&min_price=${min}`) +
+      (ends === 'min' ? '' : `&max_price=${max}`)
+    return [
+      query,
+      (listing) =>
+        (!withType || listing.type === type) &&
+        (!withDeal || listing.deal === deal) &&
+        listing.price !== null &&
+        (ends === 'max' || listing.price >= min) &&
+        (ends === 'min' || listing.price <= max),
+    ]
+  }
 
   /** A box over the listings' area: edges anywhere, or a millionth of a degree from a cell's side. */
   function randomBox(): number[] {
@@ -116,12 +164,20 @@ describe('map totals and clusters from the counted cells', () => {
     return [west!, south!, east! + 1e-6, north! + 1e-6].map(round6)
   }
 
+  /** A box over all the listings' area, its edges anywhere in the cells around it. */
+  function wholeAreaBox(): number[] {
+    const margin = () => random() * COUNTED_CELL_DEGREES
+    return [origin.lon - margin(), origin.lat - margin(), origin.lon + extent + margin(), origin.lat + extent + margin()].map(round6)
+  }
+
   async function compareWithBruteForce(boxes: number): Promise<number> {
     const listings = await published()
     let clustersCompared = 0
     for (let i = 0; i < boxes; i++) {
-      const [west, south, east, north] = randomBox() as [number, number, number, number]
-      const [filter, keeps] = pick(filters)
+      // A price range is narrow among the prices of all magnitudes: its boxes are often all the listings' area.
+      const priced = random() < 0.4
+      const [west, south, east, north] = (priced && random() < 0.6 ? wholeAreaBox() : randomBox()) as [number, number, number, number]
+      const [filter, keeps] = priced ? pricedFilter(listings) : pick(filters)
       const matches = listings.filter((listing) => listing.lat >= south && listing.lat <= north && listing.lon >= west && listing.lon <= east && keeps(listing))
       const bbox = `bbox=${west},${south},${east},${north}`
       const page = await t.app.inject(`/mls/properties?${bbox}${filter}&limit=1`)
@@ -158,16 +214,7 @@ describe('map totals and clusters from the counted cells', () => {
     return clustersCompared
   }
 
-  async function cellsAsRebuilt(): Promise<void> {
-    const contents = async () =>
-      (await queryRows(t.db, sql`select * from catalogue_counts_by_cell order by cell_row, cell_column, property_type_id, deal_type_id, rooms`)).map((row) =>
-        JSON.stringify(row),
-      )
-    const kept = await contents()
-    assert.ok(kept.length > 50)
-    await t.db.execute(sql`select catalogue_cells_rebuild()`)
-    assert.deepEqual(await contents(), kept)
-  }
+  const cellsAsRebuilt = () => assertMapCountsAsRebuilt(t.db, 50)
 
   it('answers every box as a brute-force pass over the listings would', async () => {
     assert.ok((await compareWithBruteForce(60)) > 100)
@@ -178,14 +225,20 @@ describe('map totals and clusters from the counted cells', () => {
     // The listings that set each counted cell's box: the first to go.
     const extremes = await queryRows<{ id: number }>(
       t.db,
-      sql`select distinct p.id from properties p join catalogue_counts_by_cell c
+      sql`select p.id from properties p join catalogue_counts_by_cell c
             on floor(p.latitude::float8 / ${COUNTED_CELL_DEGREES})::int = c.cell_row and floor(p.longitude::float8 / ${COUNTED_CELL_DEGREES})::int = c.cell_column
            and p.property_type_id = c.property_type_id and p.deal_type_id = c.deal_type_id and coalesce(p.rooms, -1) = c.rooms
-          where p.status_id = 2 and (p.latitude::float8 in (c.south, c.north) or p.longitude::float8 in (c.west, c.east))`,
+          where p.status_id = 2 and (p.latitude::float8 in (c.south, c.north) or p.longitude::float8 in (c.west, c.east))
+          union
+          select p.id from properties p join catalogue_counts_by_cell_price c
+            on floor(p.latitude::float8 / ${COUNTED_CELL_DEGREES})::int = c.cell_row and floor(p.longitude::float8 / ${COUNTED_CELL_DEGREES})::int = c.cell_column
+           and p.property_type_id = c.property_type_id and p.deal_type_id = c.deal_type_id and catalogue_price_band(p.price) = c.price_band
+          where p.status_id = 2 and (p.latitude::float8 in (c.south, c.north) or p.longitude::float8 in (c.west, c.east))
+          order by id`,
     )
     assert.ok(extremes.length > 20)
     for (const [index, { id }] of extremes.entries()) {
-      switch (index % 5) {
+      switch (index % 7) {
         case 0: // withdrawn
           await t.db.execute(sql`update properties set status_id = 4 where id = ${id}`)
           break
@@ -200,6 +253,12 @@ describe('map totals and clusters from the counted cells', () => {
           break
         case 4: // deleted
           await t.db.execute(sql`delete from properties where id = ${id}`)
+          break
+        case 5: // repriced, into another band or within its own
+          await t.db.execute(sql`update properties set price = case when id % 2 = 0 then price * 3 else price + 1 end where id = ${id}`)
+          break
+        case 6: // its price taken away
+          await t.db.execute(sql`update properties set price = null where id = ${id}`)
           break
       }
     }

@@ -10,11 +10,14 @@ import { prepared } from '../../db/prepared.js'
 import {
   catalogueCounts,
   catalogueCountsByCell,
+  catalogueCountsByCellPrice,
   catalogueCountsByCity,
   catalogueCountsByDistrictPrice,
   catalogueCountsByPrice,
   catalogueCountsByPriceAllCities,
+  dealTypes,
   properties,
+  propertyTypes,
   type PropertyRow,
 } from '../../db/schema.js'
 import { timestampKeyFromUtc } from '../../lib/cursor.js'
@@ -154,7 +157,8 @@ const cellsInside = (keys: FilterKey[]) =>
  * cross (within the box), and in the rows between, its west and east edge columns.
  */
 function edgeParts(keys: FilterKey[]): SQL[] {
-  const facets = keys.filter((key) => !isGeoKey(key)).map((key) => filterConditions[key]())
+  // A price range is checked on each listing: the edge is found on catalogue_geo_idx.
+  const facets = keys.filter((key) => !isGeoKey(key)).map((key) => conditionOf(key, 'box'))
   // In the rows between the edges, the listings of one edge column: an index range on the
   // longitudes from `first` to `last` placeholders, the column checked on each.
   const edgeColumn = (first: string, last: string, column: string) =>
@@ -171,6 +175,73 @@ function edgeParts(keys: FilterKey[]): SQL[] {
     edgeColumn('eastEdgeStart', 'east', 'eastColumn'),
   ]
 }
+
+/**
+ * The box of a search that catalogue_counts_by_cell_price can count, split for it: a box (not a
+ * circle) with a price range, a type and a deal at most besides, with counted cells wholly inside it.
+ */
+function countedPricedBoxOf(filter: CatalogueFilter, keys: FilterKey[]): CountedBox | undefined {
+  const counted =
+    keys.some(isPriceBound) &&
+    keys.some((key) => boxKeys.has(key)) &&
+    keys.every((key) => boxKeys.has(key) || isPriceBound(key) || key === 'propertyTypeId' || key === 'dealTypeId')
+  return counted ? countedBoxOf(boxOf(filter)!) : undefined
+}
+
+/** A price range's ends, both always given to the statements of a counted priced box (see NO_MAX_PRICE). */
+const priceRangeValues = (filter: CatalogueFilter) => ({ minPrice: filter.minPrice ?? 0, maxPrice: filter.maxPrice ?? NO_MAX_PRICE })
+
+/**
+ * The rows of catalogue_counts_by_cell_price in the cells wholly inside a counted box, of the
+ * search's type and deal, in the price bands strictly between those of the range's ends: all of
+ * their listings match.
+ */
+const cellPricesInside = (keys: FilterKey[]) =>
+  and(
+    // Without a type or deal, every one of them: one range of the key each.
+    keys.includes('propertyTypeId')
+      ? eq(catalogueCountsByCellPrice.propertyTypeId, sql.placeholder('propertyTypeId'))
+      : sql`${catalogueCountsByCellPrice.propertyTypeId} = any(array(select ${propertyTypes.id} from ${propertyTypes}))`,
+    keys.includes('dealTypeId')
+      ? eq(catalogueCountsByCellPrice.dealTypeId, sql.placeholder('dealTypeId'))
+      : sql`${catalogueCountsByCellPrice.dealTypeId} = any(array(select ${dealTypes.id} from ${dealTypes}))`,
+    sql`${catalogueCountsByCellPrice.cellRow} = any(${sql.placeholder('innerRows')}::int[])`,
+    gte(catalogueCountsByCellPrice.cellColumn, sql.placeholder('firstInnerColumn')),
+    lte(catalogueCountsByCellPrice.cellColumn, sql.placeholder('lastInnerColumn')),
+    sql`${catalogueCountsByCellPrice.priceBand} > catalogue_price_band(${sql.placeholder('minPrice')})`,
+    sql`${catalogueCountsByCellPrice.priceBand} < catalogue_price_band(${sql.placeholder('maxPrice')})`,
+  )!
+
+/**
+ * The matching listings of the same cells in the range's end bands, as two conditions, one per
+ * band, each a range of a price index (the band of min_price from min_price, the band of
+ * max_price up to max_price; one band: the first is the whole range and the second is empty),
+ * with the cells checked on each listing. The cells' rows are compared as `row + 0`, which
+ * catalogue_geo_idx does not hold: the price index finds these, a few hundred entries of a band
+ * where the box holds hundreds of thousands.
+ */
+function endBandParts(keys: FilterKey[]): SQL[] {
+  const min = sql.placeholder('minPrice')
+  const max = sql.placeholder('maxPrice')
+  const price = properties.price
+  const inInnerCells = and(
+    isPublished,
+    ...keys.filter((key) => key === 'propertyTypeId' || key === 'dealTypeId').map((key) => filterConditions[key]()),
+    sql`${latitudeRow} + 0 = any(${sql.placeholder('innerRows')}::int[])`,
+    sql`${longitudeColumn} between ${sql.placeholder('firstInnerColumn')}::int and ${sql.placeholder('lastInnerColumn')}::int`,
+  )
+  return [
+    and(inInnerCells, sql`${price} >= ${min}`, sql`${price} <= ${max}`, sql`${price} < catalogue_price_band_end(${min})`)!,
+    and(inInnerCells, sql`${price} >= greatest(catalogue_price_band_start(${max}), catalogue_price_band_end(${min}))`, sql`${price} <= ${max}`)!,
+  ]
+}
+
+/**
+ * Chooses, when a statement must read a box with a price range listing by listing, which index
+ * finds them (MatchesIndex); undefined when the search has no such pair. Called only then, as
+ * choosing reads counts of its own.
+ */
+export type ChooseMatchesIndex = () => Promise<MatchesIndex | undefined>
 
 /** Filters the coarse counts table answers. */
 const cityFacetConditions: Partial<Record<FilterKey, () => SQL>> = {
@@ -348,9 +419,11 @@ export async function readPage(
   offset: number,
   plan: PagePlan,
   after?: Keyset,
-  index?: MatchesIndex,
+  chooseIndex?: ChooseMatchesIndex,
 ): Promise<PageRow[]> {
   const keys = usedKeys(filter)
+  // Only a range reads the matches of both a box and a price range (a walk checks one of them on the rows it walks).
+  const index = plan.kind === 'range' ? await chooseIndex?.() : undefined
   const size = plan.kind === 'window' ? plan.window : plan.kind === 'walk' ? plan.depth : ''
   const shape = `page:${sort}:${plan.kind}${size}:${keys.join(',')}:${after?.part ?? ''}:${index ?? ''}`
   const statement = prepared<{ columns: PageColumns }[]>(db, shape, (name) => {
@@ -517,11 +590,13 @@ function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort
  *   (geo.ts CountedBox) on catalogue_geo_idx;
  * - anything else (area, complex, agency) is counted on the catalogue indexes (see schema.ts).
  */
-export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFilter, index?: MatchesIndex): Promise<number> {
+export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFilter, chooseIndex?: ChooseMatchesIndex): Promise<number> {
   const keys = usedKeys(filter)
-  const counted = countedBoxOfSearch(filter, keys)
+  const counted = countedBoxOfSearch(filter, keys) ?? countedPricedBoxOf(filter, keys)
   const source = counted
-    ? 'cells'
+    ? keys.some(isPriceBound)
+      ? 'cell-prices'
+      : 'cells'
     : keys.every((key) => cityFacetConditions[key])
       ? 'city-facets'
       : keys.every((key) => facetConditions[key])
@@ -529,20 +604,26 @@ export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFil
         : keys.some(isPriceBound) && keys.every((key) => isPriceBound(key) || priceBandKeys.has(key))
           ? 'price-bands'
           : 'rows'
+  const index = source === 'rows' ? await chooseIndex?.() : undefined
   const statement = prepared<{ total: number }[]>(db, `count:${source}:${keys.join(',')}:${index ?? ''}`, (name) => {
+    const countOf = (where: SQL) =>
+      sql`(${db
+        .select({ n: sql`count(*)` })
+        .from(properties)
+        .where(where)})`
     switch (source) {
-      case 'cells': {
-        const edgeCounts = edgeParts(keys).map(
-          (part) =>
-            sql`(${db
-              .select({ n: sql`count(*)` })
-              .from(properties)
-              .where(part)})`,
-        )
+      case 'cells':
         return db
-          .select({ total: sql<number>`(coalesce(sum(${catalogueCountsByCell.listings}), 0) + ${sql.join(edgeCounts, sql` + `)})::int` })
+          .select({ total: sql<number>`(coalesce(sum(${catalogueCountsByCell.listings}), 0) + ${sql.join(edgeParts(keys).map(countOf), sql` + `)})::int` })
           .from(catalogueCountsByCell)
           .where(cellsInside(keys))
+          .prepare(name)
+      case 'cell-prices': {
+        const parts = [...endBandParts(keys), ...edgeParts(keys)].map(countOf)
+        return db
+          .select({ total: sql<number>`(coalesce(sum(${catalogueCountsByCellPrice.listings}), 0) + ${sql.join(parts, sql` + `)})::int` })
+          .from(catalogueCountsByCellPrice)
+          .where(cellPricesInside(keys))
           .prepare(name)
       }
       case 'city-facets':
@@ -570,7 +651,7 @@ export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFil
           .prepare(name)
     }
   })
-  const bounds = source === 'price-bands' ? { minPrice: filter.minPrice ?? 0, maxPrice: filter.maxPrice ?? NO_MAX_PRICE } : {}
+  const bounds = source === 'price-bands' || source === 'cell-prices' ? priceRangeValues(filter) : {}
   const [row] = await statement.execute({ ...filter, ...bounds, ...mapValues(filter), ...(counted && countedBoxValues(counted)) })
   return row?.total ?? 0
 }
@@ -750,10 +831,19 @@ const microdegrees = (column: AnyColumn) => sql`round(${column}::float8 * 100000
  * apart, so this is the cell its listings fall in), and only the listings on the box's edge are
  * read; otherwise every match is read, on catalogue_geo_idx.
  */
-export async function readClusters(db: PipelinedDatabase, filter: CatalogueFilter, zoom: number, cell: number, index?: MatchesIndex): Promise<ClusterRow[]> {
+export async function readClusters(
+  db: PipelinedDatabase,
+  filter: CatalogueFilter,
+  zoom: number,
+  cell: number,
+  chooseIndex?: ChooseMatchesIndex,
+): Promise<ClusterRow[]> {
   const keys = usedKeys(filter)
-  const counted = zoom <= COUNTED_ZOOM ? countedBoxOfSearch(filter, keys) : undefined
-  const statement = prepared<{ columns: ClusterColumns }[]>(db, `clusters:${counted ? 'cells' : 'rows'}:${keys.join(',')}:${index ?? ''}`, (name) => {
+  const priced = keys.some(isPriceBound)
+  const counted = zoom <= COUNTED_ZOOM ? (priced ? countedPricedBoxOf(filter, keys) : countedBoxOfSearch(filter, keys)) : undefined
+  const source = counted ? (priced ? 'cell-prices' : 'cells') : 'rows'
+  const index = counted ? undefined : await chooseIndex?.()
+  const statement = prepared<{ columns: ClusterColumns }[]>(db, `clusters:${source}:${keys.join(',')}:${index ?? ''}`, (name) => {
     const size = sql`${sql.placeholder('cell')}::float8`
     const listingsOf = (where: SQL) =>
       db
@@ -771,32 +861,33 @@ export async function readClusters(db: PipelinedDatabase, filter: CatalogueFilte
         .from(properties)
         .where(where)
     const shift = sql`${sql.placeholder('shift')}::int`
-    const parts = counted
-      ? sql.join(
-          [
-            db
-              .select({
-                row: sql`${catalogueCountsByCell.cellRow} >> ${shift}`.as('row'),
-                column: sql`${catalogueCountsByCell.cellColumn} >> ${shift}`.as('column'),
-                listings: catalogueCountsByCell.listings,
-                latitudeSum: catalogueCountsByCell.latitudeSum,
-                longitudeSum: catalogueCountsByCell.longitudeSum,
-                south: catalogueCountsByCell.south,
-                north: catalogueCountsByCell.north,
-                west: catalogueCountsByCell.west,
-                east: catalogueCountsByCell.east,
-              })
-              .from(catalogueCountsByCell)
-              .where(cellsInside(keys))
-              .getSQL(),
-            ...edgeParts(keys).map((part) => listingsOf(part).getSQL()),
-          ],
-          sql` union all `,
-        )
-      : listingsOf(publishedWhere(keys, undefined, index)).getSQL()
+    // A counted table's rows inside the box, each in the cell of `zoom` its cell falls in.
+    const countedRows = (table: typeof catalogueCountsByCell | typeof catalogueCountsByCellPrice, where: SQL) =>
+      db
+        .select({
+          row: sql`${table.cellRow} >> ${shift}`.as('row'),
+          column: sql`${table.cellColumn} >> ${shift}`.as('column'),
+          listings: table.listings,
+          latitudeSum: table.latitudeSum,
+          longitudeSum: table.longitudeSum,
+          south: table.south,
+          north: table.north,
+          west: table.west,
+          east: table.east,
+        })
+        .from(table)
+        .where(where)
+        .getSQL()
+    const listed = (parts: SQL[]) => parts.map((part) => listingsOf(part).getSQL())
+    const parts =
+      source === 'cells'
+        ? [countedRows(catalogueCountsByCell, cellsInside(keys)), ...listed(edgeParts(keys))]
+        : source === 'cell-prices'
+          ? [countedRows(catalogueCountsByCellPrice, cellPricesInside(keys)), ...listed([...endBandParts(keys), ...edgeParts(keys)])]
+          : listed([publishedWhere(keys, undefined, index)])
     const cells = sql`(select "row", "column", sum(listings)::int as count, sum(latitude_sum) as latitude_sum, sum(longitude_sum) as longitude_sum,
         min(west) as west, min(south) as south, max(east) as east, max(north) as north
-      from (${parts}) as parts group by 1, 2 order by 1, 2) as cells`
+      from (${sql.join(parts, sql` union all `)}) as parts group by 1, 2 order by 1, 2) as cells`
     // The aggregates take the cells in the order the subquery sorted them (see readPage).
     const arrays = sql.join(
       ['count', 'latitude_sum', 'longitude_sum', 'west', 'south', 'east', 'north'].map((column) => sql`array_agg(${sql.identifier(column)})`),
@@ -807,7 +898,14 @@ export async function readClusters(db: PipelinedDatabase, filter: CatalogueFilte
       .from(cells)
       .prepare(name)
   })
-  const values = { ...filter, ...mapValues(filter), ...(counted && countedBoxValues(counted)), cell, shift: COUNTED_ZOOM - zoom }
+  const values = {
+    ...filter,
+    ...(source === 'cell-prices' && priceRangeValues(filter)),
+    ...mapValues(filter),
+    ...(counted && countedBoxValues(counted)),
+    cell,
+    shift: COUNTED_ZOOM - zoom,
+  }
   const [{ columns }] = (await statement.execute(values)) as [{ columns: ClusterColumns }]
   const [counts, latitudeSums, longitudeSums, wests, souths, easts, norths] = columns
   if (counts === null) return []

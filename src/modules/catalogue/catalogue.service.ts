@@ -120,7 +120,7 @@ export class CatalogueService {
     const snapshot = await this.versions.current()
     const totalOf = (search: CatalogueFilter) => this.total(search, snapshot)
     return this.cache.get(`list:${sort}:${limit}:${offset}:${cursor ?? ''}:${JSON.stringify(Object.values(filter))}`, snapshot, async () => {
-      const index = await this.matchesIndexOf(filter, snapshot)
+      const index = () => this.matchesIndexOf(filter, snapshot)
       // How a page with bounds (a price range newest first, an area) is read depends on how many listings they keep.
       const counts: PageCounts | undefined = pageNeedsCounts(filter, sort)
         ? await Promise.all([totalOf(filter), totalOf(withoutBounds(filter, sort))]).then(([matches, unbounded]) => ({ matches, withoutBounds: unbounded }))
@@ -147,8 +147,7 @@ export class CatalogueService {
     checkClusterBox(parseBbox(query.bbox), query.zoom)
     const snapshot = await this.versions.current()
     return this.cache.get(`clusters:${query.zoom}:${JSON.stringify(Object.values(filter))}`, snapshot, async () => {
-      const index = await this.matchesIndexOf(filter, snapshot)
-      const rows = await repository.readClusters(this.db, filter, query.zoom, cellDegrees(query.zoom), index)
+      const rows = await repository.readClusters(this.db, filter, query.zoom, cellDegrees(query.zoom), () => this.matchesIndexOf(filter, snapshot))
       let total = 0
       const clusters = rows.map((row) => {
         total += row.count
@@ -195,11 +194,11 @@ export class CatalogueService {
 
   /**
    * A search's exact total, kept apart from its pages (its other pages and orders share it);
-   * a box with a price range counted on the index matchesIndexOf chooses.
+   * a box with a price range counted listing by listing on the index matchesIndexOf chooses.
    */
   private total(search: CatalogueFilter, snapshot: CatalogueSnapshot): Promise<number> {
     return this.cache.get(`total:${JSON.stringify(Object.values(search))}`, snapshot, async () => ({
-      value: await repository.countCatalogue(this.db, search, await this.matchesIndexOf(search, snapshot)),
+      value: await repository.countCatalogue(this.db, search, () => this.matchesIndexOf(search, snapshot)),
       bytes: 8,
       cityId: search.cityId,
     }))
@@ -224,7 +223,14 @@ export class CatalogueService {
   }
 
   /** Reads a page by its plan; a walk that falls short of the page is read again as a range. */
-  private async readPage(filter: CatalogueFilter, sort: CatalogueSort, limit: number, offset: number, counts?: PageCounts, index?: MatchesIndex) {
+  private async readPage(
+    filter: CatalogueFilter,
+    sort: CatalogueSort,
+    limit: number,
+    offset: number,
+    counts?: PageCounts,
+    index?: repository.ChooseMatchesIndex,
+  ) {
     if (counts && expectedRows(limit, offset, counts) === 0) return []
     const plan = planPage(filter, sort, offset + limit, counts)
     const rows = await repository.readPage(this.db, filter, sort, limit, offset, plan, undefined, index)
@@ -241,7 +247,14 @@ export class CatalogueService {
    * from a walk too shallow, so it is read again as a range: the last page of a price range,
    * newest first, reads the range after the cursor once.
    */
-  private async readPageAfter(filter: CatalogueFilter, sort: CatalogueSort, limit: number, position: Keyset, counts?: PageCounts, index?: MatchesIndex) {
+  private async readPageAfter(
+    filter: CatalogueFilter,
+    sort: CatalogueSort,
+    limit: number,
+    position: Keyset,
+    counts?: PageCounts,
+    index?: repository.ChooseMatchesIndex,
+  ) {
     const rows: repository.PageRow[] = []
     for (const after of keysetsAfter(sort, filter, position)) {
       const wanted = limit - rows.length

@@ -588,7 +588,11 @@ function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort
  * - a box on the map with type, deal and rooms at most: a sum over the cells of
  *   catalogue_counts_by_cell wholly inside the box, plus a count of the listings on its edge
  *   (geo.ts CountedBox) on catalogue_geo_idx;
- * - anything else (area, complex, agency) is counted on the catalogue indexes (see schema.ts).
+ * - a box with a price range, type and deal at most: a sum over the same cells' price bands
+ *   strictly inside the range in catalogue_counts_by_cell_price, plus a count of the cells'
+ *   listings in the range's two end bands on a price index, and of the edge's listings;
+ * - anything else (area, complex, agency, rooms with a price range) is counted on the catalogue
+ *   indexes (see schema.ts); a box with a price range on the index `chooseIndex` chooses.
  */
 export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFilter, chooseIndex?: ChooseMatchesIndex): Promise<number> {
   const keys = usedKeys(filter)
@@ -829,7 +833,10 @@ const microdegrees = (column: AnyColumn) => sql`round(${column}::float8 * 100000
  * wholly inside the box come from catalogue_counts_by_cell, each counted cell in the cell of
  * `zoom` its row and column shifted right by the zooms between (the grids are powers of two
  * apart, so this is the cell its listings fall in), and only the listings on the box's edge are
- * read; otherwise every match is read, on catalogue_geo_idx.
+ * read; with a price range, type and deal at most, likewise from catalogue_counts_by_cell_price's
+ * bands strictly inside the range, the listings of its end bands read too (as countCatalogue
+ * counts them). Otherwise every match is read, on catalogue_geo_idx or, for a box with a price
+ * range, the index `chooseIndex` chooses.
  */
 export async function readClusters(
   db: PipelinedDatabase,

@@ -729,12 +729,14 @@ function countByPriceBands(db: PipelinedDatabase, groupKeys: FilterKey[]) {
 /**
  * The published listings, of every kind, in the counted cells a box touches: about what
  * catalogue_geo_idx reads to find the box's matches (MatchesIndex), from
- * catalogue_counts_by_cell's primary key alone.
+ * catalogue_counts_by_cell's primary key alone. At most `rows` of the cells' rows are summed:
+ * each holds a listing at least, so a sum over all `rows` of them is already more than `rows`
+ * listings, and a box over a whole country costs no more to weigh than `rows` index entries.
  */
-export async function countListingsAroundBox(db: PipelinedDatabase, box: GeoBox): Promise<number> {
-  const statement = prepared<{ total: number }[]>(db, 'count:around-box', (name) =>
-    db
-      .select({ total: sql<number>`coalesce(sum(${catalogueCountsByCell.listings}), 0)::int` })
+export async function countListingsAroundBox(db: PipelinedDatabase, box: GeoBox, rows: number): Promise<number> {
+  const statement = prepared<{ total: number }[]>(db, 'count:around-box', (name) => {
+    const cells = db
+      .select({ listings: catalogueCountsByCell.listings })
       .from(catalogueCountsByCell)
       .where(
         and(
@@ -743,9 +745,14 @@ export async function countListingsAroundBox(db: PipelinedDatabase, box: GeoBox)
           lte(catalogueCountsByCell.cellColumn, sql.placeholder('eastColumn')),
         ),
       )
-      .prepare(name),
-  )
-  const [row] = await statement.execute({ latitudeRows: boxRows(box), westColumn: countedCellOf(box.west), eastColumn: countedCellOf(box.east) })
+      .limit(sql.placeholder('rows'))
+      .as('cells')
+    return db
+      .select({ total: sql<number>`coalesce(sum(${cells.listings}), 0)::int` })
+      .from(cells)
+      .prepare(name)
+  })
+  const [row] = await statement.execute({ latitudeRows: boxRows(box), westColumn: countedCellOf(box.west), eastColumn: countedCellOf(box.east), rows })
   return row?.total ?? 0
 }
 

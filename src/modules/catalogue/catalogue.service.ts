@@ -207,18 +207,18 @@ export class CatalogueService {
   /**
    * For a search with a box and a price range, the index that finds its matches with fewer
    * entries read (MatchesIndex): both sides counted on the counts tables, and kept like totals.
+   * The box is weighed only as far as it could still weigh less than the range.
    */
   private async matchesIndexOf(filter: CatalogueFilter, snapshot: CatalogueSnapshot): Promise<MatchesIndex | undefined> {
     if (!needsMatchesIndex(filter)) return undefined
     const box = { west: filter.west!, south: filter.south!, east: filter.east!, north: filter.north! }
-    const [aroundBox, inPriceRange] = await Promise.all([
-      this.cache.get(`around-box:${JSON.stringify(Object.values(box))}`, snapshot, async () => ({
-        value: await repository.countListingsAroundBox(this.db, box),
-        bytes: 8,
-        cityId: undefined,
-      })),
-      this.total(priceIndexedPart(filter), snapshot),
-    ])
+    const inPriceRange = await this.total(priceIndexedPart(filter), snapshot)
+    const rows = inPriceRange + 1
+    const aroundBox = await this.cache.get(`around-box:${rows}:${JSON.stringify(Object.values(box))}`, snapshot, async () => ({
+      value: await repository.countListingsAroundBox(this.db, box, rows),
+      bytes: 8,
+      cityId: undefined,
+    }))
     return matchesIndexFor(aroundBox, inPriceRange)
   }
 

@@ -589,8 +589,8 @@ export const catalogueCountsByCell = pgTable(
 /**
  * catalogue_counts_by_cell's counts per type, deal, cell and price band instead of rooms
  * (migration 0028, kept by trigger; the bands are catalogue_counts_by_price's): the listings with
- * coordinates and a price. A box with a type, a deal and a price range sums the cells wholly
- * inside it in the bands strictly inside the range.
+ * coordinates and a price. A box with a price range (and a type and a deal at most) sums the
+ * cells wholly inside it in the bands strictly inside the range.
  */
 export const catalogueCountsByCellPrice = pgTable(
   'catalogue_counts_by_cell_price',

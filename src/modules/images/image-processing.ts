@@ -134,15 +134,19 @@ export class ImageProcessor {
     const { encode, extension } = ACCEPTED_TYPES[contentType]
     // The work of a photo runs on libvips' worker threads: with a higher nice value (IMAGE_PROCESSING_NICENESS)
     // requests, the event loop and PostgreSQL beside it, come first and photos take the CPU they leave.
-    lowerPriorityOfThreads('libvips worker', this.limits.processingNiceness)
+    // libvips starts threads as a pipeline needs them, so those a step started are lowered after it too.
+    const lowerPriority = () => lowerPriorityOfThreads('libvips worker', this.limits.processingNiceness)
+    lowerPriority()
     try {
       // One after the other: a photo takes one core at a time (see sharp.concurrency).
       const full = await encode(await this.decode(bytes, metadata), 'full').toBuffer({ resolveWithObject: true })
+      lowerPriority()
       // From the stored photo, already upright, in sRGB and a fraction of the upload's size;
       // JPEG and WebP decode straight to a fraction of that again (shrink-on-load).
       const thumbnail = await encode(sharp(full.data).resize({ width: THUMBNAIL_WIDTH, withoutEnlargement: true }), 'thumbnail').toBuffer({
         resolveWithObject: true,
       })
+      lowerPriority()
       return {
         contentType,
         extension,

@@ -122,13 +122,26 @@ const cellFacetConditions: Partial<Record<FilterKey, () => SQL>> = {
 }
 const boxKeys = new Set<FilterKey>(['west', 'south', 'east', 'north'])
 
+/** A search a map counts table can count: which table, and its box split for it. */
+interface CountedSearch {
+  source: 'cells' | 'cell-prices'
+  box: CountedBox
+}
+
 /**
- * The box of a search that catalogue_counts_by_cell can count, split for it: a box (not a
- * circle) with type, deal and rooms at most besides, with counted cells wholly inside it.
+ * How a map counts table counts a search, if one can: a box (not a circle) with counted cells
+ * wholly inside it, and besides it type, deal and rooms at most (catalogue_counts_by_cell) or a
+ * price range with type and deal at most (catalogue_counts_by_cell_price).
  */
-function countedBoxOfSearch(filter: CatalogueFilter, keys: FilterKey[]): CountedBox | undefined {
-  const counted = keys.some((key) => boxKeys.has(key)) && keys.every((key) => boxKeys.has(key) || (!isGeoKey(key) && cellFacetConditions[key]))
-  return counted ? countedBoxOf(boxOf(filter)!) : undefined
+function countedSearchOf(filter: CatalogueFilter, keys: FilterKey[]): CountedSearch | undefined {
+  if (!keys.some((key) => boxKeys.has(key))) return undefined
+  const source = keys.every((key) => boxKeys.has(key) || (!isGeoKey(key) && cellFacetConditions[key]))
+    ? 'cells'
+    : keys.some(isPriceBound) && keys.every((key) => boxKeys.has(key) || isPriceBound(key) || key === 'propertyTypeId' || key === 'dealTypeId')
+      ? 'cell-prices'
+      : undefined
+  const box = source && countedBoxOf(boxOf(filter)!)
+  return source && box ? { source, box } : undefined
 }
 
 /** A counted box's values, as the placeholders of cellsInside and edgeParts. */
@@ -174,18 +187,6 @@ function edgeParts(keys: FilterKey[]): SQL[] {
     edgeColumn('west', 'westEdgeEnd', 'westColumn'),
     edgeColumn('eastEdgeStart', 'east', 'eastColumn'),
   ]
-}
-
-/**
- * The box of a search that catalogue_counts_by_cell_price can count, split for it: a box (not a
- * circle) with a price range, a type and a deal at most besides, with counted cells wholly inside it.
- */
-function countedPricedBoxOf(filter: CatalogueFilter, keys: FilterKey[]): CountedBox | undefined {
-  const counted =
-    keys.some(isPriceBound) &&
-    keys.some((key) => boxKeys.has(key)) &&
-    keys.every((key) => boxKeys.has(key) || isPriceBound(key) || key === 'propertyTypeId' || key === 'dealTypeId')
-  return counted ? countedBoxOf(boxOf(filter)!) : undefined
 }
 
 /** A price range's ends, both always given to the statements of a counted priced box (see NO_MAX_PRICE). */
@@ -596,11 +597,9 @@ function pageQuery(db: PipelinedDatabase, keys: FilterKey[], sort: CatalogueSort
  */
 export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFilter, chooseIndex?: ChooseMatchesIndex): Promise<number> {
   const keys = usedKeys(filter)
-  const counted = countedBoxOfSearch(filter, keys) ?? countedPricedBoxOf(filter, keys)
+  const counted = countedSearchOf(filter, keys)
   const source = counted
-    ? keys.some(isPriceBound)
-      ? 'cell-prices'
-      : 'cells'
+    ? counted.source
     : keys.every((key) => cityFacetConditions[key])
       ? 'city-facets'
       : keys.every((key) => facetConditions[key])
@@ -656,7 +655,7 @@ export async function countCatalogue(db: PipelinedDatabase, filter: CatalogueFil
     }
   })
   const bounds = source === 'price-bands' || source === 'cell-prices' ? priceRangeValues(filter) : {}
-  const [row] = await statement.execute({ ...filter, ...bounds, ...mapValues(filter), ...(counted && countedBoxValues(counted)) })
+  const [row] = await statement.execute({ ...filter, ...bounds, ...mapValues(filter), ...(counted && countedBoxValues(counted.box)) })
   return row?.total ?? 0
 }
 
@@ -853,9 +852,8 @@ export async function readClusters(
   chooseIndex?: ChooseMatchesIndex,
 ): Promise<ClusterRow[]> {
   const keys = usedKeys(filter)
-  const priced = keys.some(isPriceBound)
-  const counted = zoom <= COUNTED_ZOOM ? (priced ? countedPricedBoxOf(filter, keys) : countedBoxOfSearch(filter, keys)) : undefined
-  const source = counted ? (priced ? 'cell-prices' : 'cells') : 'rows'
+  const counted = zoom <= COUNTED_ZOOM ? countedSearchOf(filter, keys) : undefined
+  const source = counted?.source ?? 'rows'
   const index = counted ? undefined : await chooseIndex?.()
   const statement = prepared<{ columns: ClusterColumns }[]>(db, `clusters:${source}:${keys.join(',')}:${index ?? ''}`, (name) => {
     const size = sql`${sql.placeholder('cell')}::float8`
@@ -916,7 +914,7 @@ export async function readClusters(
     ...filter,
     ...(source === 'cell-prices' && priceRangeValues(filter)),
     ...mapValues(filter),
-    ...(counted && countedBoxValues(counted)),
+    ...(counted && countedBoxValues(counted.box)),
     cell,
     shift: COUNTED_ZOOM - zoom,
   }

@@ -67,6 +67,61 @@ describe('operators’ decisions at the edges (MODERATION_MODE=manual)', () => {
     assert.equal((await rawPatch(pending.id, '{"description": "Уютная \\ud83c\\udfe0 квартира"}')).statusCode, 200)
   })
 
+  it('keeps a revision’s findings when its listing leaves the catalogue with it: the reasons of a rejected one, none for one never checked', async () => {
+    const view = async (id: number) => (await t.app.inject({ method: 'GET', url: `/properties/${id}`, headers: agency.headers })).json<Property>()
+    const leave = (id: number, statusId: number) =>
+      t.app.inject({ method: 'POST', url: `/properties/${id}/status`, headers: agency.headers, payload: { status_id: statusId } })
+    for (const statusId of [4, 5]) {
+      const rejected = await publish()
+      assert.equal(
+        (await t.app.inject({ method: 'PATCH', url: `/properties/${rejected}`, headers: agency.headers, payload: { price: 1_000 } })).statusCode,
+        200,
+      )
+      assert.equal((await admin('reject', rejected, JSON.stringify({ reason: 'Цена не похожа на настоящую' }))).statusCode, 204)
+      const reasons = (await view(rejected)).revision?.moderation?.reasons
+      assert.ok(
+        reasons?.some((reason) => reason.message === 'Цена не похожа на настоящую'),
+        JSON.stringify(reasons),
+      )
+      assert.equal((await leave(rejected, statusId)).statusCode, 200)
+      const left = await view(rejected)
+      // The listing is now the rejected version, and says why that version was rejected.
+      assert.deepEqual([left.status_id, left.price, left.revision], [statusId, 1_000, null])
+      assert.deepEqual(left.moderation?.reasons, reasons)
+
+      const unchecked = await publish()
+      assert.equal(
+        (await t.app.inject({ method: 'PATCH', url: `/properties/${unchecked}`, headers: agency.headers, payload: { price: 2_000 } })).statusCode,
+        200,
+      )
+      assert.equal((await leave(unchecked, statusId)).statusCode, 200)
+      const withdrawn = await view(unchecked)
+      // The approval's findings were about the version the edit replaced: nothing checked this one.
+      assert.deepEqual([withdrawn.status_id, withdrawn.price, withdrawn.moderation], [statusId, 2_000, null])
+    }
+  })
+
+  it('leaves a rejected revision rejected when a PATCH renames its owner only: the owner is the same, the version the check rejected too', async () => {
+    const view = async (id: number) => (await t.app.inject({ method: 'GET', url: `/properties/${id}`, headers: agency.headers })).json<Property>()
+    const id = await publish()
+    assert.equal((await t.app.inject({ method: 'PATCH', url: `/properties/${id}`, headers: agency.headers, payload: { price: 3_000 } })).statusCode, 200)
+    assert.equal((await admin('reject', id, JSON.stringify({ reason: 'Цена не похожа на настоящую' }))).statusCode, 204)
+    const before = await view(id)
+    assert.equal(before.revision?.status, 'rejected')
+    const phone = before.owner!.phone
+    const renamed = await t.app.inject({
+      method: 'PATCH',
+      url: `/properties/${id}`,
+      headers: agency.headers,
+      payload: { owner: { name: 'Анна Петрова', phone } },
+    })
+    assert.equal(renamed.statusCode, 200, renamed.body)
+    const after = renamed.json<Property>()
+    assert.equal(after.owner?.name, 'Анна Петрова')
+    assert.deepEqual(after.revision, before.revision, 'the rejected version was not sent back to the check unchanged')
+    assert.deepEqual((await view(id)).revision, before.revision)
+  })
+
   it('refuses an operator’s rejection whose reason holds half a surrogate pair with a 422', async () => {
     const listing = await submitProperty(t.app, agency)
     const response = await admin('reject', listing.id, '{"reason": "Фото\\udc00 не того дома"}')

@@ -435,6 +435,11 @@ export class PropertiesService {
       const updated = await repository.updateProperty(tx, tenant.id, id, { reviewRequestedAt: null })
       return { property: await this.view(updated, ownerView, tx, undefined, null), changed: true }
     }
+    if (revision && sameFields(fields, revision.fields)) {
+      // The version the check has (or has rejected) again: only the owner's row changed, the same
+      // owner renamed, which the check does not look at. Checking it again would decide the same.
+      return { property: await this.view(withRevision(approved, fields), ownerView, tx, undefined, revision), changed: true }
+    }
     const saved = await repository.saveRevision(tx, tenant.id, id, fields)
     const updated = await repository.updateProperty(tx, tenant.id, id, { reviewRequestedAt: new Date() })
     return { property: await this.view(withRevision(updated, fields), ownerView, tx, undefined, saved), changed: true }
@@ -504,11 +509,13 @@ export class PropertiesService {
           allowed_moves: allowed,
         })
       }
-      // Out of the catalogue, a listing is what its agency made it: a revision becomes its row.
+      // Out of the catalogue, a listing is what its agency made it: a revision becomes its row,
+      // with the findings on it (a rejection's reasons; none for a revision not yet checked),
+      // not the approval's, which were about the version it replaces.
       const revision = current.statusId === ListingStatus.Published ? await repository.findRevision(tx, tenantId, id) : undefined
       if (revision) await repository.deleteRevision(tx, id)
       const updated = await repository.updateProperty(tx, tenantId, id, {
-        ...(revision ? revision.fields : {}),
+        ...(revision ? { ...revision.fields, moderation: revision.moderation } : {}),
         statusId,
         reviewRequestedAt: awaitsCheck(statusId) ? new Date() : null,
       })

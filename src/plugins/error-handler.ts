@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { isDatabaseUnavailable, type DatabaseAvailability } from '../db/availability.js'
+import { isTransactionConflict } from '../db/conflicts.js'
 import { clientHasGone } from '../lib/client-connection.js'
 import { ApiError, errorStatus } from '../lib/errors.js'
 import { closeLingering, isAnsweredAndClosing } from './connection-closing.js'
@@ -165,7 +166,7 @@ function describeDatabaseError(error: Error): ErrorDescription | undefined {
   const cause = (error.cause ?? error) as { code?: unknown }
   const code = typeof cause.code === 'string' ? cause.code : undefined
   if (code === '23505') return { status: errorStatus.conflict, body: { detail: 'This would duplicate an existing record.' } }
-  if (code === '40001' || code === '40P01') {
+  if (isTransactionConflict(error)) {
     return { status: errorStatus.conflict, body: { detail: 'The request collided with a concurrent change; retry it.' } }
   }
   return undefined

@@ -66,8 +66,8 @@ describe('a mirror of the change feed', () => {
 
   /**
    * One batch of the internal check. On PostgreSQL a batch may meet a suspension or another
-   * batch in a deadlock over the catalogue's count rows; PostgreSQL rolls one back and the
-   * worker runs the job again, as this does.
+   * batch in a deadlock over the catalogue's count rows; PostgreSQL rolls one back, the service
+   * runs it again (up to three times), and past that the worker runs the job again, as this does.
    */
   async function checkAsTheWorkerDoes(): Promise<number> {
     for (;;) {
@@ -101,7 +101,7 @@ describe('a mirror of the change feed', () => {
       }
       if (current.kind === 'suspend-and-back') {
         for (const move of ['suspend', 'unsuspend']) {
-          // A 409 is a deadlock PostgreSQL broke (see checkAsTheWorkerDoes): the operator tries again.
+          // A 409 is a deadlock PostgreSQL broke three times running (see checkAsTheWorkerDoes): the operator tries again.
           for (;;) {
             const answer = await t.app.inject({ method: 'POST', url: `/admin/tenants/${agency.tenantId}/${move}`, headers: adminHeaders })
             if (answer.statusCode === 200) break

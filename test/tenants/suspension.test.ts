@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
+import pg from 'pg'
 import { queryRows } from '../../src/db/client.js'
 import type { CatalogueDetail } from '../../src/modules/catalogue/catalogue.schemas.js'
 import type { Property } from '../../src/modules/properties/properties.schemas.js'
 import type { AdminTenant, CreatedApiKey } from '../../src/modules/tenants/tenants.schemas.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { engine } from '../helpers/database.js'
 import { adminHeaders, createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import type { CataloguePage, ErrorBody, ListingUnderReviewPage, PropertyPage } from '../helpers/responses.js'
@@ -124,6 +126,45 @@ describe('suspending an agency', () => {
 
     assert.deepEqual(await adminView(await unsuspend(agency.tenantId)), unsuspended, 'unsuspending again changes nothing')
   })
+
+  it(
+    'runs a suspension again that PostgreSQL rolled back to break a deadlock, and answers it done',
+    { skip: engine !== 'postgres' && 'PGlite runs one transaction at a time' },
+    async () => {
+      const agency = await createTenant(t.app)
+      const inMoscow = await publish(agency)
+      const { id: inPiter } = await submitProperty(t.app, agency, { location: { city_id: 2, address: 'Санкт-Петербург, Невский пр., д. 1' } })
+      await runInternalCheck(t.app)
+      // Another transaction, as a batch of the internal check publishing in Saint Petersburg and
+      // then in Moscow: it holds Saint Petersburg's counter, which the suspension takes after
+      // Moscow's (catalogue_versions_bump, city order), then asks for Moscow's. It waits longer
+      // before looking for a deadlock, so the suspension is the one PostgreSQL rolls back.
+      const other = new pg.Client({ connectionString: t.database.url })
+      await other.connect()
+      try {
+        await other.query('begin')
+        await other.query(`set local deadlock_timeout = '60s'`)
+        await other.query('update catalogue_versions set version = version + 1 where city_id = 2')
+        const suspension = suspend(agency.tenantId)
+        await waitFor(
+          async () => (await other.query(`select 1 from pg_locks where not granted and pid <> pg_backend_pid()`)).rowCount! > 0,
+          30_000,
+          'the suspension to wait for the other transaction',
+        )
+        await other.query('update catalogue_versions set version = version + 1 where city_id = 1')
+        await other.query('rollback')
+        await adminView(await suspension)
+      } finally {
+        await other.end()
+      }
+      for (const id of [inMoscow, inPiter]) {
+        assert.equal((await t.app.inject(`/mls/properties/${id}`)).statusCode, 404, `listing ${id} is out of the catalogue`)
+        const [held] = await queryRows<{ status: number }>(t.db, sql`select status_id as status from properties where id = ${id}`)
+        assert.equal(held!.status, 4)
+      }
+      await adminView(await unsuspend(agency.tenantId))
+    },
+  )
 
   it('keeps its listings waiting for the check, and operators from publishing them, until it is unsuspended', async () => {
     const agency = await createTenant(t.app)

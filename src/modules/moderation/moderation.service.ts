@@ -1,4 +1,5 @@
 import type { Database } from '../../db/client.js'
+import { retryingConflicts } from '../../db/conflicts.js'
 import type { ModerationReason, ModerationResult, RevisionStatus } from '../../db/schema.js'
 import { seedPropertyTypes } from '../../db/seed/dictionaries.js'
 import { ApiError } from '../../lib/errors.js'
@@ -38,6 +39,12 @@ export class ModerationService {
 
   /** Checks up to `batchSize` waiting listings, oldest first; several workers share the queue. */
   async checkWaiting(batchSize = 25): Promise<number> {
+    // Publishing listing after listing, a batch takes the catalogue's count rows in their order,
+    // and can deadlock with another batch or a suspension (retryingConflicts).
+    return retryingConflicts(() => this.checkBatch(batchSize))
+  }
+
+  private checkBatch(batchSize: number): Promise<number> {
     return this.db.transaction(async (tx) => {
       const waiting = await this.properties.claimAwaitingCheck(tx, batchSize)
       // The claim passes over suspended agencies; an agency suspended since (or being suspended

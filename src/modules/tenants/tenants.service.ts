@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache'
 import type { Database } from '../../db/client.js'
+import { retryingConflicts } from '../../db/conflicts.js'
 import { ApiError } from '../../lib/errors.js'
 import { isSupportedCountry, normalisePhone } from '../../lib/phone.js'
 import { digestSecret, generateApiKey, generateRequestCode, type SecretBox } from '../../lib/secrets.js'
@@ -196,27 +197,33 @@ export class TenantsService {
    * unsuspended. Suspending a suspended agency changes nothing.
    */
   async suspend(tenantId: number): Promise<AdminTenant> {
-    const row = await this.db.transaction(async (tx) => {
-      const current = await this.lockTenant(tx, tenantId)
-      if (current.suspendedAt) return current
-      const suspended = await repository.setSuspended(tx, tenantId, true)
-      await this.effects.suspended(tx, tenantId)
-      await repository.notify(tx, KEY_REVOCATIONS_CHANNEL, JSON.stringify({ tenant_id: tenantId }))
-      return suspended!
-    })
+    // It moves all the agency's published listings at once, as a batch of the internal check
+    // publishes others: the two can deadlock over the catalogue's count rows (retryingConflicts).
+    const row = await retryingConflicts(() =>
+      this.db.transaction(async (tx) => {
+        const current = await this.lockTenant(tx, tenantId)
+        if (current.suspendedAt) return current
+        const suspended = await repository.setSuspended(tx, tenantId, true)
+        await this.effects.suspended(tx, tenantId)
+        await repository.notify(tx, KEY_REVOCATIONS_CHANNEL, JSON.stringify({ tenant_id: tenantId }))
+        return suspended!
+      }),
+    )
     this.forgetTenant(tenantId)
     return toAdminTenant(row)
   }
 
   /** Lifts a suspension: its keys work again and its listings are back as they were. Idempotent. */
   async unsuspend(tenantId: number): Promise<AdminTenant> {
-    const row = await this.db.transaction(async (tx) => {
-      const current = await this.lockTenant(tx, tenantId)
-      if (!current.suspendedAt) return current
-      const unsuspended = await repository.setSuspended(tx, tenantId, false)
-      await this.effects.unsuspended(tx, tenantId)
-      return unsuspended!
-    })
+    const row = await retryingConflicts(() =>
+      this.db.transaction(async (tx) => {
+        const current = await this.lockTenant(tx, tenantId)
+        if (!current.suspendedAt) return current
+        const unsuspended = await repository.setSuspended(tx, tenantId, false)
+        await this.effects.unsuspended(tx, tenantId)
+        return unsuspended!
+      }),
+    )
     return toAdminTenant(row)
   }
 

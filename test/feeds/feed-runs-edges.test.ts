@@ -86,6 +86,41 @@ describe('feed runs at their edges', () => {
     assert.notEqual((await byExternalId(agency, 'X-1'))?.status_id, 4, 'an offer still in feed B’s file is withdrawn and never comes back')
   })
 
+  it('imports two feeds of one agency one after the other, never at once: the feed that applied an offer last keeps it', async () => {
+    const agency = await createTenant(t.app, { email: 'feeds-in-turn@agency.example' })
+    server.serve('/turn-a.xml', { body: feedXml([{ id: 'T-1', price: 5_000_000 }, { id: 'TA-2' }]) })
+    server.serve('/turn-b.xml', { body: feedXml([{ id: 'T-1', price: 6_000_000 }, { id: 'TB-2' }]) })
+    const feeds = [await createFeed(t.app, agency, { url: server.url('/turn-a.xml') }), await createFeed(t.app, agency, { url: server.url('/turn-b.xml') })]
+    for (const feed of feeds) {
+      await t.db.execute(sql`update feeds set next_run_at = now() + interval '1 day' where id = ${feed.id}::int`)
+      assert.equal((await t.app.inject({ method: 'POST', url: `/feeds/${feed.id}/runs`, headers: agency.headers })).statusCode, 202)
+    }
+    // A worker's next run of this agency; other agencies' runs it meets are run as they come.
+    const claim = async (owner: string) => {
+      let run = await t.app.services.feeds.claimRun(owner)
+      while (run && run.tenantId !== agency.tenantId) {
+        await t.app.services.feeds.execute(run, owner)
+        run = await t.app.services.feeds.claimRun(owner)
+      }
+      return run
+    }
+    const first = await claim('turn-worker-1')
+    assert.ok(first)
+    assert.equal(await claim('turn-worker-2'), undefined, 'a second worker took the agency’s other feed while the first was importing')
+    await t.app.services.feeds.execute(first, 'turn-worker-1')
+    const second = await claim('turn-worker-2')
+    assert.ok(second)
+    assert.notEqual(second.feedId, first.feedId)
+    await t.app.services.feeds.execute(second, 'turn-worker-2')
+    // One listing for T-1, as the second feed left it, and remembered by that feed alone.
+    assert.equal(Number((await byExternalId(agency, 'T-1'))?.price), second.feedId === feeds[0]!.id ? 5_000_000 : 6_000_000)
+    const owners = await queryRows<{ feed_id: number }>(t.db, sql`select feed_id from feed_offers where internal_id = 'T-1'`)
+    assert.deepEqual(
+      owners.map((row) => row.feed_id),
+      [second.feedId],
+    )
+  })
+
   it('counts an offer whose photos changed as updated, not unchanged', async () => {
     const agency = await createTenant(t.app, { email: 'photo-count@agency.example' })
     server.serve('/pc/a.jpg', { body: await photo('jpeg', 120, 90), contentType: 'image/jpeg' })

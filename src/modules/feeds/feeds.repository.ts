@@ -120,21 +120,36 @@ async function announceRuns(db: Database): Promise<void> {
   await db.execute(sql`select pg_notify(${FEED_RUNS_CHANNEL}, '')`)
 }
 
+/** The advisory lock claims of runs take in turn (claimRun). */
+const RUN_CLAIM_LOCK_ID = 0x6d6c7372 // "mlsr"
+
 /**
  * Takes one running run whose lease is free or has lapsed (its worker died or lost the
- * database), for `owner` until `leaseMs` from now. SKIP LOCKED: two workers never take the same.
+ * database), for `owner` until `leaseMs` from now; SKIP LOCKED: two workers never take the same.
+ * Not a run of an agency whose other feed is being imported under a live lease: an agency's
+ * feeds are imported one after the other, so that of two feeds exporting one internal id the
+ * one that applied it last keeps it (applyOffer), never both. Claims take an advisory lock in
+ * turn, so each sees the lease the one before it took.
  */
 export async function claimRun(db: Database, owner: string, leaseMs: number): Promise<RunRow | undefined> {
-  const [row] = await queryRows<{ id: number; tenant_id: number; feed_id: number }>(
-    db,
-    sql`update feed_runs set lease_owner = ${owner}, lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}::float8)
-        where id = (
-          select id from feed_runs
-          where status = 'running' and (lease_expires_at is null or lease_expires_at < now())
-          order by id limit 1 for update skip locked
-        ) and status = 'running'
-        returning id, tenant_id, feed_id`,
-  )
+  const row = await db.transaction(async (tx) => {
+    await tx.execute(sql`select pg_advisory_xact_lock(${RUN_CLAIM_LOCK_ID})`)
+    const [claimed] = await queryRows<{ id: number; tenant_id: number; feed_id: number }>(
+      tx,
+      sql`update feed_runs set lease_owner = ${owner}, lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}::float8)
+          where id = (
+            select id from feed_runs run
+            where status = 'running' and (lease_expires_at is null or lease_expires_at < now())
+              and not exists (
+                select 1 from feed_runs other
+                where other.tenant_id = run.tenant_id and other.status = 'running' and other.lease_expires_at >= now()
+              )
+            order by id limit 1 for update skip locked
+          ) and status = 'running'
+          returning id, tenant_id, feed_id`,
+    )
+    return claimed
+  })
   return row ? findRun(db, row.tenant_id, row.feed_id, row.id) : undefined
 }
 

@@ -417,6 +417,43 @@ describe('feed runs', () => {
     assert.deepEqual(report.counts, { offers: 31, created: 1, updated: 0, unchanged: 30, withdrawn: 0, rejected: 0, errors: 0 })
   })
 
+  it('counts what a worker applied but had not recorded when it lost the run as created and updated, not unchanged', async () => {
+    const agency = await createTenant(t.app, { email: 'unrecorded@feeds.example' })
+    const stock = offers(3, 'unr')
+    server.serve('/unrecorded.xml', { body: feedXml(stock) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/unrecorded.xml') })
+    await t.db.execute(sql`update feeds set next_run_at = now() + interval '1 day' where id = ${feed.id}::int`)
+    await runFeedNow(t.app, context(), agency, feed.id)
+    // The next file reprices unr-1 and adds unr-4.
+    server.serve('/unrecorded.xml', { body: feedXml([{ ...stock[0]!, price: 9_900_000 }, stock[1]!, stock[2]!, ...offers(4, 'unr').slice(3)]) })
+    const [remembered] = await queryRows<{ digest: string; run: number; file: string }>(
+      t.db,
+      sql`select o.content_digest as digest, o.last_run_id as run, f.content_digest as file
+            from feed_offers o join feeds f on f.id = o.feed_id where o.feed_id = ${feed.id}::int and o.internal_id = 'unr-1'`,
+    )
+    const run = await runFeedNow(t.app, context(), agency, feed.id)
+    const counted = { offers: 4, created: 1, updated: 1, unchanged: 2, withdrawn: 0, rejected: 0, errors: 0 }
+    assert.deepEqual(run.counts, counted)
+
+    // As if its worker had applied those two offers and died before it recorded them (it records
+    // a batch at a time): the feed remembers them, and its file, as before the run, and the run
+    // is under way with its lease lapsed. The worker that takes it over starts it again.
+    await t.db.execute(sql`update feeds set content_digest = ${remembered!.file}, etag = null, last_modified = null where id = ${feed.id}::int`)
+    await t.db.execute(sql`delete from feed_offers where feed_id = ${feed.id}::int and internal_id = 'unr-4'`)
+    await t.db.execute(
+      sql`update feed_offers set content_digest = ${remembered!.digest}, last_run_id = ${remembered!.run}::int where feed_id = ${feed.id}::int and internal_id = 'unr-1'`,
+    )
+    await t.db.execute(
+      sql`update feed_runs set status = 'running', finished_at = null, offers = 0, created = 0, updated = 0, unchanged = 0,
+            lease_owner = 'a-worker-that-died', lease_expires_at = now() - interval '1 second'
+          where id = ${run.id}::int`,
+    )
+    assert.equal(await new FeedRunJob({ pollIntervalMs: 20 }).runOnce(context()), 1)
+    const report = await runReport(t.app, agency, feed.id, run.id)
+    assert.equal(report.status, 'succeeded')
+    assert.deepEqual(report.counts, counted)
+  })
+
   it(
     'wakes an idle worker at once for a run started by hand (PostgreSQL notices)',
     { skip: engine === 'pglite' && 'PGlite has no notices from other sessions: workers poll' },

@@ -322,7 +322,7 @@ async function applyOffer(
   const submitted = result.created || result.changed || resubmitted
   if (result.created) counts.created++
   else if (submitted || photos.changed) counts.updated++
-  else counts.unchanged++
+  else counts[await countOfUnrecorded(deps, agency.id, result.id, input.runStartedAt)]++
 
   await memory.add({
     feedId: feed.id,
@@ -335,6 +335,31 @@ async function applyOffer(
     lastRunId: submitted || before === undefined ? runId : before.lastRunId,
     withdrawnByFeed: false,
   })
+}
+
+/**
+ * How an offer counts that changed nothing though the feed remembered it otherwise (or not at
+ * all): a worker that held this run before applied it and lost the run before it recorded it (it
+ * records a batch at a time; a takeover starts the run over), when its listing was made or
+ * changed since the run began, and counts as that worker counted it; else its listing held it
+ * already, and it is unchanged.
+ */
+async function countOfUnrecorded(
+  deps: FeedImportDependencies,
+  agencyId: number,
+  listingId: number,
+  runStartedAt: Date,
+): Promise<'created' | 'updated' | 'unchanged'> {
+  let listing: Awaited<ReturnType<PropertiesService['get']>>
+  try {
+    listing = await deps.properties.get(agencyId, listingId)
+  } catch (error) {
+    // The agency deleted it just now: nothing of this run is left to count.
+    if (error instanceof ApiError && error.code === 'not_found') return 'unchanged'
+    throw error
+  }
+  if (new Date(listing.created_at) >= runStartedAt) return 'created'
+  return new Date(listing.updated_at) >= runStartedAt ? 'updated' : 'unchanged'
 }
 
 /** What the listings service refused, as the offer's problems: one per field error. */

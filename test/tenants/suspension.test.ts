@@ -147,7 +147,9 @@ describe('suspending an agency', () => {
         await other.query('update catalogue_versions set version = version + 1 where city_id = 2')
         const suspension = suspend(agency.tenantId)
         await waitFor(
-          async () => (await other.query(`select 1 from pg_locks where not granted and pid <> pg_backend_pid()`)).rowCount! > 0,
+          async () =>
+            (await other.query(`select 1 from pg_stat_activity where datname = current_database() and pg_backend_pid() = any(pg_blocking_pids(pid))`))
+              .rowCount! > 0,
           30_000,
           'the suspension to wait for the other transaction',
         )

@@ -62,6 +62,11 @@ export class ApiError extends Error {
 export const INVALID_API_KEY = 'Invalid or missing API key'
 /** The detail of a missing property, in the catalogue and for another tenant's too (never a 403). */
 export const PROPERTY_NOT_FOUND = 'Property not found'
+/**
+ * A request of a suspended agency's, let in just before the suspension committed, that reaches a
+ * listing the suspension holds (docs/architecture.md#api-keys-and-suspension): refused, nothing changed.
+ */
+export const HELD_BY_SUSPENSION = 'The agency is suspended: its listings are held as they are until it is unsuspended.'
 
 export function describeFieldErrors(errors: FieldError[]): string {
   const [first, ...rest] = errors

@@ -27,14 +27,17 @@ export async function findImage(db: Database, tenantId: number, id: number): Pro
   return row
 }
 
-/** Whether the property exists and is the tenant's; with `lock`, holds it until the transaction ends. */
-export async function ownsProperty(db: Database, tenantId: number, propertyId: number, lock = false): Promise<boolean> {
+/**
+ * The tenant's property, as far as its photos care (whether a suspension holds it), or undefined;
+ * with `lock`, held until the transaction ends.
+ */
+export async function findOwnProperty(db: Database, tenantId: number, propertyId: number, lock = false): Promise<{ heldStatusId: number | null } | undefined> {
   const query = db
-    .select({ id: properties.id })
+    .select({ heldStatusId: properties.heldStatusId })
     .from(properties)
     .where(and(eq(properties.tenantId, tenantId), eq(properties.id, propertyId)))
-  const rows = lock ? await query.for('update') : await query
-  return rows.length > 0
+  const [row] = lock ? await query.for('update') : await query
+  return row
 }
 
 export async function countImages(db: Database, tenantId: number, propertyId: number): Promise<number> {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Config } from '../../config.js'
 import type { Database, PipelinedDatabase } from '../../db/client.js'
-import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
+import { ApiError, HELD_BY_SUSPENSION, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import { invalidAddressError, OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 import { toUtcTimestamp } from '../../lib/time.js'
 import type { CatalogueAnnouncements } from '../catalogue/catalogue-announcements.js'
@@ -31,6 +31,12 @@ export interface NewPhoto {
 }
 
 /** A stored photo as the API shows it. */
+/** A 404 for a listing that is not the agency's, a 409 for one its suspension holds (nothing changes). */
+function checkPhotosCanChange(listing: { heldStatusId: number | null } | undefined): void {
+  if (!listing) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+  if (listing.heldStatusId !== null) throw ApiError.conflict(HELD_BY_SUSPENSION)
+}
+
 function toImage(row: repository.ImageRow, mediaBase: string): PropertyImage {
   return {
     id: row.id,
@@ -89,6 +95,7 @@ export class ImagesService {
 
   async updateSortOrder(tenantId: number, id: number, sortOrder: number): Promise<PropertyImage> {
     const row = await this.db.transaction(async (tx) => {
+      await this.lockListingOfPhoto(tx, tenantId, id)
       const updated = await repository.updateSortOrder(tx, tenantId, id, sortOrder)
       if (!updated) throw ApiError.notFound(IMAGE_NOT_FOUND)
       await this.announce.photosChanged(tx, updated.propertyId)
@@ -99,6 +106,7 @@ export class ImagesService {
 
   async remove(tenantId: number, id: number): Promise<void> {
     const deleted = await this.db.transaction(async (tx) => {
+      await this.lockListingOfPhoto(tx, tenantId, id)
       const found = await repository.deleteImage(tx, tenantId, id)
       if (!found) throw ApiError.notFound(IMAGE_NOT_FOUND)
       await this.announce.photosChanged(tx, found.propertyId)
@@ -162,8 +170,20 @@ export class ImagesService {
 
   /** Checks the property first, so a photo for another tenant's property is never processed. */
   async assertPropertyAccepts(tenantId: number, propertyId: number): Promise<void> {
-    if (!(await repository.ownsProperty(this.db, tenantId, propertyId))) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+    checkPhotosCanChange(await repository.findOwnProperty(this.db, tenantId, propertyId))
     if ((await repository.countImages(this.db, tenantId, propertyId)) >= this.config.images.perProperty) throw this.tooManyPhotos()
+  }
+
+  /**
+   * Locks the listing whose photo is changed, until the transaction ends, as adding a photo
+   * does: a photo change then follows or precedes the listing's own change (a publication, a
+   * withdrawal) whole, and is announced for the status the listing has once that has committed
+   * (otherwise it read the status before a withdrawal committed and wrote the change feed an
+   * `upsert` after its `remove`). A missing photo is a 404 (IMAGE_NOT_FOUND) later.
+   */
+  private async lockListingOfPhoto(tx: Database, tenantId: number, id: number): Promise<void> {
+    const photo = await repository.findImage(tx, tenantId, id)
+    if (photo) checkPhotosCanChange(await repository.findOwnProperty(tx, tenantId, photo.propertyId, true))
   }
 
   /**
@@ -192,7 +212,7 @@ export class ImagesService {
       await this.storage.put(keys.file, processed.full.data, processed.contentType)
       await this.storage.put(keys.thumbnail, processed.thumbnail.data, processed.contentType)
       const row = await this.db.transaction(async (tx) => {
-        if (!(await repository.ownsProperty(tx, tenantId, photo.propertyId, true))) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+        checkPhotosCanChange(await repository.findOwnProperty(tx, tenantId, photo.propertyId, true))
         if ((await repository.countImages(tx, tenantId, photo.propertyId)) >= this.config.images.perProperty) throw this.tooManyPhotos()
         const inserted = await repository.insertImage(tx, {
           tenantId,

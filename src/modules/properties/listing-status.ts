@@ -54,3 +54,8 @@ export function canBeDecided(status: number): boolean {
 export function awaitsCheck(status: number): boolean {
   return status === ListingStatus.PendingReview
 }
+
+/** A published listing, or one a suspension holds as published (it comes back as it was): the listings that may have a revision. */
+export function isPublishedOrHeld(listing: { statusId: number; heldStatusId: number | null }): boolean {
+  return listing.statusId === ListingStatus.Published || listing.heldStatusId === ListingStatus.Published
+}

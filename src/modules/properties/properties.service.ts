@@ -4,7 +4,7 @@ import type { Database, PipelinedDatabase } from '../../db/client.js'
 import type { AttributeValues, ModerationResult, NewPropertyColumns, PropertyRow, RevisionStatus } from '../../db/schema.js'
 import { seedDealTypes, seedPropertyTypes } from '../../db/seed/dictionaries.js'
 import { decodeCursor, encodeCursor, idKey, refuseOffsetWithCursor, timestampKey, timestampKeyFromUtc } from '../../lib/cursor.js'
-import { ApiError, PROPERTY_NOT_FOUND, type FieldError } from '../../lib/errors.js'
+import { ApiError, HELD_BY_SUSPENSION, PROPERTY_NOT_FOUND, type FieldError } from '../../lib/errors.js'
 import { normalisePhone } from '../../lib/phone.js'
 import { digestSecret } from '../../lib/secrets.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
@@ -14,7 +14,16 @@ import type { PropertyImage } from '../images/images.schemas.js'
 import type { ReferenceNames } from '../reference/reference-names.js'
 import type { AuthenticatedTenant } from '../tenants/tenants.service.js'
 import { parseAttributes } from './attributes.js'
-import { agencyMovesFrom, awaitsCheck, canBeDecided, canBeEdited, feedMovesFrom, ListingStatus, STATUS_AFTER_EDIT } from './listing-status.js'
+import {
+  agencyMovesFrom,
+  awaitsCheck,
+  canBeDecided,
+  canBeEdited,
+  feedMovesFrom,
+  isPublishedOrHeld,
+  ListingStatus,
+  STATUS_AFTER_EDIT,
+} from './listing-status.js'
 import { toProperty, type OwnerView } from './properties.mapper.js'
 import * as repository from './properties.repository.js'
 import type { RevisionRow } from './properties.repository.js'
@@ -40,7 +49,6 @@ const dealTypeIds = new Map<string, number>(seedDealTypes.map((type) => [type.na
  * A request that was let in just before its agency was suspended, and reaches a listing the
  * suspension has taken out of the catalogue: the listing waits, as it is, for the agency's return.
  */
-const HELD_BY_SUSPENSION = 'The agency is suspended: its listings are held as they are until it is unsuspended.'
 
 /**
  * A listing before the check or an operator: as its agency submitted it (with a revision, as
@@ -400,7 +408,7 @@ export class PropertiesService {
     change: ListingChange,
   ): Promise<{ property: Property; changed: boolean }> {
     const id = approved.id
-    const revision = approved.statusId === ListingStatus.Published ? await repository.findRevision(tx, tenant.id, id) : undefined
+    const revision = isPublishedOrHeld(approved) ? await repository.findRevision(tx, tenant.id, id) : undefined
     // What the agency sees now, and edits.
     let current = revision ? withRevision(approved, revision.fields) : approved
     const resolved = await this.resolve(tx, tenant, { ...change.content, attributes: change.attributes(current.attributes) })
@@ -453,6 +461,7 @@ export class PropertiesService {
     return this.db.transaction(async (tx) => {
       const approved = await repository.lockProperty(tx, tenantId, id)
       if (!approved) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+      if (approved.heldStatusId !== null) throw ApiError.conflict(HELD_BY_SUSPENSION)
       if (!(await repository.deleteRevision(tx, id))) throw ApiError.notFound('This listing has no revision to discard.')
       const updated = await repository.updateProperty(tx, tenantId, id, { reviewRequestedAt: null })
       return this.view(updated, await this.ownerOf(tx, updated), tx, undefined, null)
@@ -469,6 +478,7 @@ export class PropertiesService {
     const fileKeys = await this.db.transaction(async (tx) => {
       const current = await lock(tx)
       if (!current) throw ApiError.notFound(notFound)
+      if (current.heldStatusId !== null) throw ApiError.conflict(HELD_BY_SUSPENSION)
       const { tenantId, id } = current
       if (current.statusId === ListingStatus.Published) await this.announce.removed(tx, current, 'deleted')
       const keys = await this.images.deleteRowsOfProperty(tx, tenantId, id)

@@ -16,9 +16,11 @@ interface Cursor {
 
 const encodeCursor = ({ position, horizon }: Cursor) => Buffer.from(`c${position}.${horizon}`).toString('base64url')
 
+const notOurs = () => ApiError.validation([{ loc: ['query', 'after'], msg: 'is not a cursor this service gave' }])
+
 function decodeCursor(cursor: string): Cursor {
   const parts = /^c(\d{1,15})\.(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString())
-  if (!parts) throw ApiError.validation([{ loc: ['query', 'after'], msg: 'is not a cursor this service gave' }])
+  if (!parts) throw notOurs()
   return { position: Number(parts[1]), horizon: Number(parts[2]) }
 }
 
@@ -41,7 +43,10 @@ export class CatalogueChangesService {
     const cursor = after === undefined ? undefined : decodeCursor(after)
     const from = cursor?.position ?? 0
     // One more than asked for, to tell whether more follow.
-    const { changes, prunedThrough } = await repository.readChanges(this.db, from, limit + 1)
+    const { changes, prunedThrough, lastPosition } = await repository.readChanges(this.db, from, limit + 1)
+    // Positions and the horizon only grow: a cursor past either was not given by this feed
+    // (read from it, a reader would skip what comes next, or dodge the 410 below).
+    if (cursor && (cursor.position > lastPosition || cursor.horizon > prunedThrough)) throw notOurs()
     // Retention has pruned removals up to position `prunedThrough`. A reader that started under
     // that horizon, or has read past it, has missed none of them: each listing has one row, so
     // a removal pruned before a reader started is of a listing it never saw. Any other reader

@@ -23,7 +23,8 @@ import { CatalogueVersions, type CatalogueSnapshot } from './catalogue-versions.
 import { placesOf, toCatalogueDetail, toCatalogueItem } from './catalogue.mapper.js'
 import * as repository from './catalogue.repository.js'
 import type { CatalogueDetail, CatalogueItem, CatalogueQuery, ClustersQuery, MapClusters } from './catalogue.schemas.js'
-import { catalogueGeoFilterOf, cellDegrees, checkClusterBox, parseBbox } from './geo.js'
+import { cellDegrees, checkClusterBox, parseBbox } from './geo.js'
+import { filterErrors, geoOf } from './listing-filter.js'
 
 /** A catalogue answer ready to send: its JSON bytes and their ETag. */
 export interface CatalogueAnswer {
@@ -37,18 +38,14 @@ export type Serialize = (payload: unknown) => string
 type CataloguePage = { items: CatalogueItem[]; total: number; limit: number; offset: number; next_cursor: string | null }
 
 /**
- * The filter of a search or of clusters, its ranges checked. A bad map parameter, or a minimum
- * over its maximum, is a 422 naming the parameter.
+ * The filter of a search (with its `sort`) or of clusters (which take none, as any other
+ * parameter they do not take), its ranges checked. Bad filter parameters are one 422 naming
+ * each (filterErrors).
  */
-function filterOf(query: CatalogueQuery | ClustersQuery): CatalogueFilter {
-  const { min_price, max_price, min_area, max_area } = query
-  if (min_price !== undefined && max_price !== undefined && min_price > max_price) {
-    throw ApiError.validation([{ loc: ['query', 'min_price'], msg: 'must not be greater than max_price' }])
-  }
-  if (min_area !== undefined && max_area !== undefined && min_area > max_area) {
-    throw ApiError.validation([{ loc: ['query', 'min_area'], msg: 'must not be greater than max_area' }])
-  }
-  const geo = catalogueGeoFilterOf(query)
+function filterOf(query: CatalogueQuery | ClustersQuery, sort?: CatalogueSort): CatalogueFilter {
+  const errors = filterErrors(query, ['query'], sort)
+  if (errors.length > 0) throw ApiError.validation(errors)
+  const geo = geoOf(query)
   return {
     cityId: query.city_id,
     propertyTypeId: query.property_type_id,
@@ -115,7 +112,7 @@ export class CatalogueService {
   async search(query: CatalogueQuery, serialize: Serialize): Promise<CatalogueAnswer> {
     const { limit, offset, cursor, sort = 'created_desc' } = query
     refuseOffsetWithCursor(cursor, offset)
-    const filter = filterOf(query)
+    const filter = filterOf(query, sort)
     const position = cursor === undefined ? undefined : positionOf(cursor, sort, filter)
     const snapshot = await this.versions.current()
     const totalOf = (search: CatalogueFilter) => this.total(search, snapshot)

@@ -152,16 +152,6 @@ export function geoFilterOf(query: GeoQuery): GeoFilter | undefined {
   return { box: box ? (intersectBoxes(box, around) ?? { west: 1, south: 0, east: -1, north: 0 }) : around, circle }
 }
 
-/** As geoFilterOf, a bad parameter answered as a 422 naming it. */
-export function catalogueGeoFilterOf(query: GeoQuery): GeoFilter | undefined {
-  try {
-    return geoFilterOf(query)
-  } catch (error) {
-    if (error instanceof GeoParameterError) throw ApiError.validation([{ loc: ['query', error.parameter], msg: error.message }])
-    throw error
-  }
-}
-
 /** Cells per side of a map tile: a tile of 256 px holds 8 × 8 clusters, one per 32 px. */
 export const CELLS_PER_TILE = 8
 /** The most cells a clusters' box may span on either side: 32 tiles, wider than any screen. */

@@ -40,17 +40,18 @@ export const ListingFilter = Type.Object(
 )
 export type ListingFilter = Static<typeof ListingFilter>
 
-/** The map part of a filter (geo.ts), or what is wrong with it. */
-function geoOf(filter: ListingFilter): GeoFilter | undefined {
-  return geoFilterOf({ bbox: filter.bbox, near: filter.near, radius_m: filter.radius_m })
+/** The map part of a filter (geo.ts), or what is wrong with it; `sort=distance` needs `near`. */
+export function geoOf(filter: ListingFilter, sort?: string): GeoFilter | undefined {
+  return geoFilterOf({ bbox: filter.bbox, near: filter.near, radius_m: filter.radius_m, sort })
 }
 
 /**
- * What is wrong with a filter the schema let through: the checks across parameters that the
- * catalogue's search makes (a minimum above its maximum, the map parameters as geo.ts checks
- * them). Each error's `loc` starts with `at` (e.g. `['body', 'filter']`).
+ * What is wrong with a filter the schema let through, every problem at once: the checks across
+ * parameters that the catalogue's search makes (a minimum above its maximum, the map parameters
+ * as geo.ts checks them, with the search's `sort`). Each error's `loc` starts with `at` (e.g.
+ * `['body', 'filter']`, or `['query']` for a search).
  */
-export function filterErrors(filter: ListingFilter, at: (string | number)[]): FieldError[] {
+export function filterErrors(filter: ListingFilter, at: (string | number)[], sort?: string): FieldError[] {
   const errors: FieldError[] = []
   if (filter.min_price !== undefined && filter.max_price !== undefined && filter.min_price > filter.max_price) {
     errors.push({ loc: [...at, 'min_price'], msg: 'must not be greater than max_price' })
@@ -59,7 +60,7 @@ export function filterErrors(filter: ListingFilter, at: (string | number)[]): Fi
     errors.push({ loc: [...at, 'min_area'], msg: 'must not be greater than max_area' })
   }
   try {
-    geoOf(filter)
+    geoOf(filter, sort)
   } catch (error) {
     if (!(error instanceof GeoParameterError)) throw error
     errors.push({ loc: [...at, error.parameter], msg: error.message })

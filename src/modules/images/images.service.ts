@@ -30,13 +30,13 @@ export interface NewPhoto {
   sourceUrl?: string | undefined
 }
 
-/** A stored photo as the API shows it. */
 /** A 404 for a listing that is not the agency's, a 409 for one its suspension holds (nothing changes). */
 function checkPhotosCanChange(listing: { heldStatusId: number | null } | undefined): void {
   if (!listing) throw ApiError.notFound(PROPERTY_NOT_FOUND)
   if (listing.heldStatusId !== null) throw ApiError.conflict(HELD_BY_SUSPENSION)
 }
 
+/** A stored photo as the API shows it. */
 function toImage(row: repository.ImageRow, mediaBase: string): PropertyImage {
   return {
     id: row.id,

@@ -46,11 +46,6 @@ const propertyTypeIds = new Map<string, number>(seedPropertyTypes.map((type) => 
 const dealTypeIds = new Map<string, number>(seedDealTypes.map((type) => [type.name, type.id]))
 
 /**
- * A request that was let in just before its agency was suspended, and reaches a listing the
- * suspension has taken out of the catalogue: the listing waits, as it is, for the agency's return.
- */
-
-/**
  * A listing before the check or an operator: as its agency submitted it (with a revision, as
  * the revision makes it), and the revision when it is a published listing's change.
  */

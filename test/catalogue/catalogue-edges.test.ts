@@ -9,23 +9,13 @@ import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import type { CataloguePage, ValidationErrorBody } from '../helpers/responses.js'
+import { seededRandom } from '../helpers/random.js'
 
 /**
  * The public catalogue at its edges: combined filters, boxes and circles against a brute-force
  * pass over the stored rows; bad and extreme input (a 422 naming the parameter, never a 5xx);
  * webhook filters validated as the search's; conditional requests; cursors tampered with.
  */
-/** A seeded random stream (mulberry32). */
-function randomStream(seed: number): () => number {
-  let state = seed
-  return () => {
-    state = (state + 0x6d2b79f5) | 0
-    let x = Math.imul(state ^ (state >>> 15), 1 | state)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 interface Row {
   id: number
   lat: number | null
@@ -56,7 +46,7 @@ function assertRejected(response: { statusCode: number; body: string; json: <T>(
 describe('the catalogue at its edges', () => {
   let t: TestApp
   let agency: Tenant
-  const random = randomStream(424242)
+  const random = seededRandom(424242)
   const pick = <T>(values: readonly T[]) => values[Math.floor(random() * values.length)]!
 
   before(async () => {

@@ -9,6 +9,7 @@ import { createTenant, submitProperty } from '../helpers/factories.js'
 import { assertMapCountsAsRebuilt } from '../helpers/map-counts.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import type { CataloguePage } from '../helpers/responses.js'
+import { seededRandom } from '../helpers/random.js'
 
 /** A published listing with coordinates, as the database holds it. */
 interface Located {
@@ -19,17 +20,6 @@ interface Located {
   deal: number
   rooms: number | null
   price: number | null
-}
-
-/** A seeded random stream (mulberry32): the same listings and boxes on every run. */
-function randomStream(seed: number): () => number {
-  let state = seed
-  return () => {
-    state = (state + 0x6d2b79f5) | 0
-    let x = Math.imul(state ^ (state >>> 15), 1 | state)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 const round6 = (degrees: number) => Number(degrees.toFixed(6))
@@ -43,7 +33,7 @@ const round6 = (degrees: number) => Number(degrees.toFixed(6))
  */
 describe('map totals and clusters from the counted cells', () => {
   let t: TestApp
-  const random = randomStream(20261126)
+  const random = seededRandom(20261126)
   const pick = <T>(values: readonly T[]) => values[Math.floor(random() * values.length)]!
   // Moscow's centre, the counted grid's cells a little over 2 km on a side there.
   const origin = { lat: 55.6, lon: 37.3 }

@@ -5,6 +5,7 @@
  * the bench use it; `tweak` changes single offers, `omit` leaves some out.
  */
 import { seedCities, seedDistricts } from '../../src/db/seed/places.js'
+import { seededRandom } from './random.js'
 
 export interface GeneratedOffer {
   internalId: string
@@ -57,18 +58,6 @@ export interface GenerateOptions {
 
 export const GENERATED_FEED_DATE = '2026-11-26T09:00:00+03:00'
 
-/** mulberry32: small, fast and the same on every machine. */
-function random(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 const STREETS = ['ул. Ленина', 'ул. Гагарина', 'пр. Мира', 'ул. Советская', 'ул. Пушкина', 'наб. Речная', 'ул. Берёзовая', 'пер. Тихий']
 const NAMES = ['Иван Петров', 'Мария Иванова', 'Алексей Смирнов', 'Ольга Кузнецова', 'Пётр Соколов', 'Анна Попова']
 // Mobile prefixes that libphonenumber knows as Russian mobile ranges.
@@ -81,7 +70,7 @@ const WORDS = ['Светлая', 'тёплая', 'уютная', 'простор
 
 /** The offer i of the feed generated with `seed`, before `tweak`. */
 export function generatedOffer(index: number, seed = 1, images: (index: number) => string[] = () => []): GeneratedOffer {
-  const next = random(seed * 1_000_003 + index)
+  const next = seededRandom(seed * 1_000_003 + index)
   const pick = <T>(values: readonly T[]): T => values[Math.floor(next() * values.length)]!
   const between = (low: number, high: number) => low + Math.floor(next() * (high - low + 1))
   const city = pick(seedCities)

@@ -18,6 +18,24 @@ import { photo, upload } from '../helpers/photos.js'
  * photos and suspension meet: each test states what docs/api.md promises. The two photo races
  * need PostgreSQL (another transaction holds a change at its commit), and are skipped on PGlite.
  */
+/**
+ * Another connection holding the change feed's commit-order lock: a change that reaches its
+ * commit waits there until `release`. `waitForBlocked(n)` waits until n backends of the test's
+ * database are blocked.
+ */
+async function holdCommits(url: string | undefined) {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  await client.query('begin')
+  await client.query(`select pg_advisory_xact_lock(hashtextextended('mls.catalogue_changes', 0))`)
+  const blocked = `select 1 from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and cardinality(pg_blocking_pids(pid)) > 0`
+  return {
+    waitForBlocked: (count: number, what: string) => waitFor(async () => (await client.query(blocked)).rowCount! >= count, 30_000, what),
+    release: () => client.query('rollback'),
+    end: () => client.end(),
+  }
+}
+
 function helpers(get: () => TestApp) {
   const call = (tenant: Tenant, method: 'GET' | 'PATCH' | 'PUT' | 'POST' | 'DELETE', url: string, payload?: object) =>
     get().app.inject({ method, url, headers: tenant.headers, ...(payload ? { payload } : {}) })
@@ -328,26 +346,17 @@ describe('revisions at their edges (MODERATION_MODE=auto)', () => {
       const image = added.json<PropertyImage>()
       await patch(id, { price: 6_600_000 }) // with a pending revision
       // Hold the feed's commit-order lock, so the withdrawal has written everything and waits to commit.
-      const other = new pg.Client({ connectionString: t.database.url })
-      await other.connect()
+      const commits = await holdCommits(t.database.url)
       try {
-        await other.query('begin')
-        await other.query(`select pg_advisory_xact_lock(hashtextextended('mls.catalogue_changes', 0))`)
-        const blocked = async (count: number) =>
-          (
-            await other.query(
-              `select 1 from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and cardinality(pg_blocking_pids(pid)) > 0`,
-            )
-          ).rowCount! >= count
         const withdrawal = h.call(agency, 'POST', `/properties/${id}/status`, { status_id: 4 })
-        await waitFor(() => blocked(1), 30_000, 'the withdrawal to wait at its commit')
+        await commits.waitForBlocked(1, 'the withdrawal to wait at its commit')
         const removal = h.call(agency, 'DELETE', `/property-images/${image.id}`)
-        await waitFor(() => blocked(2), 30_000, 'the photo removal to wait for the withdrawal')
-        await other.query('rollback')
+        await commits.waitForBlocked(2, 'the photo removal to wait for the withdrawal')
+        await commits.release()
         assert.equal((await withdrawal).statusCode, 200)
         assert.equal((await removal).statusCode, 204)
       } finally {
-        await other.end()
+        await commits.end()
       }
       assert.equal((await h.catalogueDetail(id)).status, 404)
       const entry = await h.feedEntry(id)
@@ -363,39 +372,18 @@ describe('revisions at their edges (MODERATION_MODE=auto)', () => {
       const added = await upload(t.app, agency, { file: await photo('jpeg'), fields: { property_id: String(id) } })
       assert.equal(added.statusCode, 201, added.body)
       const image = added.json<PropertyImage>()
-      const other = new pg.Client({ connectionString: t.database.url })
-      await other.connect()
+      const commits = await holdCommits(t.database.url)
       try {
-        await other.query('begin')
-        await other.query(`select pg_advisory_xact_lock(hashtextextended('mls.catalogue_changes', 0))`)
         const check = runInternalCheck(t.app)
-        await waitFor(
-          async () =>
-            (
-              await other.query(
-                `select 1 from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and cardinality(pg_blocking_pids(pid)) > 0`,
-              )
-            ).rowCount! >= 1,
-          30_000,
-          'the publication to wait at its commit',
-        )
+        await commits.waitForBlocked(1, 'the publication to wait at its commit')
         // The agency removes the photo meanwhile: it waits for the publication to commit.
         const removal = h.call(agency, 'DELETE', `/property-images/${image.id}`)
-        await waitFor(
-          async () =>
-            (
-              await other.query(
-                `select 1 from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and cardinality(pg_blocking_pids(pid)) > 0`,
-              )
-            ).rowCount! >= 2,
-          30_000,
-          'the photo removal to wait for the publication',
-        )
-        await other.query('rollback')
+        await commits.waitForBlocked(2, 'the photo removal to wait for the publication')
+        await commits.release()
         await check
         assert.equal((await removal).statusCode, 204)
       } finally {
-        await other.end()
+        await commits.end()
       }
       const shown = await h.catalogueDetail(id)
       assert.equal(shown.status, 200)

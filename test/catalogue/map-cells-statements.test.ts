@@ -4,7 +4,7 @@ import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { adminHeaders, createTenant, submitProperty } from '../helpers/factories.js'
-import { assertMapCountsAsRebuilt } from '../helpers/map-counts.js'
+import { assertMapCountsAsRebuilt, templateColumns } from '../helpers/map-counts.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import type { CataloguePage } from '../helpers/responses.js'
 
@@ -19,14 +19,7 @@ describe('the map’s counted cells, under statements of many listings', () => {
 
   /** Published copies of the template at these coordinates, through the triggers as any listing; their ids. */
   async function copies(points: [lat: number, lon: number][]): Promise<number[]> {
-    const columns = (
-      await queryRows<{ name: string }>(
-        t.db,
-        sql`select column_name as name from information_schema.columns
-            where table_schema = current_schema() and table_name = 'properties' and is_generated = 'NEVER' and is_identity = 'NO'
-              and column_name not in ('latitude', 'longitude')`,
-      )
-    ).map((column) => sql.identifier(column.name))
+    const columns = await templateColumns(t.db, ['latitude', 'longitude'])
     const rows = points.map(([lat, lon]) => sql`(${lat}::numeric, ${lon}::numeric)`)
     const inserted = await queryRows<{ id: number }>(
       t.db,

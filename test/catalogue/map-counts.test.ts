@@ -6,7 +6,7 @@ import type { MapClusters } from '../../src/modules/catalogue/catalogue.schemas.
 import { cellDegrees, COUNTED_CELL_DEGREES } from '../../src/modules/catalogue/geo.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty } from '../helpers/factories.js'
-import { assertMapCountsAsRebuilt } from '../helpers/map-counts.js'
+import { assertMapCountsAsRebuilt, templateColumns } from '../helpers/map-counts.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import type { CataloguePage } from '../helpers/responses.js'
 import { seededRandom } from '../helpers/random.js'
@@ -71,14 +71,7 @@ describe('map totals and clusters from the counted cells', () => {
     })
     await runInternalCheck(t.app)
     // Copies of the template, through the triggers as any listing: columns the database fills itself left out.
-    const columns = (
-      await queryRows<{ name: string }>(
-        t.db,
-        sql`select column_name as name from information_schema.columns
-            where table_schema = current_schema() and table_name = 'properties' and is_generated = 'NEVER' and is_identity = 'NO'
-              and column_name not in ('latitude', 'longitude', 'property_type_id', 'deal_type_id', 'attributes', 'price')`,
-      )
-    ).map((column) => sql.identifier(column.name))
+    const columns = await templateColumns(t.db, ['latitude', 'longitude', 'property_type_id', 'deal_type_id', 'attributes', 'price'])
     // Most of one type, deal and rooms, so that a counted cell's row holds several listings and
     // one leaving its edge has the box read again from those left.
     const rows = Array.from({ length: 500 }, () => {

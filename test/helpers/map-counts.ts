@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { sql } from 'drizzle-orm'
+import { sql, type Name } from 'drizzle-orm'
 import { queryRows, type Database } from '../../src/db/client.js'
 
 /** The map's counts tables (migrations 0026 and 0028): each with its key's order and the function that rebuilds it from the listings. */
@@ -24,4 +24,21 @@ export async function assertMapCountsAsRebuilt(db: Database, minimumRows = 1): P
     await db.execute(sql`select ${sql.raw(rebuild)}()`)
     assert.deepEqual(await contents(), kept, `${table} as its rebuild makes it`)
   }
+}
+
+/**
+ * The columns of a listing that a copy of a template listing takes from it, as identifiers:
+ * all but those the database fills itself and those the copy `provides` (its own values).
+ */
+export async function templateColumns(db: Database, provides: readonly [string, ...string[]]): Promise<Name[]> {
+  const rows = await queryRows<{ name: string }>(
+    db,
+    sql`select column_name as name from information_schema.columns
+        where table_schema = current_schema() and table_name = 'properties' and is_generated = 'NEVER' and is_identity = 'NO'
+          and column_name not in (${sql.join(
+            provides.map((name) => sql`${name}`),
+            sql`, `,
+          )})`,
+  )
+  return rows.map((column) => sql.identifier(column.name))
 }

@@ -645,5 +645,34 @@ describe('the catalogue at its edges', () => {
         .sort()
       assert.deepEqual(searchLocs, hookLocs, `GET /mls/properties answered ${search.body}`)
     })
+
+    it('names each bad map parameter, not only the first, in a search and in a subscription filter alike', async () => {
+      const cases: [string, Record<string, string | number>, string[]][] = [
+        ['a bad box and a bad point', { bbox: '1,1,0,0', near: '91,0', radius_m: 500 }, ['bbox', 'near']],
+        ['a bad box and a radius without a point', { bbox: 'x', radius_m: 500 }, ['bbox', 'radius_m']],
+        ['a bad point, a flat box and no radius', { near: '1,2,3', bbox: '0,0,0,0' }, ['bbox', 'near', 'radius_m']],
+        ['a bad point and no radius', { near: '0,200' }, ['near', 'radius_m']],
+      ]
+      for (const [what, filter, expected] of cases) {
+        const hook = await t.app.inject({
+          method: 'POST',
+          url: '/webhooks',
+          headers: agency.headers,
+          payload: { url: 'http://127.0.0.1:9/hook', events: ['mls.new_listing'], filter },
+        })
+        assert.equal(hook.statusCode, 422, `${what}: ${hook.body}`)
+        const hookLocs = hook.json<ValidationErrorBody>().errors.map((error) => error.loc.slice(2).join('.'))
+        assert.deepEqual(hookLocs.sort(), expected, `${what}: ${hook.body}`)
+        const query = Object.entries(filter)
+          .map(([k, v]) => `${k}=${encodeURIComponent(String(v))}`)
+          .join('&')
+        const search = await t.app.inject(`/mls/properties?${query}&sort=distance`)
+        assert.equal(search.statusCode, 422, `${what}: ${search.body}`)
+        const searchLocs = search.json<ValidationErrorBody>().errors.map((error) => error.loc.slice(1).join('.'))
+        // sort=distance is refused too when no point is given at all.
+        const withSort = filter.near === undefined ? [...expected, 'sort'].sort() : expected
+        assert.deepEqual(searchLocs.sort(), withSort, `${what}: ${search.body}`)
+      }
+    })
   })
 })

@@ -32,32 +32,40 @@ export const EARTH_RADIUS_M = 6_371_008.8
 /** Metres in a degree of latitude, on that sphere. */
 const METRES_PER_DEGREE = (Math.PI * EARTH_RADIUS_M) / 180
 
-/** Thrown for a bad map parameter: `parameter` names it, `message` says what is wrong. */
+/** What is wrong with one map parameter: `parameter` names it, `message` says what. */
+export interface GeoProblem {
+  parameter: string
+  message: string
+}
+
+/** Thrown for bad map parameters: one problem per parameter, every parameter's at once. */
 export class GeoParameterError extends Error {
-  constructor(
-    readonly parameter: string,
-    message: string,
-  ) {
-    super(message)
+  readonly problems: GeoProblem[]
+
+  constructor(problems: GeoProblem[]) {
+    super(problems.map(({ parameter, message }) => `${parameter} ${message}`).join('; '))
+    this.problems = problems
   }
 }
+
+const problem = (parameter: string, message: string) => new GeoParameterError([{ parameter, message }])
 
 /** Numbers separated by commas, exactly `count` of them, each finite. */
 function numbersOf(text: string, count: number, parameter: string, shape: string): number[] {
   const parts = text.split(',')
   const values = parts.map((part) => (/^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(part) ? Number(part) : NaN))
   if (parts.length !== count || values.some((value) => !Number.isFinite(value))) {
-    throw new GeoParameterError(parameter, `must be ${count} numbers separated by commas: ${shape}`)
+    throw problem(parameter, `must be ${count} numbers separated by commas: ${shape}`)
   }
   return values
 }
 
 function checkLatitude(value: number, parameter: string, name: string): void {
-  if (value < -90 || value > 90) throw new GeoParameterError(parameter, `${name} must be a latitude, from -90 to 90`)
+  if (value < -90 || value > 90) throw problem(parameter, `${name} must be a latitude, from -90 to 90`)
 }
 
 function checkLongitude(value: number, parameter: string, name: string): void {
-  if (value < -180 || value > 180) throw new GeoParameterError(parameter, `${name} must be a longitude, from -180 to 180`)
+  if (value < -180 || value > 180) throw problem(parameter, `${name} must be a longitude, from -180 to 180`)
 }
 
 /** `minLon,minLat,maxLon,maxLat` → a box; a box across the antimeridian is two searches, so min must be below max. */
@@ -67,8 +75,8 @@ export function parseBbox(text: string, parameter = 'bbox'): GeoBox {
   checkLatitude(south, parameter, 'minLat')
   checkLongitude(east, parameter, 'maxLon')
   checkLatitude(north, parameter, 'maxLat')
-  if (west >= east) throw new GeoParameterError(parameter, 'minLon must be less than maxLon')
-  if (south >= north) throw new GeoParameterError(parameter, 'minLat must be less than maxLat')
+  if (west >= east) throw problem(parameter, 'minLon must be less than maxLon')
+  if (south >= north) throw problem(parameter, 'minLat must be less than maxLat')
   return { west, south, east, north }
 }
 
@@ -138,16 +146,31 @@ export interface GeoQuery {
  * when they do not meet, the box is empty (west > east) and nothing matches.
  */
 export function geoFilterOf(query: GeoQuery): GeoFilter | undefined {
-  const box = query.bbox === undefined ? undefined : parseBbox(query.bbox)
-  if (query.near === undefined) {
-    if (query.radius_m !== undefined) throw new GeoParameterError('radius_m', 'is only taken with near')
-    if (query.sort === 'distance') throw new GeoParameterError('sort', 'distance needs near')
-    return box && { box, circle: undefined }
+  const problems: GeoProblem[] = []
+  /** The parsed value, or undefined with its problem noted, so that every parameter is checked. */
+  const checked = <T>(parse: () => T): T | undefined => {
+    try {
+      return parse()
+    } catch (error) {
+      if (!(error instanceof GeoParameterError)) throw error
+      problems.push(...error.problems)
+      return undefined
+    }
   }
-  const point = parseNear(query.near)
-  if (query.radius_m === undefined) throw new GeoParameterError('radius_m', 'is required with near')
-  if (!(query.radius_m > 0 && query.radius_m <= MAX_RADIUS_M)) throw new GeoParameterError('radius_m', `must be over 0 and at most ${MAX_RADIUS_M}`)
-  const circle = { ...point, radiusM: query.radius_m }
+  const { bbox, near } = query
+  const box = bbox === undefined ? undefined : checked(() => parseBbox(bbox))
+  const point = near === undefined ? undefined : checked(() => parseNear(near))
+  if (near === undefined) {
+    if (query.radius_m !== undefined) problems.push({ parameter: 'radius_m', message: 'is only taken with near' })
+    if (query.sort === 'distance') problems.push({ parameter: 'sort', message: 'distance needs near' })
+  } else if (query.radius_m === undefined) {
+    problems.push({ parameter: 'radius_m', message: 'is required with near' })
+  } else if (!(query.radius_m > 0 && query.radius_m <= MAX_RADIUS_M)) {
+    problems.push({ parameter: 'radius_m', message: `must be over 0 and at most ${MAX_RADIUS_M}` })
+  }
+  if (problems.length > 0) throw new GeoParameterError(problems)
+  if (!point) return box && { box, circle: undefined }
+  const circle = { ...point, radiusM: query.radius_m! }
   const around = boxAround(circle)
   return { box: box ? (intersectBoxes(box, around) ?? { west: 1, south: 0, east: -1, north: 0 }) : around, circle }
 }

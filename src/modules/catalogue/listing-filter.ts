@@ -63,7 +63,7 @@ export function filterErrors(filter: ListingFilter, at: (string | number)[], sor
     geoOf(filter, sort)
   } catch (error) {
     if (!(error instanceof GeoParameterError)) throw error
-    errors.push({ loc: [...at, error.parameter], msg: error.message })
+    for (const { parameter, message } of error.problems) errors.push({ loc: [...at, parameter], msg: message })
   }
   return errors
 }

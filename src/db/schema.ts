@@ -117,6 +117,13 @@ export const tenants = pgTable('tenants', {
    * no webhook goes to it.
    */
   suspendedAt: timestamp('suspended_at', { withTimezone: true, mode: 'date' }),
+  /**
+   * When its latest suspension was lifted. An event raised before then and fanned out after it
+   * (the worker was down or behind) is not delivered to the agency, as a fan-out during the
+   * suspension would not have delivered it: what a subscriber gets never depends on when the
+   * worker ran.
+   */
+  unsuspendedAt: timestamp('unsuspended_at', { withTimezone: true, mode: 'date' }),
 })
 
 export const registrationStatuses = ['pending', 'approved', 'rejected'] as const

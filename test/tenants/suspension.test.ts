@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { after, afterEach, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import pg from 'pg'
 import { queryRows } from '../../src/db/client.js'
 import type { CatalogueDetail } from '../../src/modules/catalogue/catalogue.schemas.js'
+import type { SubscribableEvent } from '../../src/modules/events/event-types.js'
 import type { Property } from '../../src/modules/properties/properties.schemas.js'
 import type { AdminTenant, CreatedApiKey } from '../../src/modules/tenants/tenants.schemas.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
@@ -265,4 +266,84 @@ describe('suspending an agency', () => {
       assert.equal((await me(agency.apiKey)).statusCode, 200)
     })
   }
+})
+
+const MLS_EVENTS: SubscribableEvent[] = ['mls.new_listing', 'mls.listing_updated', 'mls.listing_removed']
+
+/**
+ * docs/api.md#suspension: "events raised while it is suspended are not delivered to it, ever:
+ * they are dropped for it, not held", and once the suspension is lifted "its subscriptions
+ * receive events raised from then on". Whether the worker was running meanwhile must not change
+ * what the agency receives: the outbox exists so that a worker that is down or behind delivers
+ * later what it would have delivered at once, and nothing else.
+ */
+describe('an agency suspended while events wait in the outbox for fan-out', () => {
+  let t: TestApp
+  let worker: RunningWorker | undefined
+  let publisher: Tenant
+  const receivers: Receiver[] = []
+
+  before(async () => {
+    // No worker until a test starts one: the outbox holds the events, as while the worker process is down or behind.
+    t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true', WEBHOOK_RETRY_SCHEDULE: '100ms', WEBHOOK_TIMEOUT_MS: '5000' })
+    publisher = await createTenant(t.app)
+  })
+  afterEach(async () => {
+    await worker?.stop()
+    worker = undefined
+  })
+  after(async () => {
+    await t.close()
+    await Promise.all(receivers.map((receiver) => receiver.close()))
+  })
+
+  /** An agency with an unfiltered and a filtered subscription to every mls.* event, each to a receiver of its own. */
+  async function subscribedAgency() {
+    const agency = await createTenant(t.app)
+    const hooks = [await startReceiver(), await startReceiver()]
+    receivers.push(...hooks)
+    await subscribe(t.app, agency, { url: hooks[0]!.url, events: MLS_EVENTS })
+    await subscribe(t.app, agency, { url: hooks[1]!.url, events: MLS_EVENTS, filter: { city_id: 1 } })
+    return { agency, hooks }
+  }
+
+  async function suspension(agency: Tenant, action: 'suspend' | 'unsuspend') {
+    const response = await t.app.inject({ method: 'POST', url: `/admin/tenants/${agency.tenantId}/${action}`, headers: adminHeaders })
+    assert.equal(response.statusCode, 200, response.body)
+  }
+
+  /** Publishes a listing of another agency through the real flow (submission, internal check): an mls.new_listing in the outbox. */
+  async function publish(): Promise<number> {
+    const { id } = await submitProperty(t.app, publisher)
+    await runInternalCheck(t.app)
+    return id
+  }
+
+  /** Starts the webhook worker (stopped after each test) and waits until the outbox is drained. */
+  async function deliverEverything() {
+    worker = startWebhookWorker(t.database.handle, t.config)
+    await waitForOutboxDrained(t.db)
+  }
+
+  const announcedListings = (hook: Receiver) =>
+    distinctMessages(hook.delivered())
+      .map((request) => JSON.parse(request.body) as WebhookMessage)
+      .filter((message) => message.type === 'mls.new_listing')
+      .map((message) => message.data.id)
+
+  it('never delivers an event raised while the agency was suspended, even when fan-out runs after it is unsuspended', async () => {
+    const { agency, hooks } = await subscribedAgency()
+    await suspension(agency, 'suspend')
+    const during = await publish()
+    await suspension(agency, 'unsuspend')
+    const afterwards = await publish()
+
+    await deliverEverything()
+    // Both the unfiltered and the filtered subscription: only the listing announced after the suspension was lifted.
+    assert.deepEqual(
+      hooks.map(announcedListings),
+      [[afterwards], [afterwards]],
+      `listing ${during} was announced while the agency was suspended, listing ${afterwards} after the suspension was lifted`,
+    )
+  })
 })

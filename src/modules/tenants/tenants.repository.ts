@@ -109,7 +109,7 @@ export async function revokeApiKey(db: Database, tenantId: number, id: number): 
 export async function setSuspended(db: Database, tenantId: number, suspended: boolean): Promise<TenantRow | undefined> {
   const [row] = await db
     .update(tenants)
-    .set({ suspendedAt: suspended ? sql`coalesce(${tenants.suspendedAt}, now())` : null })
+    .set(suspended ? { suspendedAt: sql`coalesce(${tenants.suspendedAt}, now())` } : { suspendedAt: null, unsuspendedAt: sql`now()` })
     .where(eq(tenants.id, tenantId))
     .returning()
   return row

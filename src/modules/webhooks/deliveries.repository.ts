@@ -84,7 +84,8 @@ export interface PlannedDeliveries {
  * holdFanOutLock: an `mls.*` event to every active subscription for it without a filter, of
  * every tenant, and to the filtered ones `planned` names; the others to the owning tenant's
  * subscriptions only (a filter concerns `mls.*` events alone). A suspended agency's
- * subscriptions get none, nor one disabled or deleted since it was planned.
+ * subscriptions get none, nor one disabled or deleted since it was planned, nor an unsuspended
+ * agency's an event raised before its suspension was lifted (tenants.unsuspended_at).
  */
 export async function createDeliveries(tx: Database, batch: readonly UndispatchedEvent[], planned: PlannedDeliveries): Promise<number> {
   if (batch.length === 0) return 0
@@ -100,14 +101,15 @@ export async function createDeliveries(tx: Database, batch: readonly Undispatche
             on s.is_active
            and s.events @> array[e.type]
            and ((e.type = any(${mlsWide}::text[]) and s.filter is null) or (e.type <> all(${mlsWide}::text[]) and s.tenant_id = e.tenant_id))
-          join tenants t on t.id = s.tenant_id and t.suspended_at is null
+          join tenants t on t.id = s.tenant_id and t.suspended_at is null and (t.unsuspended_at is null or e.created_at >= t.unsuspended_at)
           where e.id = any(${ids}::bigint[])
           union all
           select s.id, p.event_id, p.variant
           from unnest(${`{${planned.subscriptionIds.join(',')}}`}::int[], ${`{${planned.eventIds.join(',')}}`}::bigint[], ${`{${planned.variants.map((v) => v ?? 'NULL').join(',')}}`}::text[])
             as p(subscription_id, event_id, variant)
           join webhook_subscriptions s on s.id = p.subscription_id and s.is_active
-          join tenants t on t.id = s.tenant_id and t.suspended_at is null
+          join events e on e.id = p.event_id
+          join tenants t on t.id = s.tenant_id and t.suspended_at is null and (t.unsuspended_at is null or e.created_at >= t.unsuspended_at)
           on conflict (event_id, subscription_id) do nothing
           returning 1
         )

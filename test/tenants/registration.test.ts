@@ -54,6 +54,7 @@ describe('POST /tenants/register', () => {
     ['an unknown country', { company_name: 'A', email: 'a@b.ru', country: 'XX' }, ['body', 'country']],
     ['an unparseable phone', { company_name: 'A', email: 'a@b.ru', phone: '12' }, ['body', 'phone']],
     ['an empty company_name', { company_name: '', email: 'a@b.ru' }, ['body', 'company_name']],
+    ['a company_name of spaces', { company_name: '   ', email: 'a@b.ru' }, ['body', 'company_name']],
     ['a number for company_name', { company_name: 42, email: 'a@b.ru' }, ['body', 'company_name']],
   ]
   for (const [name, payload, loc] of invalidBodies) {

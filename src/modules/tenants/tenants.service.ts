@@ -237,6 +237,8 @@ export class TenantsService {
   }
 
   async register(input: RegistrationCreateBody) {
+    const companyName = input.company_name.trim()
+    if (companyName === '') throw ApiError.validation([{ loc: ['body', 'company_name'], msg: 'must not be blank' }])
     const country = input.country ?? 'RU'
     if (!isSupportedCountry(country)) {
       throw ApiError.validation([{ loc: ['body', 'country'], msg: `"${country}" is not an ISO 3166-1 alpha-2 country code we know` }])
@@ -248,7 +250,7 @@ export class TenantsService {
     }
     const row = await repository.insertRegistrationRequest(this.db, {
       requestCode: generateRequestCode(),
-      companyName: input.company_name.trim(),
+      companyName,
       email: input.email.trim(),
       country,
       contactName: input.contact_name?.trim() ?? null,

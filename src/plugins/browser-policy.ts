@@ -40,6 +40,17 @@ export default fp(
   { name: 'browser-policy', decorators: { fastify: ['config'] } },
 )
 
+/**
+ * The same policy as header lines, for the few answers written straight to the socket before
+ * Fastify has a request (clientErrorHandler): every answer carries it.
+ */
+export const RAW_SECURITY_HEADER_LINES = [
+  "Content-Security-Policy: default-src 'none'; frame-ancestors 'none'",
+  'X-Content-Type-Options: nosniff',
+  'X-Frame-Options: DENY',
+  'Referrer-Policy: no-referrer',
+]
+
 function securityHeaders(config: Config): FastifyHelmetOptions {
   return {
     contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },

@@ -4,6 +4,7 @@ import { isDatabaseUnavailable, type DatabaseAvailability } from '../db/availabi
 import { isTransactionConflict } from '../db/conflicts.js'
 import { clientHasGone } from '../lib/client-connection.js'
 import { ApiError, errorStatus } from '../lib/errors.js'
+import { RAW_SECURITY_HEADER_LINES } from './browser-policy.js'
 import { closeLingering, isAnsweredAndClosing } from './connection-closing.js'
 import { describeValidationFailure } from './validation.js'
 
@@ -95,9 +96,13 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
     socket.destroy(error)
     return
   }
-  socket.write(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
-  )
+  const headers = [
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Content-Type: application/json; charset=utf-8',
+    ...RAW_SECURITY_HEADER_LINES,
+    'Connection: close',
+  ]
+  socket.write(`HTTP/1.1 ${status} ${reason}\r\n${headers.join('\r\n')}\r\n\r\n${body}`)
   closeLingering(socket)
 }
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { connect, type AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { ADMIN_KEY, buildTestApp, type TestApp } from '../helpers/app.js'
@@ -241,4 +242,51 @@ describe('security headers', () => {
       ['/'],
     )
   })
+})
+
+describe('security headers on answers written before Fastify sees a request', () => {
+  let t: TestApp
+  let port: number
+  before(async () => {
+    t = await buildTestApp()
+    await t.app.listen({ host: '127.0.0.1', port: 0 })
+    port = (t.app.server.address() as AddressInfo).port
+  })
+  after(() => t.close())
+
+  /** Sends `request` as it is and reads the answer until the server closes the connection. */
+  const rawExchange = (request: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(request))
+      let answer = ''
+      socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')))
+      socket.on('close', () => resolve(answer))
+      socket.on('error', reject)
+    })
+
+  const headersOf = (answer: string) =>
+    new Map(
+      answer
+        .split('\r\n\r\n')[0]!
+        .split('\r\n')
+        .slice(1)
+        .map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()] as const),
+    )
+
+  // Every answer carries them (docs/api.md#calling-from-a-browser), these too: a browser with
+  // oversized cookies gets the 431.
+  for (const [what, request, status] of [
+    ['headers over 16 KiB', `GET /tenants/me HTTP/1.1\r\nHost: mls.test\r\nCookie: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+    ['a request that is not valid HTTP', 'GET /tenants/me HTTP/1.1\r\nHost: mls.test\r\nNot a header\r\n\r\n', 400],
+  ] as const) {
+    it(`sends them with the ${status} to ${what}`, async () => {
+      const answer = await rawExchange(request)
+      assert.match(answer, new RegExp(`^HTTP/1\\.1 ${status} `), answer)
+      const headers = headersOf(answer)
+      assert.equal(headers.get('x-content-type-options'), 'nosniff', answer)
+      assert.equal(headers.get('x-frame-options'), 'DENY', answer)
+      assert.match(headers.get('content-security-policy') ?? '', /default-src 'none'; ?frame-ancestors 'none'/, answer)
+      assert.equal(headers.get('referrer-policy'), 'no-referrer', answer)
+    })
+  }
 })

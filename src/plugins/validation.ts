@@ -16,10 +16,11 @@ const commonOptions: Options = {
 }
 
 /**
- * Our keywords: `x-message`, how to describe a schema's failure better than ajv would; and
- * `x-max-decimals`, the digits a number may have after the point. `multipleOf: 0.01` cannot
- * say it: in binary 1234567.89 / 0.01 is 123456788.99999999. A number's shortest decimal
- * form, which JSON parsing round-trips, can.
+ * Our keywords: `x-message`, how to describe a schema's failure better than ajv would;
+ * `x-max-decimals`, the digits a number may have after the point (`multipleOf: 0.01` cannot
+ * say it: in binary 1234567.89 / 0.01 is 123456788.99999999; a number's shortest decimal
+ * form, which JSON parsing round-trips, can); and `x-decimal-range`, `[minimum, maximum]` of a
+ * number written as a string (a coordinate `"91"`), which `minimum` and `maximum` do not check.
  */
 function withKeywords(ajv: Ajv): Ajv {
   ajv.addVocabulary(['x-message'])
@@ -29,6 +30,13 @@ function withKeywords(ajv: Ajv): Ajv {
     schemaType: 'number',
     validate: (maximum: number, value: number) => decimalPlaces(value) <= maximum,
     error: { message: ({ schema }) => `must have at most ${Number(schema)} decimal places` },
+  })
+  ajv.addKeyword({
+    keyword: 'x-decimal-range',
+    type: 'string',
+    schemaType: 'array',
+    validate: ([minimum, maximum]: [number, number], value: string) => Number(value) >= minimum && Number(value) <= maximum,
+    error: { message: ({ schema }) => `must be from ${(schema as number[])[0]} to ${(schema as number[])[1]}` },
   })
   return ajv
 }

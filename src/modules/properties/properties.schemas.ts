@@ -31,7 +31,7 @@ export const moderationReasonCodes = [
 ]
 
 /**
- * A decimal as a JSON number or a numeric string, within bounds; with `decimals`, no more
+ * A decimal as a JSON number or a numeric string, within bounds either way; with `decimals`, no more
  * digits after the point than its column keeps (a price of 0.001 is refused, not stored as 0).
  */
 const Decimal = (options: { minimum: number; maximum: number; example: string; decimals?: number }) =>
@@ -41,6 +41,7 @@ const Decimal = (options: { minimum: number; maximum: number; example: string; d
       // At most 13 digits before the point; 50 characters is more than any value the column keeps.
       Type.String({
         maxLength: 50,
+        'x-decimal-range': [options.minimum, options.maximum],
         pattern: `^${options.minimum < 0 ? '-?' : ''}\\d{1,13}(\\.\\d${options.decimals === undefined ? '+' : `{1,${options.decimals}}`})?$`,
       }),
     ],

@@ -11,6 +11,7 @@ import { toOffsetTimestamp } from '../../lib/time.js'
 import type { CatalogueAnnouncements } from '../catalogue/catalogue-announcements.js'
 import type { ImagesService } from '../images/images.service.js'
 import type { PropertyImage } from '../images/images.schemas.js'
+import { attributesByName } from '../reference/attribute-catalogue.js'
 import type { ReferenceNames } from '../reference/reference-names.js'
 import type { AuthenticatedTenant } from '../tenants/tenants.service.js'
 import { parseAttributes } from './attributes.js'
@@ -376,7 +377,9 @@ export class PropertiesService {
           attributes: (current) => {
             const attributes: Record<string, unknown> = { ...current }
             for (const [name, value] of Object.entries(patch.attributes ?? {})) {
-              if (value === null) delete attributes[name]
+              // An unknown name stays, null and all, for the attributes' check to name it (a typo
+              // in a removal must not answer 200 and leave the attribute meant).
+              if (value === null && attributesByName.has(name)) delete attributes[name]
               else attributes[name] = value
             }
             return attributes

@@ -1,10 +1,6 @@
 import { parseArgs } from 'node:util'
-import { loadConfig } from '../config.js'
-import { migrateDatabase } from '../db/migrate.js'
 import { ApiError } from '../lib/errors.js'
 import type { TenantsService } from '../modules/tenants/tenants.service.js'
-import { openConfiguredDatabase } from '../runtime.js'
-import { createServices } from '../services.js'
 
 const usage = `Operator commands (the same service code as the /admin routes, straight on the database):
 
@@ -20,18 +16,28 @@ With the embedded database (no DATABASE_URL) stop the running service first: PGl
 one process at a time. With PostgreSQL it can run beside the service, and a revocation or a
 suspension takes effect on the running API processes within a second.`
 
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    status: { type: 'string' },
-    reason: { type: 'string' },
-    name: { type: 'string' },
-    'expires-in-days': { type: 'string' },
-    limit: { type: 'string', default: '50' },
-    offset: { type: 'string', default: '0' },
-    help: { type: 'boolean', short: 'h' },
-  },
-})
+const options = {
+  status: { type: 'string' },
+  reason: { type: 'string' },
+  name: { type: 'string' },
+  'expires-in-days': { type: 'string' },
+  limit: { type: 'string', default: '50' },
+  offset: { type: 'string', default: '0' },
+  help: { type: 'boolean', short: 'h' },
+} as const
+
+/** The command line, or the usage and exit code 2 for one parseArgs refuses (an unknown option, a missing value). */
+function commandLine() {
+  try {
+    return parseArgs({ allowPositionals: true, options })
+  } catch (error) {
+    console.error((error as Error).message)
+    console.log(usage)
+    process.exit(2)
+  }
+}
+
+const { values, positionals } = commandLine()
 
 const [resource, action, target, keyId] = positionals
 
@@ -41,16 +47,32 @@ const commands: Record<string, string[]> = {
   'api-keys': ['list', 'create', 'revoke'],
 }
 
-/** A positive whole number given on the command line, or an error naming what it is. */
-function positiveInteger(text: string | undefined, what: string): number {
+/** A whole number from `minimum` to `maximum` given on the command line, or an error naming what it is, as the routes' 422 would. */
+function wholeNumber(text: string | undefined, what: string, minimum: number, maximum: number): number {
   const value = Number(text)
-  if (!text || !/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < 1) throw new Error(`${what} must be a positive whole number`)
+  if (!text || !/^\d+$/.test(text) || !(value >= minimum && value <= maximum)) throw new Error(`${what} must be a whole number from ${minimum} to ${maximum}`)
   return value
 }
 
-async function run(tenants: TenantsService): Promise<unknown> {
-  if (resource === 'tenants') return runTenants(tenants)
-  if (resource === 'api-keys') return runApiKeys(tenants)
+/** An id of the database's integer columns. */
+const MAX_ID = 2_147_483_647
+
+const positiveInteger = (text: string | undefined, what: string) => wholeNumber(text, what, 1, MAX_ID)
+
+/** `--limit` and `--offset`, bounded as the admin routes bound them (1 to 100, from 0). */
+const page = () => ({ limit: wholeNumber(values.limit, '--limit', 1, 100), offset: wholeNumber(values.offset, '--offset', 0, Number.MAX_SAFE_INTEGER) })
+
+type Command = (tenants: TenantsService) => Promise<unknown>
+
+/**
+ * The command the line asks for, its values checked before anything is opened; undefined for
+ * the usage. A bad value throws, naming it.
+ */
+function commandOf(): Command | undefined {
+  const known = resource !== undefined && Object.hasOwn(commands, resource) && commands[resource]!.includes(action ?? '')
+  if (values.help || !known) return undefined
+  if (resource === 'tenants') return tenantCommand()
+  if (resource === 'api-keys') return apiKeyCommand()
   const requestCode = target
   switch (action) {
     case 'list': {
@@ -58,73 +80,76 @@ async function run(tenants: TenantsService): Promise<unknown> {
       if (status !== undefined && !['pending', 'approved', 'rejected'].includes(status)) {
         throw new Error('--status must be pending, approved or rejected')
       }
-      return tenants.list({
-        status: status as 'pending' | 'approved' | 'rejected' | undefined,
-        limit: Number(values.limit),
-        offset: Number(values.offset),
-      })
+      const query = { status: status as 'pending' | 'approved' | 'rejected' | undefined, ...page() }
+      return (tenants) => tenants.list(query)
     }
     case 'approve':
-      return requestCode ? tenants.approve(requestCode) : undefined
-    case 'reject':
-      return requestCode ? tenants.reject(requestCode, values.reason) : undefined
+      return requestCode ? (tenants) => tenants.approve(requestCode) : undefined
     default:
-      return undefined
+      return requestCode ? (tenants) => tenants.reject(requestCode, values.reason) : undefined
   }
 }
 
-async function runTenants(tenants: TenantsService): Promise<unknown> {
+function tenantCommand(): Command {
   const tenantId = positiveInteger(target, 'The tenant id')
-  if (action === 'suspend') return tenants.suspend(tenantId)
-  if (action === 'unsuspend') return tenants.unsuspend(tenantId)
-  return tenants.tenant(tenantId)
+  if (action === 'suspend') return (tenants) => tenants.suspend(tenantId)
+  if (action === 'unsuspend') return (tenants) => tenants.unsuspend(tenantId)
+  return (tenants) => tenants.tenant(tenantId)
 }
 
-async function runApiKeys(tenants: TenantsService): Promise<unknown> {
+function apiKeyCommand(): Command {
   const tenantId = positiveInteger(target, 'The tenant id')
   switch (action) {
-    case 'list':
-      return tenants.listKeysOfTenant(tenantId, { limit: Number(values.limit), offset: Number(values.offset) })
+    case 'list': {
+      const query = page()
+      return (tenants) => tenants.listKeysOfTenant(tenantId, query)
+    }
     case 'create': {
       const days = values['expires-in-days']
-      const expiresInDays = days === undefined ? undefined : positiveInteger(days, '--expires-in-days')
-      if (expiresInDays !== undefined && expiresInDays > 3650) throw new Error('--expires-in-days must be at most 3650')
+      const expiresInDays = days === undefined ? undefined : wholeNumber(days, '--expires-in-days', 1, 3650)
       if (values.name !== undefined && values.name.trim().length > 100) throw new Error('--name must be at most 100 characters')
-      return tenants.createKey(tenantId, { name: values.name, expires_in_days: expiresInDays })
+      return (tenants) => tenants.createKey(tenantId, { name: values.name, expires_in_days: expiresInDays })
     }
-    default:
-      return tenants.revokeKey(tenantId, positiveInteger(keyId, 'The key id'))
+    default: {
+      const id = positiveInteger(keyId, 'The key id')
+      return (tenants) => tenants.revokeKey(tenantId, id)
+    }
   }
 }
 
-const known = resource !== undefined && Object.hasOwn(commands, resource) && commands[resource]!.includes(action ?? '')
-
-if (values.help || !known) {
-  console.log(usage)
-  process.exitCode = values.help ? 0 : 2
-} else {
+/** Runs the command on the configured database, with the service code the routes use. */
+async function run(command: Command): Promise<unknown> {
+  // Loaded only for a command that will run: a mistyped one is answered at once.
+  const [{ loadConfig }, { openConfiguredDatabase }, { migrateDatabase }, { createServices }] = await Promise.all([
+    import('../config.js'),
+    import('../runtime.js'),
+    import('../db/migrate.js'),
+    import('../services.js'),
+  ])
+  const config = loadConfig()
+  const database = await openConfiguredDatabase(config)
   try {
-    const config = loadConfig()
-    const database = await openConfiguredDatabase(config)
+    await migrateDatabase(database)
+    const services = createServices({ config, database })
     try {
-      await migrateDatabase(database)
-      const services = createServices({ config, database })
-      try {
-        const result = await run(services.tenants)
-        if (result === undefined) {
-          console.log(usage)
-          process.exitCode = 2
-        } else {
-          console.log(JSON.stringify(result, null, 2))
-        }
-      } finally {
-        await services.close()
-      }
+      return await command(services.tenants)
     } finally {
-      await database.close()
+      await services.close()
     }
-  } catch (error) {
-    console.error(error instanceof ApiError ? error.message : `Failed: ${(error as Error).message}`)
-    process.exitCode = 1
+  } finally {
+    await database.close()
   }
+}
+
+try {
+  const command = commandOf()
+  if (command === undefined) {
+    console.log(usage)
+    process.exitCode = values.help ? 0 : 2
+  } else {
+    console.log(JSON.stringify(await run(command), null, 2))
+  }
+} catch (error) {
+  console.error(error instanceof ApiError ? error.message : `Failed: ${(error as Error).message}`)
+  process.exitCode = 1
 }

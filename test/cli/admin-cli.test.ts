@@ -139,12 +139,24 @@ describe('npm run admin -- registrations', () => {
     await withTenants(async (service) => assert.equal(await service.authenticate(key.key), undefined))
   })
 
-  it('prints usage and exits 2 on a wrong command, 1 on an unknown code', async () => {
+  it('prints usage and exits 2 on a wrong command or option, 1 on an unknown code or a value the routes would refuse', async () => {
     const wrong = await admin('registrations', 'delete')
     assert.equal(wrong.code, 2)
     assert.match(wrong.stdout, /npm run admin -- registrations list/)
+    const noValue = await admin('registrations', 'reject', 'reg_unknown', '--reason')
+    assert.equal(noValue.code, 2, noValue.stderr)
+    assert.match(noValue.stderr, /--reason/)
     const unknown = await admin('registrations', 'approve', 'reg_unknown')
     assert.equal(unknown.code, 1)
     assert.match(unknown.stderr, /Registration request not found/)
+    // As GET /admin/registrations answers 422 to them (limit 1 to 100), never a page.
+    for (const limit of ['abc', '0', '101']) {
+      const listed = await admin('registrations', 'list', '--limit', limit)
+      assert.equal(listed.code, 1, `--limit ${limit}: ${listed.stdout}`)
+      assert.match(listed.stderr, /--limit must be a whole number from 1 to 100/)
+    }
+    const tooLarge = await admin('tenants', 'show', '99999999999')
+    assert.equal(tooLarge.code, 1)
+    assert.match(tooLarge.stderr, /The tenant id must be a whole number from 1 to 2147483647/)
   })
 })

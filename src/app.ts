@@ -64,7 +64,8 @@ export async function buildApp({ config, database, services, logger }: AppOption
     // Node checks every second instead of every 30.
     requestTimeout: config.requestTimeoutMs,
     http: { connectionsCheckingInterval: 1000, headersTimeout: Math.min(config.requestTimeoutMs, HEADERS_TIMEOUT_MS) },
-    trustProxy: config.trustProxy,
+    // By address, never `true`: trusting every hop takes the leftmost X-Forwarded-For entry, which the caller writes.
+    trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
     // A path parameter may be an agency's external id: 100 characters, each up to 4 bytes of
     // UTF-8 percent-encoded (12 characters); the router's default of 100 would answer 404.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1200 },

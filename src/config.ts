@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import path from 'node:path'
+import ipaddr from 'ipaddr.js'
 
 /**
  * The service's whole configuration, read once from the environment (docs/operations.md).
@@ -11,8 +12,12 @@ import path from 'node:path'
 export interface Config {
   port: number
   host: string
-  /** Trust X-Forwarded-* from a proxy in front (for client addresses in rate limits and logs). */
-  trustProxy: boolean
+  /**
+   * The proxies in front whose X-Forwarded-* are trusted (addresses, CIDR ranges, or
+   * `loopback`, `linklocal`, `uniquelocal`); empty trusts none. The client's address (for rate
+   * limits and logs) is the nearest one in X-Forwarded-For that is not such a proxy.
+   */
+  trustedProxies: string[]
   /** `postgres://…`, or undefined for the embedded PGlite under `dataDir/pglite`. */
   /** How long a request may take to arrive, headers and body; past it, a 408 and the connection closed. */
   requestTimeoutMs: number
@@ -152,7 +157,7 @@ export function loadConfig(env: Env = process.env): Config {
   const config: Config = {
     port,
     host: read('HOST', '127.0.0.1', (v) => v),
-    trustProxy: read('TRUST_PROXY', false, boolean),
+    trustedProxies: read('TRUST_PROXY', [], trustedProxies),
     requestTimeoutMs: read('REQUEST_TIMEOUT_MS', 30_000, integerIn(1000, 3_600_000)),
     databaseUrl: read('DATABASE_URL', undefined, postgresUrl),
     // Two connections per core, at least four: one Node process cannot keep more busy with
@@ -286,6 +291,35 @@ function boolean(raw: string): boolean {
   if (['true', '1', 'yes', 'on'].includes(value)) return true
   if (['false', '0', 'no', 'off'].includes(value)) return false
   throw new Error('expected true or false')
+}
+
+/** What `TRUST_PROXY=true` trusts: the private and local networks a proxy in front is reached from. */
+export const PRIVATE_NETWORKS = ['loopback', 'linklocal', 'uniquelocal']
+
+/**
+ * TRUST_PROXY: `true` for proxies in private or local networks, a comma-separated list of
+ * addresses and CIDR ranges for exactly those, `false` for none. Trusted by address, never by
+ * a count of hops: a caller that reaches the service directly could otherwise write its own
+ * X-Forwarded-For and choose the address its requests are counted by.
+ */
+function trustedProxies(raw: string): string[] {
+  if (/^(true|yes|on|1)$/i.test(raw)) return PRIVATE_NETWORKS
+  if (/^(false|no|off|0)$/i.test(raw)) return []
+  const entries = raw.split(',').map((entry) => entry.trim())
+  for (const entry of entries) {
+    if (PRIVATE_NETWORKS.includes(entry) || isAddress(entry) || isCidr(entry)) continue
+    throw new Error(`"${entry}" is not an address or a CIDR range; expected true, false or a list of the proxies' addresses`)
+  }
+  return entries
+}
+
+/** An IPv4 address in four decimal parts (ipaddr.js would also read `2` or `0x7f.1`), or an IPv6 one. */
+const isAddress = (text: string) => ipaddr.IPv4.isValidFourPartDecimal(text) || ipaddr.IPv6.isValid(text)
+
+function isCidr(text: string): boolean {
+  const [address = '', bits, ...rest] = text.split('/')
+  if (rest.length > 0 || bits === undefined || !/^\d{1,3}$/.test(bits) || !isAddress(address)) return false
+  return Number(bits) <= (ipaddr.IPv4.isValidFourPartDecimal(address) ? 32 : 128)
 }
 
 function minLength(length: number) {

@@ -34,6 +34,20 @@ describe('configuration', () => {
     assert.deepEqual(config.retention, { eventDays: 30, changeDays: 90, feedRunDays: 30, orphanFileMinAgeMs: 3_600_000 })
     assert.deepEqual(config.feeds, { maxBytes: 200 * 1024 * 1024, downloadTimeoutMs: 600_000, photos: true, pollIntervalMs: 5_000 })
     assert.equal(config.images.maxEdge, 2560)
+    assert.deepEqual(config.trustedProxies, [])
+    rmSync(dir, { recursive: true })
+  })
+
+  it('reads TRUST_PROXY as the proxies to trust: true for private and local networks, or their addresses', () => {
+    const dir = dataDir()
+    for (const [value, trusted] of [
+      ['true', ['loopback', 'linklocal', 'uniquelocal']],
+      ['false', []],
+      ['10.0.0.1, 10.0.0.0/8,fd00::/8', ['10.0.0.1', '10.0.0.0/8', 'fd00::/8']],
+    ] as const) {
+      assert.deepEqual(loadConfig({ DATA_DIR: dir, TRUST_PROXY: value }).trustedProxies, trusted, `TRUST_PROXY=${value}`)
+    }
+    assert.throws(() => loadConfig({ DATA_DIR: dir, TRUST_PROXY: '2' }), /TRUST_PROXY="2": "2" is not an address or a CIDR range/)
     rmSync(dir, { recursive: true })
   })
 

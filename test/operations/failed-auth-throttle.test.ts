@@ -110,6 +110,45 @@ describe('failed key checks and unknown routes, counted per client address', () 
   })
 })
 
+for (const [setting, proxies] of [
+  ['true', ['10.0.0.1']],
+  ['203.0.113.9, 10.0.0.0/8', ['203.0.113.9', '10.0.0.1']],
+] as const) {
+  describe(`failures of a caller behind proxies (TRUST_PROXY=${setting})`, () => {
+    let t: TestApp
+    before(async () => {
+      t = await buildTestApp({ ...throttled, TRUST_PROXY: setting })
+    })
+    after(() => t.close())
+
+    // Each proxy appends the address it saw; what comes before is whatever the caller wrote.
+    const behindProxies = (caller: string, written: string[]) =>
+      t.app.inject({
+        url: '/tenants/me',
+        headers: { 'x-api-key': WRONG_KEY, 'x-forwarded-for': [...written, caller, ...proxies.slice(0, -1)].join(', ') },
+        remoteAddress: proxies.at(-1)!,
+      })
+
+    it('counts them by the address the proxies saw, whatever the caller writes in X-Forwarded-For', async () => {
+      const caller = '198.51.100.70'
+      for (let i = 1; i <= LIMIT; i++) assert.equal((await behindProxies(caller, [`192.0.2.${i}`])).statusCode, 401, `wrong key ${i}`)
+      assertThrottled(await behindProxies(caller, ['192.0.2.200', '10.1.2.3']), 'other made-up entries')
+      // Another caller behind the same proxies is not refused for it.
+      const other = await behindProxies('198.51.100.71', [])
+      assert.equal(other.statusCode, 401, other.body)
+    })
+
+    it('takes X-Forwarded-For from no one else: a caller reaching the service directly is counted by its own address', async () => {
+      const direct = '198.51.100.80'
+      const answers = []
+      for (let i = 1; i <= LIMIT + 1; i++) {
+        answers.push(await t.app.inject({ url: '/tenants/me', headers: { 'x-api-key': WRONG_KEY, 'x-forwarded-for': `192.0.2.${i}` }, remoteAddress: direct }))
+      }
+      assertThrottled(answers.at(-1)!, 'a direct caller writing a new X-Forwarded-For each time')
+    })
+  })
+}
+
 describe('the failure throttle switched off with the rate limits', () => {
   let t: TestApp
   before(async () => {

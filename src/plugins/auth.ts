@@ -28,13 +28,34 @@ export default fp(
   async function authPlugin(app: FastifyInstance) {
     app.decorateRequest('tenant', null as unknown as AuthenticatedTenant)
 
+    // Every wrong key costs its address a failure, taken at once (reserve), so that at most
+    // RATE_LIMIT_FAILURES_PER_MINUTE are answered 401 however many come together. A key this
+    // process does not know takes its failure before it is looked up, and gives it back if right.
+    const throttle = app.failureThrottle
+
     app.decorate('authenticate', async function authenticate(request: FastifyRequest) {
       const key = singleHeader(request, API_KEY_HEADER)
-      const tenant = key === undefined ? undefined : await app.services.tenants.authenticate(key)
+      let reserved = false
+      let tenant: AuthenticatedTenant | undefined
+      try {
+        tenant =
+          key === undefined
+            ? undefined
+            : await app.services.tenants.authenticate(key, async () => {
+                await throttle.reserve(request)
+                reserved = true
+              })
+      } catch (error) {
+        // Not the key's fault (the database is down): the failure is given back.
+        if (reserved) await throttle.refund(request)
+        throw error
+      }
       if (!tenant) {
-        await app.failureThrottle.record(request)
+        // A request that joined another's lookup of the same key has not taken its own yet.
+        if (!reserved) await throttle.reserve(request)
         throw new ApiError('unauthorized', INVALID_API_KEY)
       }
+      if (reserved) await throttle.refund(request)
       request.tenant = tenant
       request.log = request.log.child({ tenantId: tenant.id })
     })
@@ -44,7 +65,7 @@ export default fp(
       const given = singleHeader(request, ADMIN_KEY_HEADER)
       // Without ADMIN_API_KEY the admin routes exist but nobody can pass.
       if (!adminKey || !given || !secretsEqual(given, adminKey)) {
-        await app.failureThrottle.record(request)
+        await throttle.reserve(request)
         throw new ApiError('unauthorized', 'Invalid or missing admin key')
       }
     })

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import ipaddr from 'ipaddr.js'
-import { RateLimiterMemory, RateLimiterRedis, type RateLimiterAbstract, type RateLimiterRes } from 'rate-limiter-flexible'
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
 import { ApiError } from '../lib/errors.js'
 
 declare module 'fastify' {
@@ -21,6 +21,13 @@ export interface FailureThrottle {
   check: (request: FastifyRequest) => Promise<void>
   /** Counts one failure of the request's address. */
   record: (request: FastifyRequest) => Promise<void>
+  /**
+   * Takes one of the address's failures at once, or throws the 429 if none is left: before a
+   * key is looked up or compared, so that requests sent together cannot all pass `check`
+   * first. `refund` gives it back when the key was right.
+   */
+  reserve: (request: FastifyRequest) => Promise<void>
+  refund: (request: FastifyRequest) => Promise<void>
 }
 
 const WINDOW_S = 60
@@ -35,7 +42,8 @@ export default fp(
   async function failureThrottlePlugin(app: FastifyInstance) {
     const limit = app.config.rateLimits.failuresPerMinute
     if (!app.config.rateLimits.enabled) {
-      app.decorate('failureThrottle', { check: async () => {}, record: async () => {} })
+      const nothing = async () => {}
+      app.decorate('failureThrottle', { check: nothing, record: nothing, reserve: nothing, refund: nothing })
       return
     }
 
@@ -55,6 +63,8 @@ export default fp(
         }
         return result
       } catch (error) {
+        // Over the limit, not an outage: rate-limiter-flexible refuses a consume with its result.
+        if (error instanceof RateLimiterRes) throw error
         if (!outage) {
           outage = true
           app.log.warn({ err: error }, 'redis for failure counts is unavailable; each process counts alone meanwhile')
@@ -70,6 +80,16 @@ export default fp(
       },
       record: async (request: FastifyRequest) => {
         await counted((limiter) => limiter.penalty(clientKey(request.ip)))
+      },
+      reserve: async (request: FastifyRequest) => {
+        try {
+          await counted((limiter) => limiter.consume(clientKey(request.ip)))
+        } catch (error) {
+          throw error instanceof RateLimiterRes ? tooManyFailures(error) : error
+        }
+      },
+      refund: async (request: FastifyRequest) => {
+        await counted((limiter) => limiter.reward(clientKey(request.ip)))
       },
     })
   },

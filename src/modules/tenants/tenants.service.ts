@@ -72,6 +72,8 @@ export class TenantsService {
    * after the eviction it caused: if an eviction happened meanwhile, what it found is not kept.
    */
   private evictions = 0
+  /** Lookups in flight, by key digest, with the evictions count they started at. */
+  private readonly lookups = new Map<string, { evictions: number; found: Promise<KnownKey | undefined> }>()
 
   constructor(
     private readonly db: Database,
@@ -81,22 +83,43 @@ export class TenantsService {
 
   /**
    * The agency whose API key this is, or undefined for a key that is unknown, revoked or
-   * expired, or whose agency is suspended: all are refused alike.
+   * expired, or whose agency is suspended: all are refused alike. `beforeLookup` runs before
+   * the database is asked (the failure throttle takes its point there); a key this process
+   * knows needs no lookup.
    */
-  async authenticate(apiKey: string): Promise<AuthenticatedTenant | undefined> {
+  async authenticate(apiKey: string, beforeLookup: () => Promise<void> = async () => {}): Promise<AuthenticatedTenant | undefined> {
     const digest = digestSecret(apiKey)
-    let known = this.knownKeys.get(digest)
-    if (!known) {
-      const evictions = this.evictions
-      const found = await repository.findActiveKeyByDigest(this.db, digest)
-      if (!found) return undefined
-      known = { keyId: found.keyId, tenant: found.tenant }
-      // A key that expires sooner than the cache would forget it is forgotten when it expires.
-      const ttl = Math.min(KEY_CACHE_TTL_MS, found.expiresAt ? found.expiresAt.getTime() - Date.now() : KEY_CACHE_TTL_MS)
-      if (evictions === this.evictions && ttl > 0) this.knownKeys.set(digest, known, { ttl })
-    }
+    const known = this.knownKeys.get(digest) ?? (await this.lookUp(digest, beforeLookup))
+    if (!known) return undefined
     this.recordUse(known.keyId)
     return known.tenant
+  }
+
+  /**
+   * A key's agency from the database, by one lookup however many requests bring the key at
+   * once (they join the one in flight, unless an eviction came since it started), remembered
+   * for KEY_CACHE_TTL_MS unless an eviction came before it answered.
+   */
+  private lookUp(digest: string, beforeLookup: () => Promise<void>): Promise<KnownKey | undefined> {
+    const evictions = this.evictions
+    const inFlight = this.lookups.get(digest)
+    if (inFlight?.evictions === evictions) return inFlight.found
+    const found = (async () => {
+      await beforeLookup()
+      const row = await repository.findActiveKeyByDigest(this.db, digest)
+      if (!row) return undefined
+      const known = { keyId: row.keyId, tenant: row.tenant }
+      // A key that expires sooner than the cache would forget it is forgotten when it expires.
+      const ttl = Math.min(KEY_CACHE_TTL_MS, row.expiresAt ? row.expiresAt.getTime() - Date.now() : KEY_CACHE_TTL_MS)
+      if (evictions === this.evictions && ttl > 0) this.knownKeys.set(digest, known, { ttl })
+      return known
+    })()
+    this.lookups.set(digest, { evictions, found })
+    const done = () => {
+      if (this.lookups.get(digest)?.found === found) this.lookups.delete(digest)
+    }
+    found.then(done, done)
+    return found
   }
 
   /**

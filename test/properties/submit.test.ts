@@ -241,6 +241,59 @@ describe('POST /properties', () => {
     }
     assert.equal(await t.db.$count(properties), before)
   })
+
+  // Coordinates written as strings, and attributes removed by name.
+  const call = (method: 'GET' | 'POST' | 'PATCH' | 'PUT', url: string, payload?: unknown) =>
+    t.app.inject({ method, url, headers: agency.headers, ...(payload === undefined ? {} : { payload: payload as object }) })
+
+  const hasErrorAt = (body: ValidationErrorBody, loc: string[]) => body.errors.some((error) => JSON.stringify(error.loc) === JSON.stringify(loc))
+
+  // A coordinate is accepted "as a JSON number or a numeric string" (docs/api.md, Input), within
+  // -90..90 / -180..180 either way: one stored out of range would fail every answer showing it.
+  const outOfRange: [string, { latitude: string; longitude: string }, string][] = [
+    ['a latitude of "91"', { latitude: '91', longitude: '37.6' }, 'latitude'],
+    ['a latitude of "-100"', { latitude: '-100', longitude: '37.6' }, 'latitude'],
+    ['a longitude of "181"', { latitude: '55.75', longitude: '181' }, 'longitude'],
+    ['a latitude of "1000"', { latitude: '1000', longitude: '37.6' }, 'latitude'],
+  ]
+  for (const [name, coordinates, field] of outOfRange) {
+    it(`POST /properties answers 422 naming location.${field} for ${name} sent as a string, storing nothing`, async () => {
+      const before = await t.db.$count(properties)
+      const response = await call('POST', '/properties', { ...propertyBody(), location: { city_id: 1, ...coordinates } })
+      assert.equal(response.statusCode, 422, response.body)
+      assert.ok(hasErrorAt(response.json<ValidationErrorBody>(), ['body', 'location', field]), response.body)
+      assert.equal(await t.db.$count(properties), before, 'nothing is stored')
+    })
+  }
+
+  it('PATCH /properties/{id} answers 422 for a latitude out of range sent as a string, and the listing stays readable and unchanged', async () => {
+    const { id } = await submitProperty(t.app, agency)
+    const response = await call('PATCH', `/properties/${id}`, { location: { city_id: 1, latitude: '-91', longitude: '37.6' } })
+    assert.equal(response.statusCode, 422, response.body)
+    assert.ok(hasErrorAt(response.json<ValidationErrorBody>(), ['body', 'location', 'latitude']), response.body)
+    const read = await call('GET', `/properties/${id}`)
+    assert.equal(read.statusCode, 200, read.body)
+    assert.equal(read.json<Property>().location?.latitude ?? null, null)
+  })
+
+  it('PUT /properties/by-external-id answers 422 for a longitude out of range sent as a string, creating nothing', async () => {
+    const response = await call('PUT', '/properties/by-external-id/REVIEW-LON', {
+      ...propertyBody(),
+      location: { city_id: 1, latitude: '55.75', longitude: '200' },
+    })
+    assert.equal(response.statusCode, 422, response.body)
+    assert.ok(hasErrorAt(response.json<ValidationErrorBody>(), ['body', 'location', 'longitude']), response.body)
+    assert.equal((await call('GET', '/properties/by-external-id/REVIEW-LON')).statusCode, 404)
+  })
+
+  it('PATCH /properties/{id} refuses an unknown attribute name with 422 naming it, also when its value is null', async () => {
+    // docs/api.md: "An unknown name, a wrong type or a value outside the list is a 422 naming the
+    // attribute"; a typo in a name to remove ("furnture": null) too, or the attribute meant stays.
+    const { id } = await submitProperty(t.app, agency, { attributes: { area: '54.5', furniture: 'Полная' } })
+    const response = await call('PATCH', `/properties/${id}`, { attributes: { furnture: null } })
+    assert.equal(response.statusCode, 422, response.body)
+    assert.ok(hasErrorAt(response.json<ValidationErrorBody>(), ['body', 'attributes', 'furnture']), response.body)
+  })
 })
 
 describe('POST /properties with Idempotency-Key', () => {
@@ -295,67 +348,5 @@ describe('POST /properties with Idempotency-Key', () => {
     const theirs = await submit('shared-key', propertyBody({ price: 1 }), other)
     assert.equal(theirs.statusCode, 201)
     assert.notEqual(theirs.json<Property>().id, mine.json<Property>().id)
-  })
-})
-
-describe('coordinates written as strings, and attributes removed by name', () => {
-  let t: TestApp
-  let agency: Tenant
-  before(async () => {
-    t = await buildTestApp()
-    agency = await createTenant(t.app)
-  })
-  after(() => t.close())
-
-  const call = (method: 'GET' | 'POST' | 'PATCH' | 'PUT', url: string, payload?: unknown) =>
-    t.app.inject({ method, url, headers: agency.headers, ...(payload === undefined ? {} : { payload: payload as object }) })
-
-  const hasErrorAt = (body: ValidationErrorBody, loc: string[]) => body.errors.some((error) => JSON.stringify(error.loc) === JSON.stringify(loc))
-
-  // A coordinate is accepted "as a JSON number or a numeric string" (docs/api.md, Input), within
-  // -90..90 / -180..180 either way: one stored out of range would fail every answer showing it.
-  const outOfRange: [string, { latitude: string; longitude: string }, string][] = [
-    ['a latitude of "91"', { latitude: '91', longitude: '37.6' }, 'latitude'],
-    ['a latitude of "-100"', { latitude: '-100', longitude: '37.6' }, 'latitude'],
-    ['a longitude of "181"', { latitude: '55.75', longitude: '181' }, 'longitude'],
-    ['a latitude of "1000"', { latitude: '1000', longitude: '37.6' }, 'latitude'],
-  ]
-  for (const [name, coordinates, field] of outOfRange) {
-    it(`POST /properties answers 422 naming location.${field} for ${name} sent as a string, storing nothing`, async () => {
-      const before = await t.db.$count(properties)
-      const response = await call('POST', '/properties', { ...propertyBody(), location: { city_id: 1, ...coordinates } })
-      assert.equal(response.statusCode, 422, response.body)
-      assert.ok(hasErrorAt(response.json<ValidationErrorBody>(), ['body', 'location', field]), response.body)
-      assert.equal(await t.db.$count(properties), before, 'nothing is stored')
-    })
-  }
-
-  it('PATCH /properties/{id} answers 422 for a latitude out of range sent as a string, and the listing stays readable and unchanged', async () => {
-    const { id } = await submitProperty(t.app, agency)
-    const response = await call('PATCH', `/properties/${id}`, { location: { city_id: 1, latitude: '-91', longitude: '37.6' } })
-    assert.equal(response.statusCode, 422, response.body)
-    assert.ok(hasErrorAt(response.json<ValidationErrorBody>(), ['body', 'location', 'latitude']), response.body)
-    const read = await call('GET', `/properties/${id}`)
-    assert.equal(read.statusCode, 200, read.body)
-    assert.equal(read.json<Property>().location?.latitude ?? null, null)
-  })
-
-  it('PUT /properties/by-external-id answers 422 for a longitude out of range sent as a string, creating nothing', async () => {
-    const response = await call('PUT', '/properties/by-external-id/REVIEW-LON', {
-      ...propertyBody(),
-      location: { city_id: 1, latitude: '55.75', longitude: '200' },
-    })
-    assert.equal(response.statusCode, 422, response.body)
-    assert.ok(hasErrorAt(response.json<ValidationErrorBody>(), ['body', 'location', 'longitude']), response.body)
-    assert.equal((await call('GET', '/properties/by-external-id/REVIEW-LON')).statusCode, 404)
-  })
-
-  it('PATCH /properties/{id} refuses an unknown attribute name with 422 naming it, also when its value is null', async () => {
-    // docs/api.md: "An unknown name, a wrong type or a value outside the list is a 422 naming the
-    // attribute"; a typo in a name to remove ("furnture": null) too, or the attribute meant stays.
-    const { id } = await submitProperty(t.app, agency, { attributes: { area: '54.5', furniture: 'Полная' } })
-    const response = await call('PATCH', `/properties/${id}`, { attributes: { furnture: null } })
-    assert.equal(response.statusCode, 422, response.body)
-    assert.ok(hasErrorAt(response.json<ValidationErrorBody>(), ['body', 'attributes', 'furnture']), response.body)
   })
 })

@@ -235,7 +235,7 @@ export class OutboundClient {
       if (REDIRECTS.has(response.statusCode) && options.maxRedirects > 0 && typeof location === 'string') {
         response.body.resume()
         if (hop >= options.maxRedirects) throw new OutboundError('too_many_redirects', `More than ${options.maxRedirects} redirects.`)
-        url = this.parseTarget(new URL(location, url).toString())
+        url = this.parseTarget(location, url)
         if (response.statusCode === 303) [method, body] = ['GET', undefined]
         continue
       }
@@ -247,12 +247,13 @@ export class OutboundClient {
     await this.agent.close()
   }
 
-  private parseTarget(raw: string): URL {
+  /** The URL to request: `raw` as given, or a redirect's Location read against the URL that answered it (`base`). */
+  private parseTarget(raw: string, base?: URL): URL {
     let url: URL
     try {
-      url = new URL(raw)
+      url = new URL(raw, base)
     } catch {
-      throw new OutboundError('invalid_url', 'The URL is not a valid absolute URL.')
+      throw new OutboundError('invalid_url', base ? `A redirect led to "${raw}", which is not a valid URL.` : 'The URL is not a valid absolute URL.')
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundError('invalid_url', 'Only http and https URLs are allowed.')
     if (url.username !== '' || url.password !== '') throw new OutboundError('invalid_url', 'URLs with credentials are not allowed.')

@@ -28,7 +28,7 @@ export function installErrorHandlers(app: FastifyInstance, availability: Databas
       request.log.info({ status: 503 }, 'request refused: the database is unreachable')
       return sendError(reply, errorStatus.unavailable, { detail: SERVICE_UNAVAILABLE }, { 'retry-after': String(RETRY_AFTER_S) })
     }
-    const { status, body, headers } = describeError(error)
+    const { status, body, headers } = describeError(error, (request.routeOptions.schema as { consumes?: string[] } | undefined)?.consumes)
     if (status >= 500) request.log.error({ err: error }, 'request failed')
     else request.log.info({ status, detail: body.detail }, 'request rejected')
     return sendError(reply, status, body, headers)
@@ -139,11 +139,11 @@ const fastifyErrorDetails: Record<string, string> = {
   FST_ERR_CTP_INVALID_JSON_BODY: 'The request body is not valid JSON.',
   FST_ERR_CTP_EMPTY_JSON_BODY: 'The request body is empty; send a JSON object.',
   FST_ERR_CTP_BODY_TOO_LARGE: 'The request body is too large.',
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'This content type is not accepted here; send application/json.',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'The Content-Length header does not match the body.',
 }
 
-function describeError(error: FastifyError): ErrorDescription {
+/** What to answer for `error`; `consumes`, the route's body types when not JSON, for a 415. */
+function describeError(error: FastifyError, consumes: string[] | undefined): ErrorDescription {
   if (error instanceof ApiError) {
     return { status: error.statusCode, body: { detail: error.message, ...error.extra }, headers: error.headers }
   }
@@ -154,6 +154,9 @@ function describeError(error: FastifyError): ErrorDescription {
   if (database) return database
   if (error instanceof SyntaxError && error.statusCode === 400) {
     return { status: 400, body: { detail: 'The request body is not valid JSON.' } }
+  }
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return { status: 415, body: { detail: `This content type is not accepted here; send ${consumes?.join(' or ') ?? 'application/json'}.` } }
   }
   const status = error.statusCode ?? 500
   if (status >= 400 && status < 500) {

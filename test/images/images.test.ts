@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
 import { readdirSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { crc32 } from 'node:zlib'
 import { sql } from 'drizzle-orm'
 import sharp from 'sharp'
 import { queryRows } from '../../src/db/client.js'
@@ -357,6 +361,123 @@ describe('photos of a property', () => {
     for (const url of ['/media/../secret-key', '/media/%2e%2e/secret-key', '/media/photos/']) {
       const response = await t.app.inject(url)
       assert.notEqual(response.statusCode, 200, url)
+    }
+  })
+})
+
+async function pixel(image: Buffer, options: sharp.SharpOptions = {}): Promise<number[]> {
+  const { data } = await sharp(image, options).extract({ left: 10, top: 10, width: 1, height: 1 }).raw().toBuffer({ resolveWithObject: true })
+  return [...data.subarray(0, 3)]
+}
+const near = (actual: number[], expected: number[], tolerance: number) => actual.every((value, i) => Math.abs(value - expected[i]!) <= tolerance)
+
+function pngChunk(type: string, data: Buffer): Buffer {
+  const length = Buffer.alloc(4)
+  length.writeUInt32BE(data.length)
+  const body = Buffer.concat([Buffer.from(type, 'latin1'), data])
+  const crc = Buffer.alloc(4)
+  crc.writeUInt32BE(crc32(body))
+  return Buffer.concat([length, body, crc])
+}
+
+describe('photos at the edges of what the docs promise', () => {
+  let t: TestApp
+  let agency: Tenant
+  let propertyId: number
+  let web: Server
+  let base: string
+
+  before(async () => {
+    web = createServer((request, response) => {
+      // A redirect whose Location is not a URL at all (an unclosed IPv6 literal).
+      if (request.url === '/bad-location') response.writeHead(302, { location: 'http://[::1' }).end()
+      else response.writeHead(404).end()
+    })
+    web.listen(0, '127.0.0.1')
+    await once(web, 'listening')
+    base = `http://127.0.0.1:${(web.address() as AddressInfo).port}`
+    t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true' })
+    agency = await createTenant(t.app, { email: 'edges@photos.example' })
+    propertyId = (await submitProperty(t.app, agency)).id
+  })
+  after(async () => {
+    await t.close()
+    web.closeAllConnections()
+    web.close()
+  })
+
+  const imageRows = async () =>
+    (await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from property_images where property_id = ${propertyId}`))[0]!.n
+
+  it('a download redirected to a Location that is not a URL is a 422 on ["body", "url"], not a 500', async () => {
+    const rowsBefore = await imageRows()
+    const response = await t.app.inject({
+      method: 'POST',
+      url: '/property-images',
+      headers: agency.headers,
+      payload: { property_id: propertyId, url: `${base}/bad-location` },
+    })
+    assert.equal(response.statusCode, 422, response.body)
+    assert.deepEqual(
+      response.json<ValidationErrorBody>().errors.map((error) => error.loc),
+      [['body', 'url']],
+    )
+    assert.equal(await imageRows(), rowsBefore)
+  })
+
+  it('converts a 16-bit PNG with a Display P3 profile to sRGB, as it does an 8-bit one', async () => {
+    // rgb(200, 100, 50) in sRGB, written with the P3 profile (other numbers in the file).
+    const original = await sharp({ create: { width: 64, height: 64, channels: 3, background: { r: 200, g: 100, b: 50 } } })
+      .withIccProfile('p3')
+      .toColourspace('rgb16')
+      .png()
+      .toBuffer()
+    assert.ok((await sharp(original).metadata()).icc, 'the fixture carries its profile')
+    assert.ok(!near(await pixel(original, { ignoreIcc: true }), [200, 100, 50], 8), 'the fixture’s own numbers are not the sRGB ones')
+    const response = await upload(t.app, agency, { file: original, contentType: 'image/png', filename: 'p3.png', fields: { property_id: String(propertyId) } })
+    assert.equal(response.statusCode, 201, response.body)
+    const image = response.json<StoredImage>()
+    for (const url of [image.url, image.thumbnail_url]) {
+      const stored = (await t.app.inject(new URL(url).pathname)).rawPayload
+      assert.equal((await sharp(stored).metadata()).icc, undefined)
+      const colour = await pixel(stored, { ignoreIcc: true })
+      assert.ok(near(colour, [200, 100, 50], 4), `stored as rgb(${colour.join(', ')}), in sRGB rgb(200, 100, 50)`)
+    }
+  })
+
+  it('accepts a PNG that carries an animation control chunk (APNG) as the PNG it is', async () => {
+    const png = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#36c' } })
+      .png()
+      .toBuffer()
+    const afterHeader = 8 + 25 // signature, IHDR
+    const control = Buffer.alloc(8)
+    control.writeUInt32BE(1, 0) // one frame
+    control.writeUInt32BE(0, 4)
+    const apng = Buffer.concat([png.subarray(0, afterHeader), pngChunk('acTL', control), png.subarray(afterHeader)])
+    assert.equal((await sharp(apng).metadata()).format, 'png', 'a PNG decoder reads it as a PNG')
+    const response = await upload(t.app, agency, { file: apng, contentType: 'image/png', filename: 'a.png', fields: { property_id: String(propertyId) } })
+    assert.equal(response.statusCode, 201, response.body)
+  })
+
+  it('does not silently store another sort_order than the one sent (a long zero-padded number)', async () => {
+    const sent = `${'0'.repeat(70)}5`
+    const response = await upload(t.app, agency, { file: await photo('jpeg', 80, 60), fields: { property_id: String(propertyId), sort_order: sent } })
+    if (response.statusCode === 201) assert.equal(response.json<StoredImage>().sort_order, 5, 'the number sent is 5')
+    else assert.equal(response.statusCode, 422, response.body)
+  })
+
+  it('tells a client that uploads with a non-multipart type to send multipart/form-data, not JSON', async () => {
+    for (const contentType of ['application/octet-stream', 'image/jpeg', 'multipart/mixed; boundary=abc']) {
+      const response = await t.app.inject({
+        method: 'POST',
+        url: '/property-images/upload',
+        headers: { ...agency.headers, 'content-type': contentType },
+        payload: await photo('jpeg', 80, 60),
+      })
+      assert.equal(response.statusCode, 415, contentType)
+      const { detail } = response.json<ErrorBody>()
+      assert.match(detail, /multipart\/form-data/, `${contentType}: ${detail}`)
+      assert.doesNotMatch(detail, /application\/json/, `${contentType}: ${detail}`)
     }
   })
 })

@@ -68,6 +68,8 @@ export function threadsPerPhoto(processingConcurrency: number, cores = available
 /** The accepted type of these leading bytes, or a 415 naming what they are. */
 export async function detectImageType(head: Buffer): Promise<AcceptedType> {
   const detected = await fileTypeFromBuffer(head)
+  // An animated PNG is a PNG with extra chunks (a PNG decoder shows its first frame), as an animated WebP is a WebP.
+  if (detected?.mime === 'image/apng') return 'image/png'
   if (detected && detected.mime in ACCEPTED_TYPES) return detected.mime as AcceptedType
   throw new ApiError(
     'unsupported_media_type',
@@ -176,7 +178,7 @@ export class ImageProcessor {
       fit: 'inside',
       withoutEnlargement: true,
     })
-    if (metadata.icc === undefined || metadata.space !== 'srgb') return decoded
+    if (metadata.icc === undefined || (metadata.space !== 'srgb' && metadata.space !== 'rgb16')) return decoded
     return sharp(await decoded.keepIccProfile().tiff({ compression: 'none' }).toBuffer())
   }
 }

@@ -33,6 +33,7 @@ export async function readUploadForm(request: FastifyRequest, maxBytes: number):
   }
   if (Number(request.headers['content-length']) > maxBytes + FORM_OVERHEAD_BYTES) throw tooLarge(maxBytes)
   const fields = new Map<string, string>()
+  const truncated = new Set<string>()
   let bytes: Buffer | undefined
   const errors: FieldError[] = []
   try {
@@ -43,6 +44,10 @@ export async function readUploadForm(request: FastifyRequest, maxBytes: number):
       } else if (part.type === 'file') {
         if (part.fieldname !== 'file') throw ApiError.validation([{ loc: ['body', part.fieldname], msg: 'must be a form field, not a file' }])
         bytes = await readPhoto(part.file, maxBytes)
+      } else if (part.valueTruncated) {
+        // Cut at the form's field size: read as it is, "0000…5" would be stored as 0.
+        errors.push({ loc: ['body', part.fieldname], msg: 'is too long for this field' })
+        truncated.add(part.fieldname)
       } else {
         fields.set(part.fieldname, String(part.value))
       }
@@ -50,7 +55,9 @@ export async function readUploadForm(request: FastifyRequest, maxBytes: number):
   } catch (error) {
     throw formError(error, request, maxBytes)
   }
-  const propertyId = integerField(fields.get('property_id'), 'property_id', errors, { min: 1, max: SORT_ORDER_RANGE.max })
+  const propertyId = truncated.has('property_id')
+    ? undefined
+    : integerField(fields.get('property_id'), 'property_id', errors, { min: 1, max: SORT_ORDER_RANGE.max })
   const sortOrder = fields.has('sort_order') ? integerField(fields.get('sort_order'), 'sort_order', errors, SORT_ORDER_RANGE) : 0
   if (bytes === undefined) errors.push({ loc: ['body', 'file'], msg: 'is required' })
   if (errors.length > 0) throw ApiError.validation(errors)

@@ -20,25 +20,27 @@ export function jpegWithGpsAndOrientation(): Promise<Buffer> {
     .toBuffer()
 }
 
+/** One PNG chunk: its length, type, data and CRC. */
+export function pngChunk(type: string, data: Buffer): Buffer {
+  const length = Buffer.alloc(4)
+  length.writeUInt32BE(data.length)
+  const body = Buffer.concat([Buffer.from(type, 'latin1'), data])
+  const crc = Buffer.alloc(4)
+  crc.writeUInt32BE(crc32(body))
+  return Buffer.concat([length, body, crc])
+}
+
 /** A decompression bomb: a valid, tiny PNG whose header declares 100000×100000 pixels. */
 export function pngBomb(): Buffer {
-  const chunk = (type: string, data: Buffer) => {
-    const length = Buffer.alloc(4)
-    length.writeUInt32BE(data.length)
-    const body = Buffer.concat([Buffer.from(type, 'latin1'), data])
-    const crc = Buffer.alloc(4)
-    crc.writeUInt32BE(crc32(body))
-    return Buffer.concat([length, body, crc])
-  }
   const header = Buffer.alloc(13)
   header.writeUInt32BE(100_000, 0)
   header.writeUInt32BE(100_000, 4)
   header.set([8, 2, 0, 0, 0], 8) // 8-bit RGB
   return Buffer.concat([
     Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', header),
-    chunk('IDAT', Buffer.from([0x78, 0x9c, 0x63, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01])),
-    chunk('IEND', Buffer.alloc(0)),
+    pngChunk('IHDR', header),
+    pngChunk('IDAT', Buffer.from([0x78, 0x9c, 0x63, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01])),
+    pngChunk('IEND', Buffer.alloc(0)),
   ])
 }
 

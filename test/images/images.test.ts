@@ -5,7 +5,6 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { crc32 } from 'node:zlib'
 import { sql } from 'drizzle-orm'
 import sharp from 'sharp'
 import { queryRows } from '../../src/db/client.js'
@@ -14,7 +13,7 @@ import type { Property } from '../../src/modules/properties/properties.schemas.j
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
-import { jpegWithGpsAndOrientation, photo, pngBomb, upload } from '../helpers/photos.js'
+import { jpegWithGpsAndOrientation, photo, pngBomb, pngChunk, upload } from '../helpers/photos.js'
 import type { CataloguePage, ErrorBody, StoredImage, ValidationErrorBody } from '../helpers/responses.js'
 
 /** Every file the local driver holds, relative to DATA_DIR/media. */
@@ -370,15 +369,6 @@ async function pixel(image: Buffer, options: sharp.SharpOptions = {}): Promise<n
   return [...data.subarray(0, 3)]
 }
 const near = (actual: number[], expected: number[], tolerance: number) => actual.every((value, i) => Math.abs(value - expected[i]!) <= tolerance)
-
-function pngChunk(type: string, data: Buffer): Buffer {
-  const length = Buffer.alloc(4)
-  length.writeUInt32BE(data.length)
-  const body = Buffer.concat([Buffer.from(type, 'latin1'), data])
-  const crc = Buffer.alloc(4)
-  crc.writeUInt32BE(crc32(body))
-  return Buffer.concat([length, body, crc])
-}
 
 describe('photos at the edges of what the docs promise', () => {
   let t: TestApp

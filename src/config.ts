@@ -18,9 +18,9 @@ export interface Config {
    * limits and logs) is the nearest one in X-Forwarded-For that is not such a proxy.
    */
   trustedProxies: string[]
-  /** `postgres://…`, or undefined for the embedded PGlite under `dataDir/pglite`. */
   /** How long a request may take to arrive, headers and body; past it, a 408 and the connection closed. */
   requestTimeoutMs: number
+  /** `postgres://…`, or undefined for the embedded PGlite under `dataDir/pglite`. */
   databaseUrl: string | undefined
   databasePoolSize: number
   databasePipelinedConnections: number

@@ -9,7 +9,7 @@ import { photo } from '../helpers/photos.js'
 import type { ErrorBody, StoredImage, ValidationErrorBody } from '../helpers/responses.js'
 import { ADDRESS_CASES, seenAs, urlHost } from '../helpers/ssrf-addresses.js'
 
-/** A web server on loopback with a photo, a page, a missing file and chains of redirects. */
+/** A web server on loopback with a photo, a page, a missing file, chains of redirects and a redirect to no URL. */
 async function startPhotoServer(jpeg: Buffer): Promise<{ server: Server; base: string }> {
   const server = createServer((request, response) => {
     const url = new URL(request.url!, 'http://x')
@@ -18,6 +18,9 @@ async function startPhotoServer(jpeg: Buffer): Promise<{ server: Server; base: s
     else if (url.pathname === '/redirect') {
       const hops = Number(url.searchParams.get('hops'))
       response.writeHead(302, { location: hops > 1 ? `/redirect?hops=${hops - 1}` : '/photo.jpg' }).end()
+    } else if (url.pathname === '/bad-location') {
+      // A redirect whose Location is not a URL at all (an unclosed IPv6 literal).
+      response.writeHead(302, { location: 'http://[::1' }).end()
     } else response.writeHead(404).end()
   })
   server.listen(0, '127.0.0.1')
@@ -70,17 +73,24 @@ describe('adding a photo by URL', () => {
       [`${web.base}/page`, /did not return a JPEG, PNG or WebP photo \(it sent text\/html\)/],
       [`${web.base}/missing.jpg`, /answered HTTP 404/],
       [`${web.base}/redirect?hops=4`, /more than 3 redirects/],
+      [`${web.base}/bad-location`, /a redirect led to "http:\/\/\[::1", which is not a valid URL/],
       ['http://127.0.0.1:1/photo.jpg', /could not connect/i],
       ['ftp://example.com/photo.jpg', /only http and https/i],
       ['http://user:secret@127.0.0.1/photo.jpg', /credentials/],
     ]
+    const photos = async () => (await t.app.inject({ url: `/property-images?property_id=${propertyId}`, headers: agency.headers })).json<StoredImage[]>()
+    const before = await photos()
     for (const [url, why] of cases) {
       const response = await addByUrl(t, agency, { property_id: propertyId, url })
       assert.equal(response.statusCode, 422, `${url}: ${response.body}`)
       const body = response.json<ValidationErrorBody>()
       assert.match(body.detail, why, url)
-      assert.deepEqual(body.errors[0]!.loc, ['body', 'url'])
+      assert.deepEqual(
+        body.errors.map((error) => error.loc),
+        [['body', 'url']],
+      )
     }
+    assert.deepEqual(await photos(), before, 'nothing is stored')
   })
 
   it('refuses loopback and private addresses when ALLOW_PRIVATE_NETWORK is off, by name or by number', async () => {

@@ -1,8 +1,5 @@
 import assert from 'node:assert/strict'
-import { once } from 'node:events'
 import { readdirSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
@@ -374,46 +371,13 @@ describe('photos at the edges of what the docs promise', () => {
   let t: TestApp
   let agency: Tenant
   let propertyId: number
-  let web: Server
-  let base: string
 
   before(async () => {
-    web = createServer((request, response) => {
-      // A redirect whose Location is not a URL at all (an unclosed IPv6 literal).
-      if (request.url === '/bad-location') response.writeHead(302, { location: 'http://[::1' }).end()
-      else response.writeHead(404).end()
-    })
-    web.listen(0, '127.0.0.1')
-    await once(web, 'listening')
-    base = `http://127.0.0.1:${(web.address() as AddressInfo).port}`
-    t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true' })
+    t = await buildTestApp()
     agency = await createTenant(t.app, { email: 'edges@photos.example' })
     propertyId = (await submitProperty(t.app, agency)).id
   })
-  after(async () => {
-    await t.close()
-    web.closeAllConnections()
-    web.close()
-  })
-
-  const imageRows = async () =>
-    (await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from property_images where property_id = ${propertyId}`))[0]!.n
-
-  it('a download redirected to a Location that is not a URL is a 422 on ["body", "url"], not a 500', async () => {
-    const rowsBefore = await imageRows()
-    const response = await t.app.inject({
-      method: 'POST',
-      url: '/property-images',
-      headers: agency.headers,
-      payload: { property_id: propertyId, url: `${base}/bad-location` },
-    })
-    assert.equal(response.statusCode, 422, response.body)
-    assert.deepEqual(
-      response.json<ValidationErrorBody>().errors.map((error) => error.loc),
-      [['body', 'url']],
-    )
-    assert.equal(await imageRows(), rowsBefore)
-  })
+  after(() => t.close())
 
   it('converts a 16-bit PNG with a Display P3 profile to sRGB, as it does an 8-bit one', async () => {
     // rgb(200, 100, 50) in sRGB, written with the P3 profile (other numbers in the file).

@@ -3,7 +3,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/', 'data/', 'node_modules/', 'drizzle/'] },
+  { ignores: ['dist/', '.test-build/', 'data/', 'node_modules/', 'drizzle/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

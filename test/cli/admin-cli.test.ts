@@ -14,6 +14,7 @@ import type { TenantsService } from '../../src/modules/tenants/tenants.service.j
 import { createServices } from '../../src/services.js'
 import { emptyServerDatabase, engine } from '../helpers/database.js'
 import type { AdminRegistrationPage, ApprovedRegistration } from '../helpers/responses.js'
+import { nodeArguments } from '../helpers/code-tree.js'
 
 const SECRET_KEY = 'cli-test-secret-key-long-enough-0123456789'
 
@@ -61,7 +62,7 @@ describe('npm run admin -- registrations', () => {
 
   function admin(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
     return new Promise((resolve) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/admin.ts', ...args], { env: { ...process.env, ...env } })
+      const child = spawn(process.execPath, [...nodeArguments('src/cli/admin'), ...args], { env: { ...process.env, ...env } })
       let stdout = ''
       let stderr = ''
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))

@@ -14,12 +14,13 @@ import { DatabaseInUseError, openDatabase, queryRows, type DatabaseHandle } from
 import { countPendingMigrations, migrateDatabase, migrationsFolder } from '../../src/db/migrate.js'
 import { propertyTypes } from '../../src/db/schema.js'
 import { emptyServerDatabase, engine } from '../helpers/database.js'
+import { nodeArguments } from '../helpers/code-tree.js'
 
 const migrationCount = readMigrationFiles({ migrationsFolder }).length
 
 function runMigrateCli(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/db/migrate-cli.ts'], {
+    const child = spawn(process.execPath, nodeArguments('src/db/migrate-cli'), {
       env: { ...process.env, LOG_LEVEL: 'silent', ...env },
     })
     let output = ''

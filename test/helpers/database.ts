@@ -4,13 +4,13 @@ import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { PGlite } from '@electric-sql/pglite'
 import { drizzle } from 'drizzle-orm/pglite'
 import pg from 'pg'
 import { openDatabase, type Database, type DatabaseHandle } from '../../src/db/client.js'
 import { migrateDatabase, migrationsFolder } from '../../src/db/migrate.js'
 import * as schema from '../../src/db/schema.js'
+import { codeFile, codeRoot } from './code-tree.js'
 
 /** PostgreSQL when the environment names one (CI's second run), else in-memory PGlite. */
 export const serverUrl = process.env.DATABASE_URL || undefined
@@ -79,19 +79,18 @@ export async function emptyServerDatabase(): Promise<{ url: string; drop(): Prom
  */
 const migratedTemplateKey = (() => {
   const hash = createHash('sha256')
-  const repository = fileURLToPath(new URL('../..', import.meta.url))
   const addFolder = (folder: string) => {
     for (const entry of readdirSync(folder, { withFileTypes: true, recursive: true }).sort(
       (a, b) => a.parentPath.localeCompare(b.parentPath) || a.name.localeCompare(b.name),
     )) {
       if (!entry.isFile()) continue
       const file = path.join(entry.parentPath, entry.name)
-      hash.update(path.relative(repository, file)).update(readFileSync(file))
+      hash.update(path.relative(codeRoot, file)).update(readFileSync(file))
     }
   }
   addFolder(migrationsFolder)
-  addFolder(path.join(repository, 'src/db/seed'))
-  hash.update(readFileSync(path.join(repository, 'src/db/migrate.ts')))
+  addFolder(path.join(codeRoot, 'src/db/seed'))
+  hash.update(readFileSync(codeFile('src/db/migrate')))
   const require = createRequire(import.meta.url)
   for (const dependency of ['@electric-sql/pglite', 'drizzle-orm']) hash.update(`${dependency}@${packageVersion(require.resolve(dependency))}`)
   return hash.digest('hex').slice(0, 16)

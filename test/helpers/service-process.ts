@@ -3,13 +3,11 @@ import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
 import { createServer, type AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
+import { codeRoot, nodeArguments } from './code-tree.js'
 
 /**
- * Processes of the service run as an operator runs them, each a child of the test process.
- * They are started from the sources with tsx (`node --import tsx src/…`) rather than from a
- * build: building dist/ in a test would cost a full `tsc` run, longer than the processes take
- * to start, and tsx runs the same code.
+ * Processes of the service run as an operator runs them, each a child of the test process,
+ * from the code the test itself runs (see `nodeArguments`).
  */
 export interface ServiceProcess {
   readonly name: string
@@ -38,9 +36,6 @@ export interface ApiProcess extends ServiceProcess {
 /** How long a process may take to be ready: tsx compiles the sources first, slowly on a busy machine. */
 const STARTUP_TIMEOUT_MS = 90_000
 const KEPT_OUTPUT_LINES = 40
-/** The repository, where `src/…` and tsx are, whatever the test's working directory. */
-const repositoryRoot = fileURLToPath(new URL('../..', import.meta.url))
-
 /** Every process started here and not yet exited, killed should the test process end first. */
 const running = new Set<ChildProcess>()
 process.once('exit', () => {
@@ -57,7 +52,7 @@ export async function startApiProcess(name: string, env: Record<string, string>)
     const port = await freePort()
     const baseUrl = `http://127.0.0.1:${port}`
     // No metrics listener unless the test asks for one: the fixed default port is one for the machine.
-    const service = spawnService(name, ['src/server.ts', '--no-worker'], { METRICS_PORT: '0', ...env, HOST: '127.0.0.1', PORT: String(port) })
+    const service = spawnService(name, [...nodeArguments('src/server'), '--no-worker'], { METRICS_PORT: '0', ...env, HOST: '127.0.0.1', PORT: String(port) })
     try {
       await waitUntil(service, () => answersReady(baseUrl), 'its /readyz to answer 200')
       return { ...service, baseUrl }
@@ -75,7 +70,7 @@ export async function startApiProcess(name: string, env: Record<string, string>)
  * `env` should let info through (LOG_LEVEL=info; a worker logs little else there).
  */
 export async function startWorkerProcess(name: string, env: Record<string, string>): Promise<ServiceProcess> {
-  const service = spawnService(name, ['src/worker/main.ts'], env)
+  const service = spawnService(name, nodeArguments('src/worker/main'), env)
   try {
     await waitUntil(service, () => service.recentOutput().includes('"msg":"worker started"'), 'its "worker started" log line')
     return service
@@ -86,12 +81,12 @@ export async function startWorkerProcess(name: string, env: Record<string, strin
 }
 
 function spawnService(name: string, args: string[], env: Record<string, string>): ServiceProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+  const child = spawn(process.execPath, args, {
     // Only what the test gives, plus PATH and HOME: the test's own DATABASE_URL, REDIS_URL or
     // LOG_LEVEL must not leak into the service's configuration.
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-    cwd: repositoryRoot,
+    cwd: codeRoot,
   })
   running.add(child)
   const lines: string[] = []

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import { ConfigError, loadConfig } from '../../src/config.js'
+import { nodeArguments } from '../helpers/code-tree.js'
 
 describe('configuration', () => {
   const dataDir = () => mkdtempSync(path.join(tmpdir(), 'mls-config-'))
@@ -154,7 +155,7 @@ describe('configuration', () => {
   })
 
   it('stops the server at start with that message and a non-zero exit', () => {
-    const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    const result = spawnSync(process.execPath, nodeArguments('src/server'), {
       env: { ...process.env, PORT: '99999', DATA_DIR: dataDir(), DATABASE_URL: '' },
       encoding: 'utf8',
       timeout: 60_000,

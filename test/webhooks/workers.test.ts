@@ -21,6 +21,7 @@ import {
   type Receiver,
   type RunningWorker,
 } from '../helpers/webhooks.js'
+import { nodeArguments } from '../helpers/code-tree.js'
 
 /**
  * Quick retries, and attempts given 3 s: on a busy machine an answer may come late, and a late
@@ -156,7 +157,7 @@ describe('several webhook workers on one database', () => {
 
       const dataDir = mkdtempSync(path.join(tmpdir(), 'mls-worker-'))
       cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }))
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker/main.ts'], {
+      const child = spawn(process.execPath, nodeArguments('src/worker/main'), {
         env: { ...process.env, ...ENV, DATABASE_URL: t.database.url, DATA_DIR: dataDir, SECRET_KEY: t.config.secretKey, LOG_LEVEL: 'silent' },
         stdio: 'ignore',
       })

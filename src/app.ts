@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
 import type { DatabaseHandle } from './db/client.js'
+import { logSerializers } from './lib/log.js'
 import catalogueChangesRoutes from './modules/catalogue/catalogue-changes.routes.js'
 import catalogueRoutes from './modules/catalogue/catalogue.routes.js'
 import feedsRoutes from './modules/feeds/feeds.routes.js'
@@ -56,7 +57,7 @@ const HEADERS_TIMEOUT_MS = 10_000
 /** Builds the HTTP API: plugins, then feature modules. It does not listen; the caller does. */
 export async function buildApp({ config, database, services, logger }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    ...(logger && typeof logger === 'object' ? { loggerInstance: logger } : { logger: logger ?? { level: config.logLevel } }),
+    ...(logger && typeof logger === 'object' ? { loggerInstance: logger } : { logger: logger ?? { level: config.logLevel, serializers: logSerializers } }),
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     bodyLimit: JSON_BODY_LIMIT,

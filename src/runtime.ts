@@ -1,8 +1,9 @@
 import path from 'node:path'
-import pino, { type Logger } from 'pino'
+import type { Logger } from 'pino'
 import { loadConfig, type Config } from './config.js'
 import { openDatabase, type DatabaseHandle } from './db/client.js'
 import { migrateDatabase } from './db/migrate.js'
+import { createLogger } from './lib/log.js'
 
 export interface Runtime {
   config: Config
@@ -23,7 +24,7 @@ export async function startRuntime(role: string): Promise<Runtime> {
     console.error((error as Error).message)
     process.exit(1)
   }
-  const log = pino({ level: config.logLevel, base: { role } })
+  const log = createLogger({ level: config.logLevel, base: { role } })
   try {
     const database = await openConfiguredDatabase(config)
     database.availability.useLogger(log)

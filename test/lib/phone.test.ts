@@ -30,6 +30,11 @@ describe('normalisePhone', () => {
     assert.equal(normalisePhone('8 029 123-45-67', 'BY'), '+375 29 123 45 67')
   })
 
+  it('keeps the line’s number of one with an extension (docs/api.md#phones)', () => {
+    assert.equal(normalisePhone('+7 495 123-45-67 доб. 12', 'RU'), '+7 495 123-45-67')
+    assert.equal(normalisePhone('(212) 736-5000 ext. 12', 'US'), '+1 212 736-50-00')
+  })
+
   it('refuses what is not a valid number', () => {
     for (const raw of ['', '12', 'телефон', '8 (000) 000-00-00', '+7 912 345-67-8']) {
       assert.equal(normalisePhone(raw, 'RU'), null, raw)

@@ -434,7 +434,7 @@ export interface paths {
         };
         /**
          * The agency’s API keys, newest first
-         * @description Every key of the agency, revoked and expired ones included (see `revoked_at` and `expires_at`), never the keys themselves: `prefix` tells them apart. `last_used_at` is written at most once a minute per key. To rotate without downtime: create a new key, deploy it, check that the old key’s `last_used_at` no longer moves, then revoke the old key.
+         * @description Every key of the agency, revoked and expired ones included (see `revoked_at` and `expires_at`), never the keys themselves: `prefix` tells them apart. `last_used_at` is written at most once a minute per key and API process. To rotate without downtime: create a new key, deploy it, check that the old key’s `last_used_at` no longer moves, then revoke the old key.
          */
         get: operations["listApiKeys"];
         put?: never;
@@ -1625,7 +1625,7 @@ export interface components {
              * @example 2026-11-22T09:15:02.123+00:00
              */
             created_at: string;
-            /** @description When the key last authenticated a request, to within a minute; null if never. */
+            /** @description When the key last authenticated a request, written at most once a minute per key and API process (so up to two minutes behind with several); null if never. */
             last_used_at: string | null;
             /** @description From then on the key is refused; null never expires. */
             expires_at: string | null;
@@ -1688,7 +1688,7 @@ export interface components {
              * @example 2026-11-22T09:15:02.123+00:00
              */
             created_at: string;
-            /** @description When the key last authenticated a request, to within a minute; null if never. */
+            /** @description When the key last authenticated a request, written at most once a minute per key and API process (so up to two minutes behind with several); null if never. */
             last_used_at: string | null;
             /** @description From then on the key is refused; null never expires. */
             expires_at: string | null;

@@ -17,7 +17,7 @@ const apiKeysRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...tenantRoute,
         operationId: 'listApiKeys',
         summary: 'The agency’s API keys, newest first',
-        description: `Every key of the agency, revoked and expired ones included (see \`revoked_at\` and \`expires_at\`), never the keys themselves: \`prefix\` tells them apart. \`last_used_at\` is written at most once a minute per key. ${ROTATION}`,
+        description: `Every key of the agency, revoked and expired ones included (see \`revoked_at\` and \`expires_at\`), never the keys themselves: \`prefix\` tells them apart. \`last_used_at\` is written at most once a minute per key and API process. ${ROTATION}`,
         querystring: ApiKeyListQuery,
         response: { 200: rateLimited(ApiKeyPage), ...rateLimitedErrorResponses(401, 422, 429) },
       },

@@ -146,7 +146,9 @@ const apiKeyFields = {
   name: Nullable(Type.String({ maxLength: 100, description: 'The agency’s label for the key; null for the key issued on approval.' })),
   prefix: KeyPrefix,
   created_at: Timestamp,
-  last_used_at: NullableTimestamp('When the key last authenticated a request, to within a minute; null if never.'),
+  last_used_at: NullableTimestamp(
+    'When the key last authenticated a request, written at most once a minute per key and API process (so up to two minutes behind with several); null if never.',
+  ),
   expires_at: NullableTimestamp('From then on the key is refused; null never expires.'),
   revoked_at: NullableTimestamp('When the key was revoked; null while it is not.'),
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fast
 import fp from 'fastify-plugin'
 import { ApiError, INVALID_API_KEY } from '../lib/errors.js'
 import { secretsEqual } from '../lib/secrets.js'
+import type { Reservation } from './failure-throttle.js'
 import type { AuthenticatedTenant } from '../modules/tenants/authenticated-tenant.js'
 
 declare module 'fastify' {
@@ -35,27 +36,27 @@ export default fp(
 
     app.decorate('authenticate', async function authenticate(request: FastifyRequest) {
       const key = singleHeader(request, API_KEY_HEADER)
-      let reserved = false
+      let reservation: Reservation | undefined
       let tenant: AuthenticatedTenant | undefined
       try {
         tenant =
           key === undefined
             ? undefined
             : await app.services.tenants.authenticate(key, async () => {
-                await throttle.reserve(request)
-                reserved = true
+                reservation = await throttle.reserve(request)
               })
       } catch (error) {
         // Not the key's fault (the database is down): the failure is given back.
-        if (reserved) await throttle.refund(request)
+        await reservation?.refund()
         throw error
       }
       if (!tenant) {
         // A request that joined another's lookup of the same key has not taken its own yet.
-        if (!reserved) await throttle.reserve(request)
+        const failure = reservation ?? (await throttle.reserve(request))
+        failure.keep()
         throw new ApiError('unauthorized', INVALID_API_KEY)
       }
-      if (reserved) await throttle.refund(request)
+      await reservation?.refund()
       request.tenant = tenant
       request.log = request.log.child({ tenantId: tenant.id })
     })
@@ -65,7 +66,8 @@ export default fp(
       const given = singleHeader(request, ADMIN_KEY_HEADER)
       // Without ADMIN_API_KEY the admin routes exist but nobody can pass.
       if (!adminKey || !given || !secretsEqual(given, adminKey)) {
-        await throttle.reserve(request)
+        const failure = await throttle.reserve(request)
+        failure.keep()
         throw new ApiError('unauthorized', 'Invalid or missing admin key')
       }
     })

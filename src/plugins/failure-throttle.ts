@@ -17,17 +17,29 @@ declare module 'fastify' {
  * routes costs the guesser time, and a blocked address's requests cost no database lookup.
  */
 export interface FailureThrottle {
-  /** onRequest hook: a 429 for an address over its failures, before any work on the request. */
+  /**
+   * onRequest hook: a 429 for an address over its failures, before any work on the request
+   * (once this process's reservations of the address have settled: see `reserve`).
+   */
   check: (request: FastifyRequest) => Promise<void>
   /** Counts one failure of the request's address. */
   record: (request: FastifyRequest) => Promise<void>
   /**
-   * Takes one of the address's failures at once, or throws the 429 if none is left: before a
-   * key is looked up or compared, so that requests sent together cannot all pass `check`
-   * first. `refund` gives it back when the key was right.
+   * Takes one of the address's failures at once, before a key is looked up or compared, so
+   * that requests sent together cannot all pass `check` first; the reservation is then kept
+   * (the key was wrong) or refunded (it was right). When none is left but this process has
+   * reservations of the address still out, it waits for them to settle first: they may be
+   * right keys whose failures come back (an integrator's many agencies' keys, none cached
+   * yet). Otherwise it throws the 429.
    */
-  reserve: (request: FastifyRequest) => Promise<void>
-  refund: (request: FastifyRequest) => Promise<void>
+  reserve: (request: FastifyRequest) => Promise<Reservation>
+}
+
+export interface Reservation {
+  /** The key was wrong: the failure stays counted. */
+  keep(): void
+  /** The key was right, or could not be checked: the failure is given back. */
+  refund(): Promise<void>
 }
 
 const WINDOW_S = 60
@@ -43,7 +55,8 @@ export default fp(
     const limit = app.config.rateLimits.failuresPerMinute
     if (!app.config.rateLimits.enabled) {
       const nothing = async () => {}
-      app.decorate('failureThrottle', { check: nothing, record: nothing, reserve: nothing, refund: nothing })
+      const reservation: Reservation = { keep: () => {}, refund: nothing }
+      app.decorate('failureThrottle', { check: nothing, record: nothing, reserve: async () => reservation })
       return
     }
 
@@ -52,6 +65,7 @@ export default fp(
     const redis = app.rateLimitRedis
     const shared = redis ? new RateLimiterRedis({ ...options, storeClient: redis, rejectIfRedisNotReady: true }) : undefined
 
+    const outstanding = new OutstandingReservations()
     let outage = false
     const counted = async <T>(operation: (limiter: RateLimiterAbstract) => Promise<T>): Promise<T> => {
       if (!shared) return operation(local)
@@ -75,26 +89,91 @@ export default fp(
 
     app.decorate('failureThrottle', {
       check: async (request: FastifyRequest) => {
-        const count = await counted((limiter) => limiter.get(clientKey(request.ip)))
-        if (count && count.consumedPoints >= limit) throw tooManyFailures(count)
+        const address = clientKey(request.ip)
+        for (;;) {
+          const count = await counted((limiter) => limiter.get(address))
+          if (!count || count.consumedPoints < limit) return
+          // Over, unless reservations still out come back (see `reserve`).
+          const settled = outstanding.nextSettled(address)
+          if (!settled) throw tooManyFailures(count)
+          await settled
+        }
       },
       record: async (request: FastifyRequest) => {
         await counted((limiter) => limiter.penalty(clientKey(request.ip)))
       },
       reserve: async (request: FastifyRequest) => {
-        try {
-          await counted((limiter) => limiter.consume(clientKey(request.ip)))
-        } catch (error) {
-          throw error instanceof RateLimiterRes ? tooManyFailures(error) : error
+        const address = clientKey(request.ip)
+        for (;;) {
+          try {
+            await counted((limiter) => limiter.consume(address))
+            break
+          } catch (error) {
+            if (!(error instanceof RateLimiterRes)) throw error
+            const settled = outstanding.nextSettled(address)
+            if (!settled) throw tooManyFailures(error)
+            // A refused consume still counts its point: taken back while this one waits to ask again.
+            await counted((limiter) => limiter.reward(address))
+            await settled
+          }
         }
-      },
-      refund: async (request: FastifyRequest) => {
-        await counted((limiter) => limiter.reward(clientKey(request.ip)))
+        outstanding.add(address)
+        let settled = false
+        return {
+          keep: () => {
+            if (settled) return
+            settled = true
+            outstanding.settle(address, false)
+          },
+          refund: async () => {
+            if (settled) return
+            settled = true
+            // Given back before anyone waiting is woken to ask again.
+            try {
+              await counted((limiter) => limiter.reward(address))
+            } finally {
+              outstanding.settle(address, true)
+            }
+          },
+        }
       },
     })
   },
   { name: 'failure-throttle', dependencies: ['rate-limit'], decorators: { fastify: ['config'] } },
 )
+
+/** This process's reservations not yet kept or refunded, per address, and who waits for one to settle. */
+class OutstandingReservations {
+  private readonly byAddress = new Map<string, { count: number; waiting: (() => void)[] }>()
+
+  add(address: string): void {
+    const entry = this.byAddress.get(address)
+    if (entry) entry.count++
+    else this.byAddress.set(address, { count: 1, waiting: [] })
+  }
+
+  /**
+   * One of the address's reservations settled. A refund frees one failure, so one waiting
+   * request asks again; when none is left out, every waiting request is answered (a 429 if
+   * still over), so a burst of wrong keys costs one wake-up each, not one per settlement.
+   */
+  settle(address: string, freed: boolean): void {
+    const entry = this.byAddress.get(address)
+    if (!entry) return
+    if (--entry.count === 0) {
+      this.byAddress.delete(address)
+      for (const wake of entry.waiting.splice(0)) wake()
+    } else if (freed) {
+      entry.waiting.shift()?.()
+    }
+  }
+
+  /** Settles when one of the address's reservations does; undefined when none is out. */
+  nextSettled(address: string): Promise<void> | undefined {
+    const entry = this.byAddress.get(address)
+    return entry && new Promise((resolve) => entry.waiting.push(resolve))
+  }
+}
 
 function tooManyFailures(count: RateLimiterRes): ApiError {
   const seconds = Math.max(1, Math.ceil(count.msBeforeNext / 1000))

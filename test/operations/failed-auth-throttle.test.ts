@@ -145,6 +145,22 @@ describe('failed key checks and unknown routes, counted per client address', () 
     for (let i = 1; i <= LIMIT; i++) assert.equal((await wrongApiKey(t, '203.0.113.62')).statusCode, 401, `wrong key ${i}`)
     assertThrottled(await wrongApiKey(t, '203.0.113.62'), 'one failure too many')
   })
+  it('answers a burst of more right keys than its failures, none looked up yet, with 200s (an integrator serving many agencies)', async () => {
+    const keys: string[] = []
+    // An agency holds at most 20 keys: two agencies hold enough for LIMIT + 6.
+    for (const owner of [await createTenant(t.app), await createTenant(t.app)]) {
+      for (let i = 0; i < LIMIT / 2 + 3; i++) {
+        const created = await t.app.inject({ method: 'POST', url: '/tenants/me/api-keys', headers: owner.headers, payload: { name: `CRM ${i}` } })
+        assert.equal(created.statusCode, 201, created.body)
+        keys.push(created.json<{ key: string }>().key)
+      }
+    }
+    const integrator = '203.0.113.63'
+    const responses = await Promise.all(keys.map((key) => t.app.inject({ url: '/tenants/me', headers: { 'x-api-key': key }, remoteAddress: integrator })))
+    assert.deepEqual(tally(responses), { 200: keys.length })
+    for (let i = 1; i <= LIMIT; i++) assert.equal((await wrongApiKey(t, integrator)).statusCode, 401, `wrong key ${i}`)
+    assertThrottled(await wrongApiKey(t, integrator), 'one failure too many')
+  })
 })
 
 for (const [setting, proxies] of [

@@ -72,6 +72,11 @@ describe('the internal check (auto mode)', () => {
     ['an e-mail with собака for the @', { description: 'почта owner собака mail.ru' }, 'contacts_in_description', 'description'],
     ['an e-mail with a full-width @', { description: 'Пишите: ivan＠mail.ru' }, 'contacts_in_description', 'description'],
     ['a phone in full-width digits', { description: 'Тел. ８ ９１２ ３４５ ６７ ８９' }, 'contacts_in_description', 'description'],
+    ['a phone with underscores', { description: 'Тел. 8_912_345_67_89' }, 'contacts_in_description', 'description'],
+    ['a phone with asterisks', { description: 'Тел. 8*912*345*67*89' }, 'contacts_in_description', 'description'],
+    // The owner's own number (the factory's 8 (912) 345-67-89), however it is written.
+    ['the owner’s phone with commas', { description: 'Владелец: 8,912,345,67,89' }, 'contacts_in_description', 'description'],
+    ['the owner’s phone with slashes and dots', { description: 'Владелец: +7/912.345/67.89!' }, 'contacts_in_description', 'description'],
     ['a Telegram handle', { description: 'Вопросы в telegram @ivanrealty' }, 'contacts_in_description', 'description'],
     ['a handle named with its messenger', { description: 'Связь: tg: ivanrealty' }, 'contacts_in_description', 'description'],
     ['a handle with an underscore', { description: 'Пишите @ivan_realty' }, 'contacts_in_description', 'description'],

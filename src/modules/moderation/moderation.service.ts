@@ -55,12 +55,13 @@ export class ModerationService {
         waiting.map(({ listing }) => listing.tenantId),
       )
       for (const claimed of waiting) {
-        const { listing, country } = claimed
+        const { listing, country, ownerPhone } = claimed
         if (!unsuspended.has(listing.tenantId)) continue
         const reasons = checkListing({
           listing,
           propertyType: propertyTypeNames.get(listing.propertyTypeId)!,
           country,
+          ownerPhone,
           hasDuplicate: await this.properties.hasLiveDuplicate(tx, listing),
         })
         if (this.mode === 'manual') await this.properties.recordFindings(tx, claimed, findings(reasons))

@@ -1,4 +1,4 @@
-import { findPhoneNumbersInText, type CountryCode } from 'libphonenumber-js/max'
+import { findPhoneNumbersInText, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max'
 import type { ModerationReason, PropertyRow } from '../../db/schema.js'
 import { attributesByName, type PropertyTypeName } from '../reference/attribute-catalogue.js'
 
@@ -7,6 +7,8 @@ export interface ListingUnderCheck {
   propertyType: PropertyTypeName
   /** The agency's country, for recognising phone numbers written the national way. */
   country: CountryCode
+  /** The owner's stored phone, looked for in the description however it is written there. */
+  ownerPhone: string | null
   /** Whether the agency already has the same offer live (see hasLiveDuplicate). */
   hasDuplicate: boolean
 }
@@ -21,7 +23,7 @@ const SPELLED_DOT = String.raw`\.|\s*[(\[{]\s*(?:dot|точка)\s*[)\]}]\s*|\s+
 const SPELLED_EMAIL = new RegExp(String.raw`[a-z0-9._%+-]+(?:${SPELLED_AT})[a-z0-9-]+(?:(?:${SPELLED_DOT})[a-z0-9-]+)*(?:${SPELLED_DOT})[a-z]{2,}`, 'i')
 // Ten or more digits in a row, whatever separates them: a phone number written to slip past
 // a parser ("8 9I2..." aside). Prices ("8 500 000") and areas have fewer.
-const LONG_DIGIT_RUN = /(?:\d[\s\-().]*){10,}/
+const LONG_DIGIT_RUN = /(?:\d[\s\-()._*]*){10,}/
 // Messenger contacts, as much contacts as a phone: a link that opens a chat or a profile
 // (t.me/…, wa.me/…, vk.com/…); a handle named with its messenger ("telegram @ivan",
 // "tg: ivanrealty", "инстаграм @ivan"); or an @handle that only a handle looks like, with a
@@ -37,7 +39,7 @@ const MARKED_HANDLE = /(?<![\p{L}\p{N}._%+-])@(?=[a-z0-9_.]*[0-9_])[a-z][a-z0-9_
  * field it concerns and a sentence for the agency. No reasons means the listing may be
  * published.
  */
-export function checkListing({ listing, propertyType, country, hasDuplicate }: ListingUnderCheck): ModerationReason[] {
+export function checkListing({ listing, propertyType, country, ownerPhone, hasDuplicate }: ListingUnderCheck): ModerationReason[] {
   const reasons: ModerationReason[] = []
   const reason = (code: string, field: string | null, message: string) => reasons.push({ code, field, message })
   const attributes = listing.attributes
@@ -72,7 +74,7 @@ export function checkListing({ listing, propertyType, country, hasDuplicate }: L
     }
   }
 
-  if (listing.description && containsContacts(listing.description, country)) {
+  if (listing.description && (containsContacts(listing.description, country) || containsPhone(listing.description, ownerPhone))) {
     reason(
       'contacts_in_description',
       'description',
@@ -84,6 +86,20 @@ export function checkListing({ listing, propertyType, country, hasDuplicate }: L
     reason('duplicate_listing', null, 'The agency already has this offer live: same type, deal, address or coordinates and area.')
   }
   return reasons
+}
+
+/**
+ * Whether the description holds the owner's phone, its national digits written with anything
+ * but letters between them ("8,912,345,67,89", "8/912/345/67/89"): whatever a pattern for
+ * phones in general lets through, the owner's own number never reaches the catalogue.
+ */
+function containsPhone(description: string, phone: string | null): boolean {
+  const national = phone && parsePhoneNumberFromString(phone)?.nationalNumber
+  if (!national) return false
+  return description
+    .normalize('NFKC')
+    .split(/\p{L}+/u)
+    .some((stretch) => stretch.replace(/\D/g, '').includes(national))
 }
 
 function containsContacts(description: string, country: CountryCode): boolean {

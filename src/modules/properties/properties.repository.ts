@@ -393,6 +393,13 @@ export async function claimAwaitingCheck(tx: Database, limit: number): Promise<{
   return rows.map((row) => ({ listing: row.listing, country: row.country as CountryCode }))
 }
 
+/** The phones of owners by id, for the internal check to look for in descriptions. */
+export async function findOwnerPhones(tx: Database, ids: number[]): Promise<Map<number, string>> {
+  if (ids.length === 0) return new Map()
+  const rows = await tx.select({ id: owners.id, phone: owners.phone }).from(owners).where(inArray(owners.id, ids))
+  return new Map(rows.map((row) => [row.id, row.phone]))
+}
+
 /** Any agency's listing, locked for an operator's decision. */
 export async function lockAnyTenantsProperty(tx: Database, id: number): Promise<PropertyRow | undefined> {
   const [row] = await tx.select().from(properties).where(eq(properties.id, id)).for('update')

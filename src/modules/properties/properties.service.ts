@@ -541,13 +541,18 @@ export class PropertiesService {
    * claimAwaitingCheck): new submissions, and published listings with a revision, as the
    * revision makes them.
    */
-  async claimAwaitingCheck(tx: Database, limit: number): Promise<(UnderCheck & { country: CountryCode })[]> {
+  async claimAwaitingCheck(tx: Database, limit: number): Promise<(UnderCheck & { country: CountryCode; ownerPhone: string | null })[]> {
     const claimed = await repository.claimAwaitingCheck(tx, limit)
     const revisions = await repository.findRevisions(
       tx,
       claimed.filter(({ listing }) => listing.statusId === ListingStatus.Published).map(({ listing }) => listing.id),
     )
-    return claimed.map(({ listing, country }) => ({ ...underCheck(listing, revisions.get(listing.id)), country }))
+    const checked = claimed.map(({ listing, country }) => ({ ...underCheck(listing, revisions.get(listing.id)), country }))
+    const phones = await repository.findOwnerPhones(
+      tx,
+      checked.flatMap(({ listing }) => (listing.ownerId === null ? [] : [listing.ownerId])),
+    )
+    return checked.map((claim) => ({ ...claim, ownerPhone: (claim.listing.ownerId !== null && phones.get(claim.listing.ownerId)) || null }))
   }
 
   /** Whether the agency already has the same offer live; see the repository's hasLiveDuplicate. */

@@ -62,6 +62,14 @@ export class ApiError extends Error {
 export const INVALID_API_KEY = 'Invalid or missing API key'
 /** The detail of a missing property, in the catalogue and for another tenant's too (never a 403). */
 export const PROPERTY_NOT_FOUND = 'Property not found'
+/** The details of the other missing things, answered by their services and for ids no row can have (`PathId`). */
+export const IMAGE_NOT_FOUND = 'Image not found'
+export const FEED_NOT_FOUND = 'Feed not found'
+export const FEED_RUN_NOT_FOUND = 'Feed run not found'
+export const REGISTRATION_NOT_FOUND = 'Registration request not found'
+export const TENANT_NOT_FOUND = 'Tenant not found'
+export const API_KEY_NOT_FOUND = 'API key not found'
+export const WEBHOOK_NOT_FOUND = 'Webhook not found'
 /**
  * A request of a suspended agency's, let in just before the suspension committed, that reaches a
  * listing the suspension holds (docs/architecture.md#api-keys-and-suspension): refused, nothing changed.

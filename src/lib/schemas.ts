@@ -10,7 +10,7 @@ import { Type, type Static, type TLiteral, type TObject, type TProperties, type 
  * A whole number that fits PostgreSQL's `integer` (the ids' and most counters' column type).
  * The document gives integers their `int32`/`int64` format from these bounds.
  */
-export const Int32 = (options: { minimum?: number; maximum?: number; description?: string; default?: number } = {}) =>
+export const Int32 = (options: { minimum?: number; maximum?: number; description?: string; default?: number; 'x-not-found'?: string } = {}) =>
   Type.Integer({ minimum: -2_147_483_648, maximum: 2_147_483_647, ...options })
 
 /** A count or offset: any whole number a JSON number holds exactly (PostgreSQL's bigint goes further). */
@@ -18,6 +18,12 @@ export const Int64 = (options: { minimum?: number; maximum?: number; description
   Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, ...options })
 
 export const Id = Int32({ minimum: 1 })
+
+/**
+ * An id in a path: a whole number, or a 422; one no id can be (0, negative, past the column's
+ * range) is as unknown as any other, so it answers the route's 404, `notFound`.
+ */
+export const PathId = (notFound: string) => Int32({ minimum: 1, 'x-not-found': notFound })
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 

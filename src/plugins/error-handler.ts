@@ -6,7 +6,7 @@ import { clientHasGone } from '../lib/client-connection.js'
 import { ApiError, errorStatus } from '../lib/errors.js'
 import { RAW_SECURITY_HEADER_LINES } from './browser-policy.js'
 import { closeLingering, isAnsweredAndClosing } from './connection-closing.js'
-import { describeValidationFailure } from './validation.js'
+import { describeValidationFailure, notFoundInPath } from './validation.js'
 
 /**
  * The one place that turns anything thrown into the `{"detail": ...}` body of every error. Deliberate
@@ -148,6 +148,8 @@ function describeError(error: FastifyError, consumes: string[] | undefined): Err
     return { status: error.statusCode, body: { detail: error.message, ...error.extra }, headers: error.headers }
   }
   if (error.validation) {
+    const missing = notFoundInPath(error.validation, error.validationContext)
+    if (missing) return { status: 404, body: { detail: missing } }
     return { status: 422, body: describeValidationFailure(error.validation, error.validationContext) }
   }
   const database = describeDatabaseError(error)

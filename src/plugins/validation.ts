@@ -20,10 +20,12 @@ const commonOptions: Options = {
  * `x-max-decimals`, the digits a number may have after the point (`multipleOf: 0.01` cannot
  * say it: in binary 1234567.89 / 0.01 is 123456788.99999999; a number's shortest decimal
  * form, which JSON parsing round-trips, can); and `x-decimal-range`, `[minimum, maximum]` of a
- * number written as a string (a coordinate `"91"`), which `minimum` and `maximum` do not check.
+ * number written as a string (a coordinate `"91"`), which `minimum` and `maximum` do not check;
+ * `x-not-found`, on an id or code in a path, the 404 to answer when it is out of the range
+ * any row's can be in (see `notFoundInPath`).
  */
 function withKeywords(ajv: Ajv): Ajv {
-  ajv.addVocabulary(['x-message'])
+  ajv.addVocabulary(['x-message', 'x-not-found'])
   ajv.addKeyword({
     keyword: 'x-max-decimals',
     type: 'number',
@@ -194,6 +196,23 @@ const locationOfPart: Record<string, string> = {
 }
 
 /** Turns ajv's findings into the `errors` list and `detail` sentence of a 422. */
+/**
+ * The `detail` of a 404 when a path names what no row can be (an id of 0, a negative one or one
+ * past the integer column's range; a registration code longer than any): no such thing exists,
+ * as for any unknown id, so it is not found rather than invalid. An id that is not a whole
+ * number stays a 422.
+ */
+export function notFoundInPath(validation: FastifySchemaValidationError[], context: string | undefined): string | undefined {
+  if (context !== 'params') return undefined
+  for (const finding of validation as ErrorObject[]) {
+    const detail: unknown = finding.parentSchema?.['x-not-found']
+    if (OUT_OF_RANGE.has(finding.keyword) && typeof detail === 'string') return detail
+  }
+  return undefined
+}
+
+const OUT_OF_RANGE = new Set(['minimum', 'maximum', 'minLength', 'maxLength'])
+
 export function describeValidationFailure(validation: FastifySchemaValidationError[], context: string | undefined): { detail: string; errors: FieldError[] } {
   const part = locationOfPart[context ?? 'body'] ?? 'body'
   const byLocation = new Map<string, { loc: (string | number)[]; findings: ErrorObject[] }>()

@@ -153,8 +153,8 @@ describe('the public MLS catalogue', () => {
     assert.match(detail.published_at, /\+00:00$/)
   })
 
-  it('answers 404 Property not found for unknown, rejected and waiting listings', async () => {
-    for (const id of [999999, ids.rejected, ids.waiting]) {
+  it('answers 404 Property not found for unknown, rejected and waiting listings, and ids no listing can have', async () => {
+    for (const id of [999999, ids.rejected, ids.waiting, 0, -1, 2147483648]) {
       const response = await t.app.inject(`/mls/properties/${id}`)
       assert.equal(response.statusCode, 404)
       assert.deepEqual(response.json<ErrorBody>(), { detail: 'Property not found' })

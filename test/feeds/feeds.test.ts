@@ -253,16 +253,23 @@ describe('feeds', () => {
     }
   })
 
-  it('refuses ids that are not positive integers with 422', async () => {
+  it('refuses ids that are not whole numbers with 422, and finds none for ids no feed can have', async () => {
     for (const [method, url] of [
       ['GET', '/feeds/abc'],
-      ['DELETE', '/feeds/0'],
-      ['POST', '/feeds/-1/runs'],
       ['GET', '/feeds/1/runs/x'],
     ] as const) {
       const response = await t.app.inject({ method, url, headers: agency.headers })
       assert.equal(response.statusCode, 422, `${method} ${url}`)
       assert.ok(response.json<ErrorBody>().detail.length > 0)
+    }
+    const feed = await createFeed(t, agency)
+    for (const [method, url, detail] of [
+      ['DELETE', '/feeds/0', 'Feed not found'],
+      ['POST', '/feeds/-1/runs', 'Feed not found'],
+      ['GET', `/feeds/${feed.id}/runs/2147483648`, 'Feed run not found'],
+    ] as const) {
+      const response = await t.app.inject({ method, url, headers: agency.headers })
+      assert.deepEqual([response.statusCode, response.json<ErrorBody>()], [404, { detail }], `${method} ${url}`)
     }
   })
 })

@@ -113,6 +113,14 @@ describe('tenant isolation on every operation with an id in its path', () => {
         assert.equal(asStranger.statusCode, 404, `${where} as another tenant: ${asStranger.body}`)
         assert.equal(asStranger.headers['content-type'], missing.headers['content-type'], `${where}: the same content type as a missing id`)
         assert.equal(asStranger.body, missing.body, `${where}: the same body as a missing id`)
+        // A whole number no id can be is as missing as any other (interface §7: "not found").
+        if (pathParameters(operation).every((parameter) => parameter.schema.type === 'integer')) {
+          for (const impossible of ['0', '-1', '2147483648']) {
+            const answer = await send(t.app, document, operation, urlFor(operation, holdings.ids, impossible), stranger.apiKey)
+            assert.equal(answer.statusCode, 404, `${where} with the id ${impossible}: ${answer.body}`)
+            assert.equal(answer.body, missing.body, `${where} with the id ${impossible}: the same body as a missing id`)
+          }
+        }
       }
 
       for (const [who, key] of [
@@ -184,15 +192,22 @@ async function issueKey(app: FastifyInstance, owner: Tenant): Promise<{ id: numb
   return response.json<{ id: number; key: string }>()
 }
 
-/** The path with its one id filled in from the owner's holdings (or with an id nobody has). */
-function urlFor({ path, operation }: Operation, ids: Record<string, string>, missing = false): string {
-  let url = path
+function pathParameters({ operation }: Operation) {
+  return (operation.parameters ?? []).filter((candidate) => candidate.in === 'path')
+}
+
+/**
+ * The path with its ids filled in from the owner's holdings, or with ids nobody has (`true`),
+ * or all with the value given.
+ */
+function urlFor(operation: Operation, ids: Record<string, string>, missing: boolean | string = false): string {
+  let url = operation.path
   // Each id is the owner's resource in the collection its path leads to (`/feeds`, then `/feeds/{id}/runs`).
-  for (const parameter of (operation.parameters ?? []).filter((candidate) => candidate.in === 'path')) {
-    const collection = path.slice(0, path.indexOf(`/{${parameter.name}}`))
+  for (const parameter of pathParameters(operation)) {
+    const collection = operation.path.slice(0, operation.path.indexOf(`/{${parameter.name}}`))
     const id = ids[collection]
     assert.ok(id, `the test makes no resource for ${collection}; add one to holdingsOf`)
-    url = url.replace(`{${parameter.name}}`, missing ? missingId(parameter.schema) : id)
+    url = url.replace(`{${parameter.name}}`, typeof missing === 'string' ? missing : missing ? missingId(parameter.schema) : id)
   }
   return url
 }

@@ -96,10 +96,16 @@ describe('public reference data', () => {
     assert.equal((await get('/cities/17')).json<City>().name, 'Алматы')
     assert.equal((await get('/districts/1')).json<District>().city_id, 1)
     assert.equal((await get('/residential-complexes/1')).statusCode, 200)
-    const missing = await get('/cities/999999')
-    assert.equal(missing.statusCode, 404)
-    assert.deepEqual(missing.json<ErrorBody>(), { detail: 'City not found' })
-    for (const url of ['/cities/abc', '/cities/0', '/districts/1.5', '/districts?city_id=x', '/cities?country=ru']) {
+    for (const [url, detail] of [
+      ['/cities/999999', 'City not found'],
+      ['/cities/0', 'City not found'],
+      ['/districts/2147483648', 'District not found'],
+      ['/residential-complexes/-1', 'Residential complex not found'],
+    ] as const) {
+      const missing = await get(url)
+      assert.deepEqual([missing.statusCode, missing.json<ErrorBody>()], [404, { detail }], url)
+    }
+    for (const url of ['/cities/abc', '/districts/1.5', '/districts?city_id=x', '/cities?country=ru']) {
       const response = await get(url)
       assert.equal(response.statusCode, 422, url)
       assert.ok(Array.isArray(response.json<ValidationErrorBody>().errors))

@@ -166,7 +166,9 @@ describe('GET /tenants/register/{request_code}', () => {
     const { request_code: code, email } = await submitRegistration(t.app)
     const unknownCode = await statusOf('reg_AAAAAAAAAAAAAAAAAAAAAAAA', email)
     const wrongEmail = await statusOf(code, 'someone.else@example.com')
-    for (const response of [unknownCode, wrongEmail]) {
+    // Longer than any code: as unknown as any other.
+    const longCode = await statusOf(`reg_${'A'.repeat(97)}`, email)
+    for (const response of [unknownCode, wrongEmail, longCode]) {
       assert.equal(response.statusCode, 404)
       assert.equal(response.body, '{"detail":"Registration request not found"}')
     }

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { CELLS_PER_TILE, MAX_CELLS_PER_SIDE, MAX_RADIUS_M } from './geo.js'
-import { CursorPage, CursorPageQuery, Id, Int32, Int64, Named, Nullable, Timestamp, Url } from '../../lib/schemas.js'
+import { CursorPage, CursorPageQuery, Id, Int32, Int64, Named, Nullable, Timestamp, Url, PathId } from '../../lib/schemas.js'
+import { PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 
 const Amount = (description: string) => Type.Number({ minimum: 0, description })
 
@@ -140,4 +141,4 @@ export const MapClusters = Type.Object(
 )
 export type MapClusters = Static<typeof MapClusters>
 
-export const CatalogueIdParams = Type.Object({ id: Id })
+export const CatalogueIdParams = Type.Object({ id: PathId(PROPERTY_NOT_FOUND) })

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { feedRunStatuses, feedRunTriggers } from '../../db/schema.js'
-import { Id, Int32, Nullable, Page, PageQuery, StringEnum, Timestamp, Url, asStoredText } from '../../lib/schemas.js'
+import { Id, Int32, Nullable, Page, PageQuery, StringEnum, Timestamp, Url, asStoredText, PathId } from '../../lib/schemas.js'
+import { FEED_NOT_FOUND, FEED_RUN_NOT_FOUND } from '../../lib/errors.js'
 
 /** Minutes between scheduled runs: at least every quarter of an hour, at most a week apart. */
 export const MIN_SCHEDULE_MINUTES = 15
@@ -131,6 +132,7 @@ export type Feed = Static<typeof Feed>
 
 export const FeedPage = Page(Feed, 'FeedPage')
 export const FeedRunPage = Page(FeedRunSummary, 'FeedRunPage')
-export const FeedIdParams = Type.Object({ id: Id })
-export const FeedRunParams = Type.Object({ id: Id, run_id: Id })
+export const FeedIdParams = Type.Object({ id: PathId(FEED_NOT_FOUND) })
+// A run is looked up by both ids at once: either missing, the run is not found.
+export const FeedRunParams = Type.Object({ id: PathId(FEED_RUN_NOT_FOUND), run_id: PathId(FEED_RUN_NOT_FOUND) })
 export const FeedPageQuery = Type.Object(PageQuery)

@@ -1,6 +1,6 @@
 import type { Config } from '../../config.js'
 import type { Database } from '../../db/client.js'
-import { ApiError } from '../../lib/errors.js'
+import { ApiError, FEED_NOT_FOUND, FEED_RUN_NOT_FOUND } from '../../lib/errors.js'
 import { invalidAddressError, OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
 import type { EventsService } from '../events/events.service.js'
@@ -14,8 +14,6 @@ import * as repository from './feeds.repository.js'
 import type { RunOutcome, RunRow } from './feeds.repository.js'
 import { DEFAULT_SCHEDULE_MINUTES, type Feed, type FeedCreate, type FeedRunReport, type FeedRunSummary, type FeedUpdate } from './feeds.schemas.js'
 
-export const FEED_NOT_FOUND = 'Feed not found'
-export const FEED_RUN_NOT_FOUND = 'Feed run not found'
 /** Feeds per agency: a CRM exports one file, a few cover agencies with several offices. */
 export const MAX_FEEDS_PER_TENANT = 5
 /**

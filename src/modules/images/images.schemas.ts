@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
-import { Id, Int32, Url } from '../../lib/schemas.js'
+import { Id, Int32, Url, PathId } from '../../lib/schemas.js'
+import { IMAGE_NOT_FOUND } from '../../lib/errors.js'
 
 /** A sort_order is a 32-bit integer (the column's range). */
 export const SORT_ORDER_RANGE = { min: -2_147_483_648, max: 2_147_483_647 }
@@ -42,7 +43,7 @@ export const ImageListQuery = Type.Object({
   property_id: Type.Optional({ ...Id, description: 'Only this property’s photos.' }),
 })
 
-export const ImageIdParams = Type.Object({ image_id: Id })
+export const ImageIdParams = Type.Object({ image_id: PathId(IMAGE_NOT_FOUND) })
 
 export const ImageByUrl = Type.Object(
   {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Config } from '../../config.js'
 import type { Database, PipelinedDatabase } from '../../db/client.js'
-import { ApiError, HELD_BY_SUSPENSION, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
+import { ApiError, HELD_BY_SUSPENSION, PROPERTY_NOT_FOUND, IMAGE_NOT_FOUND } from '../../lib/errors.js'
 import { invalidAddressError, OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 import { toUtcTimestamp } from '../../lib/time.js'
 import type { CatalogueAnnouncements } from '../catalogue/catalogue-announcements.js'
@@ -12,7 +12,6 @@ import type { PropertyImage } from './images.schemas.js'
 import { compareStorageWithRows, type NamedKey } from './orphan-files.js'
 import type { Storage } from './storage.js'
 
-export const IMAGE_NOT_FOUND = 'Image not found'
 /** Every key the service chooses starts with it; the sweep lists nothing else. */
 const PHOTO_KEY_PREFIX = 'photos/'
 /** Row keys read per statement by the sweep, as many as a page of the storage's listing. */

@@ -1,5 +1,6 @@
 import { Type } from 'typebox'
-import { Id, Int32, Nullable, Page, PageQuery, Timestamp } from '../../lib/schemas.js'
+import { Id, Int32, Nullable, Page, PageQuery, Timestamp, PathId } from '../../lib/schemas.js'
+import { PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import { revisionStatuses } from '../../db/schema.js'
 import { ExternalId, ModerationResultSchema, RevisionStatusName, StatusId } from '../properties/properties.schemas.js'
 
@@ -47,7 +48,7 @@ export const ReviewListQuery = Type.Object({
   ...PageQuery,
 })
 
-export const ListingIdParams = Type.Object({ id: Id })
+export const ListingIdParams = Type.Object({ id: PathId(PROPERTY_NOT_FOUND) })
 
 export const ListingRejection = Type.Object(
   { reason: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'Shown to the agency among the reasons.' })) },

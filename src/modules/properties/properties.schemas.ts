@@ -2,7 +2,8 @@ import { PropertyImage } from '../images/images.schemas.js'
 import { Type, type Static } from 'typebox'
 import { revisionStatuses } from '../../db/schema.js'
 import { seedDealTypes, seedPropertyStatuses, seedPropertyTypes } from '../../db/seed/dictionaries.js'
-import { asStoredText, Id, Int32, Named, Nullable, CursorPage, CursorPageQuery, StringEnum, Timestamp } from '../../lib/schemas.js'
+import { asStoredText, Id, Int32, Named, Nullable, CursorPage, CursorPageQuery, StringEnum, Timestamp, PathId } from '../../lib/schemas.js'
+import { PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 
 export const propertyTypeNames = seedPropertyTypes.map((type) => type.name)
 export const dealTypeNames = seedDealTypes.map((type) => type.name)
@@ -286,7 +287,7 @@ export type PropertyListQuery = Static<typeof PropertyListQuery>
 
 export const PropertyPage = CursorPage(PropertyListItem, 'PropertyPage')
 
-export const PropertyIdParams = Type.Object({ id: Id })
+export const PropertyIdParams = Type.Object({ id: PathId(PROPERTY_NOT_FOUND) })
 export const ExternalIdParams = Type.Object({ external_id: ExternalId })
 
 export const statusIds = seedPropertyStatuses.map((status) => status.id)

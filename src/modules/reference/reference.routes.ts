@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type TSchema } from 'typebox'
 import { seedDealTypes, seedPropertyStatuses, seedPropertyTypes } from '../../db/seed/dictionaries.js'
-import { errorResponses, Id, withResponseHeaders, header } from '../../lib/schemas.js'
+import { errorResponses, PathId, withResponseHeaders, header } from '../../lib/schemas.js'
 import { attributeCatalogue } from './attribute-catalogue.js'
 import { Attribute, ByCityQuery, CitiesQuery, City, District, NamedItem, PropertyStatus, ResidentialComplex } from './reference.schemas.js'
 
@@ -105,7 +105,7 @@ const referenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => app.services.reference.residentialComplexes(request.query.city_id),
   )
 
-  const IdParams = Type.Object({ id: Id })
+  const placeId = (what: string) => Type.Object({ id: PathId(`${what} not found`) })
 
   app.get(
     '/cities/:id',
@@ -115,7 +115,7 @@ const referenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getCity',
         summary: 'One city',
         description: 'An unknown id answers 404 `City not found`.',
-        params: IdParams,
+        params: placeId('City'),
         response: { 200: cached(City), ...errorResponses(404, 422) },
       },
     },
@@ -130,7 +130,7 @@ const referenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getDistrict',
         summary: 'One district',
         description: 'An unknown id answers 404 `District not found`.',
-        params: IdParams,
+        params: placeId('District'),
         response: { 200: cached(District), ...errorResponses(404, 422) },
       },
     },
@@ -145,7 +145,7 @@ const referenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getResidentialComplex',
         summary: 'One residential complex',
         description: 'An unknown id answers 404 `Residential complex not found`.',
-        params: IdParams,
+        params: placeId('Residential complex'),
         response: { 200: cached(ResidentialComplex), ...errorResponses(404, 422) },
       },
     },

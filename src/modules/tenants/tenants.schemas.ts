@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
-import { Id, Int32, Nullable, OneOf, Page, PageQuery, Timestamp } from '../../lib/schemas.js'
+import { Id, Int32, Nullable, OneOf, Page, PageQuery, Timestamp, PathId } from '../../lib/schemas.js'
+import { API_KEY_NOT_FOUND, TENANT_NOT_FOUND, REGISTRATION_NOT_FOUND } from '../../lib/errors.js'
 import { API_KEY_PREFIX } from '../../lib/secrets.js'
 
 export const RegistrationStatusValue = Type.Enum(['pending', 'approved', 'rejected'], {
@@ -48,7 +49,8 @@ export const RegistrationCreated = Type.Object(
 )
 
 export const RegistrationCodeParams = Type.Object({
-  request_code: Type.String({ minLength: 1, maxLength: 100 }),
+  // No request has a longer code: one is as unknown as any other.
+  request_code: Type.String({ minLength: 1, maxLength: 100, 'x-not-found': REGISTRATION_NOT_FOUND }),
 })
 
 export const RegistrationStatusQuery = Type.Object({
@@ -210,10 +212,10 @@ export type ApiKeyCreateBody = Static<typeof ApiKeyCreateBody>
 
 export const ApiKeyPage = Page(ApiKey, 'ApiKeyPage')
 export const ApiKeyListQuery = Type.Object(PageQuery)
-export const ApiKeyIdParams = Type.Object({ id: Id })
+export const ApiKeyIdParams = Type.Object({ id: PathId(API_KEY_NOT_FOUND) })
 
-export const TenantIdParams = Type.Object({ tenant_id: Id })
-export const TenantApiKeyParams = Type.Object({ tenant_id: Id, id: Id })
+export const TenantIdParams = Type.Object({ tenant_id: PathId(TENANT_NOT_FOUND) })
+export const TenantApiKeyParams = Type.Object({ tenant_id: PathId(TENANT_NOT_FOUND), id: PathId(API_KEY_NOT_FOUND) })
 
 export const AdminTenant = Type.Object(
   {

@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache'
 import type { Database } from '../../db/client.js'
 import { retryingConflicts } from '../../db/conflicts.js'
-import { ApiError } from '../../lib/errors.js'
+import { ApiError, REGISTRATION_NOT_FOUND, TENANT_NOT_FOUND, API_KEY_NOT_FOUND } from '../../lib/errors.js'
 import { isSupportedCountry, normalisePhone } from '../../lib/phone.js'
 import { digestSecret, generateApiKey, generateRequestCode, type SecretBox } from '../../lib/secrets.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
@@ -21,9 +21,6 @@ import {
 
 export type { AuthenticatedTenant } from './authenticated-tenant.js'
 
-export const REGISTRATION_NOT_FOUND = 'Registration request not found'
-export const TENANT_NOT_FOUND = 'Tenant not found'
-export const API_KEY_NOT_FOUND = 'API key not found'
 /**
  * How long a process trusts a key it has looked up without hearing otherwise. Revocations and
  * suspensions reach every API process at once (see KEY_REVOCATIONS_CHANNEL); this bounds how

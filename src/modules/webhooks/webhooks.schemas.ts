@@ -3,7 +3,8 @@ import { CatalogueDetail, CatalogueItem } from '../catalogue/catalogue.schemas.j
 import { ListingFilter } from '../catalogue/listing-filter.js'
 import { FeedRunSummary } from '../feeds/feeds.schemas.js'
 import { ExternalId, ModerationReasonSchema } from '../properties/properties.schemas.js'
-import { Id, Int32, Nullable, PageQuery, Page, StringEnum, Timestamp, Url, asStoredText } from '../../lib/schemas.js'
+import { Id, Int32, Nullable, PageQuery, Page, StringEnum, Timestamp, Url, asStoredText, PathId } from '../../lib/schemas.js'
+import { WEBHOOK_NOT_FOUND } from '../../lib/errors.js'
 
 import { EVENT_TYPES, LISTING_REMOVED_REASONS, SUBSCRIBABLE_EVENTS } from '../events/event-types.js'
 
@@ -128,7 +129,7 @@ export type DeliveryLogEntry = Static<typeof DeliveryLogEntry>
 
 export const DeliveryLogPage = Page(DeliveryLogEntry, 'WebhookLogPage')
 
-export const WebhookIdParams = Type.Object({ id: Id })
+export const WebhookIdParams = Type.Object({ id: PathId(WEBHOOK_NOT_FOUND) })
 export const DeliveryLogQuery = Type.Object(PageQuery)
 
 /**

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { Database } from '../../db/client.js'
-import { ApiError } from '../../lib/errors.js'
+import { ApiError, WEBHOOK_NOT_FOUND } from '../../lib/errors.js'
 import { invalidAddressError, OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 import type { SecretBox } from '../../lib/secrets.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
@@ -19,7 +19,6 @@ import type { CreatedWebhookSubscription, DeliveryLogEntry, WebhookCreate, Webho
 export type { AttemptToRecord, ClaimedDelivery } from './deliveries.repository.js'
 export { DELIVERIES_CHANNEL } from './deliveries.repository.js'
 
-export const WEBHOOK_NOT_FOUND = 'Webhook not found'
 /** Subscriptions per agency: plenty for real integrations, and a bound on each event's fan-out. */
 export const MAX_SUBSCRIPTIONS_PER_TENANT = 20
 /** Bytes of a signing secret: Standard Webhooks asks for 24 to 64. */

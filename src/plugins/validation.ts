@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance, FastifyRequest, FastifySchemaValidationError } from 'fastify'
+import { decimalPlaces } from '../lib/decimals.js'
 import { ApiError, describeFieldErrors, type FieldError } from '../lib/errors.js'
 
 // ajv-formats is CommonJS with a default export.
@@ -41,12 +42,6 @@ function withKeywords(ajv: Ajv): Ajv {
     error: { message: ({ schema }) => `must be from ${(schema as number[])[0]} to ${(schema as number[])[1]}` },
   })
   return ajv
-}
-
-function decimalPlaces(value: number): number {
-  const [mantissa = '', exponent = '0'] = String(value).split('e')
-  const fraction = mantissa.split('.')[1]?.length ?? 0
-  return Math.max(0, fraction - Number(exponent))
 }
 
 /**

@@ -144,6 +144,8 @@ describe('POST /properties', () => {
     ['an unknown attribute', { attributes: { sauna: 'true' } }, ['body', 'attributes', 'sauna']],
     ['a number attribute that is not a number', { attributes: { area: 'много' } }, ['body', 'attributes', 'area']],
     ['a number with a decimal comma', { attributes: { area: '54,5' } }, ['body', 'attributes', 'area']],
+    ['an area finer than the hundredth', { attributes: { area: '54.555' } }, ['body', 'attributes', 'area']],
+    ['a kitchen area finer than the hundredth, as a number', { attributes: { kitchen_area: 10.125 } }, ['body', 'attributes', 'kitchen_area']],
     ['an integer attribute with a fraction', { attributes: { rooms: '2.5' } }, ['body', 'attributes', 'rooms']],
     ['a negative integer attribute', { attributes: { rooms: '-1' } }, ['body', 'attributes', 'rooms']],
     ['a bool attribute that is not true/false', { attributes: { elevator: 'да' } }, ['body', 'attributes', 'elevator']],

@@ -1,4 +1,5 @@
 import type { AttributeValues } from '../../db/schema.js'
+import { decimalPlaces } from '../../lib/decimals.js'
 import type { FieldError } from '../../lib/errors.js'
 import { attributesByName, type AttributeDefinition } from '../reference/attribute-catalogue.js'
 
@@ -51,6 +52,9 @@ function parseValue(definition: AttributeDefinition, raw: unknown): string | num
         return { problem: isInteger ? 'must be a whole number, e.g. "3"' : 'must be a decimal number with a dot, e.g. "54.5"' }
       }
       if (value < min || value > max) return { problem: `must be from ${min} to ${max}` }
+      if (definition.decimals !== undefined && decimalPlaces(value) > definition.decimals) {
+        return { problem: `must have at most ${definition.decimals} decimal places` }
+      }
       return value
     }
   }

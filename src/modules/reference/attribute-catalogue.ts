@@ -21,7 +21,16 @@ export interface AttributeDefinition {
   /** Bounds for `number` and `integer` values. */
   min?: number
   max?: number
+  /** For `number`: the most digits after the point it may have. */
+  decimals?: number
 }
+
+/**
+ * Areas are kept to the hundredth, as the catalogue's `area` column (numeric(12,2)) that filters
+ * and sorts keep it and as feeds round them: a third decimal would show one area in `area` and
+ * another in `attributes.area`.
+ */
+const AREA_DECIMALS = 2
 
 const ALL: readonly PropertyTypeName[] = ['Квартира', 'Дом', 'Таунхаус', 'Коммерция', 'Земля']
 /** Anything with a building on it: `rooms` on Земля makes no sense. */
@@ -33,12 +42,12 @@ const WITH_LAND: readonly PropertyTypeName[] = ['Дом', 'Таунхаус', '�
 const COMMERCIAL: readonly PropertyTypeName[] = ['Коммерция']
 
 export const attributeCatalogue: readonly AttributeDefinition[] = [
-  { name: 'area', type: 'number', meaning: 'total area, m²', appliesTo: ALL },
+  { name: 'area', type: 'number', meaning: 'total area, m²', appliesTo: ALL, decimals: AREA_DECIMALS },
   { name: 'rooms', type: 'integer', meaning: 'number of rooms', appliesTo: BUILDINGS },
   { name: 'floor', type: 'integer', meaning: 'floor (negative for basements)', min: -10, appliesTo: BUILDINGS },
   { name: 'total_floors', type: 'integer', meaning: 'floors in the building', appliesTo: BUILDINGS },
-  { name: 'kitchen_area', type: 'number', meaning: 'kitchen area, m²', appliesTo: RESIDENTIAL },
-  { name: 'living_area', type: 'number', meaning: 'living area, m²', appliesTo: RESIDENTIAL },
+  { name: 'kitchen_area', type: 'number', meaning: 'kitchen area, m²', appliesTo: RESIDENTIAL, decimals: AREA_DECIMALS },
+  { name: 'living_area', type: 'number', meaning: 'living area, m²', appliesTo: RESIDENTIAL, decimals: AREA_DECIMALS },
   { name: 'ceiling_height', type: 'number', meaning: 'ceiling height, m', appliesTo: BUILDINGS },
   { name: 'year_built', type: 'integer', meaning: 'year built', appliesTo: BUILDINGS },
   { name: 'bedrooms', type: 'integer', meaning: 'number of bedrooms', appliesTo: RESIDENTIAL },
@@ -68,9 +77,9 @@ export const attributeCatalogue: readonly AttributeDefinition[] = [
   },
   { name: 'furniture', type: 'enum', meaning: 'furniture', allowedValues: ['Без мебели', 'Частично', 'Полная'], appliesTo: BUILDINGS },
   { name: 'window_type', type: 'enum', meaning: 'windows', allowedValues: ['Пластиковые', 'Деревянные', 'Алюминиевые'], appliesTo: BUILDINGS },
-  { name: 'area_land', type: 'number', meaning: 'land area, sotka', appliesTo: WITH_LAND },
-  { name: 'area_commercial', type: 'number', meaning: 'retail area, m²', appliesTo: COMMERCIAL },
-  { name: 'area_warehouse', type: 'number', meaning: 'warehouse area, m²', appliesTo: COMMERCIAL },
+  { name: 'area_land', type: 'number', meaning: 'land area, sotka', appliesTo: WITH_LAND, decimals: AREA_DECIMALS },
+  { name: 'area_commercial', type: 'number', meaning: 'retail area, m²', appliesTo: COMMERCIAL, decimals: AREA_DECIMALS },
+  { name: 'area_warehouse', type: 'number', meaning: 'warehouse area, m²', appliesTo: COMMERCIAL, decimals: AREA_DECIMALS },
   { name: 'bathroom', type: 'enum', meaning: 'bathroom', allowedValues: ['Совмещённый', 'Раздельный'], appliesTo: BUILDINGS },
   { name: 'bathroom_count', type: 'integer', meaning: 'number of bathrooms', appliesTo: BUILDINGS },
   { name: 'balcony', type: 'enum', meaning: 'balcony', allowedValues: ['Нет', 'Балкон', 'Лоджия', 'Терраса'], appliesTo: BUILDINGS },

@@ -14,11 +14,13 @@ export function isSupportedCountry(country: string): country is CountryCode {
  * `+7 912 345-67-89`, `(212) 736-5000` in the US → `+1 212 736-50-00`. The pattern cannot
  * hold other lengths; those get libphonenumber's international form (`+49 30 1234567`).
  * Written nationally or internationally, one number gives one form: it identifies the owner.
- * Returns null for a number that is not valid.
+ * Returns null for what cannot be a number of the country (letters, too few or too many
+ * digits). The operators' ranges are not checked: the interface turns any 11-digit number
+ * starting with 8 into the +7 form, `8 (123) 456-78-90` included.
  */
 export function normalisePhone(raw: string, country: CountryCode): string | null {
   const parsed = parsePhoneNumberFromString(raw, country)
-  if (!parsed?.isValid()) return null
+  if (!parsed?.isPossible()) return null
   const national = parsed.nationalNumber
   if (national.length !== 10) return parsed.formatInternational()
   return `+${parsed.countryCallingCode} ${national.slice(0, 3)} ${national.slice(3, 6)}-${national.slice(6, 8)}-${national.slice(8)}`

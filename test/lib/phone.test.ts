@@ -10,6 +10,9 @@ describe('normalisePhone', () => {
     ['+7(912)345-67-89', '+7 912 345-67-89'],
     ['7 912 345 67 89', '+7 912 345-67-89'],
     ['8 495 123-45-67', '+7 495 123-45-67'],
+    // Any 11 digits starting with 8, as the interface has it, whatever range they are in.
+    ['8 (123) 456-78-90', '+7 123 456-78-90'],
+    ['8 (212) 345-67-89', '+7 212 345-67-89'],
   ]
   for (const [raw, expected] of russian) {
     it(`reads ${raw} in Russia as ${expected}`, () => assert.equal(normalisePhone(raw, 'RU'), expected))
@@ -35,8 +38,8 @@ describe('normalisePhone', () => {
     assert.equal(normalisePhone('(212) 736-5000 ext. 12', 'US'), '+1 212 736-50-00')
   })
 
-  it('refuses what is not a valid number', () => {
-    for (const raw of ['', '12', 'телефон', '8 (000) 000-00-00', '+7 912 345-67-8']) {
+  it('refuses what cannot be a number of the country', () => {
+    for (const raw of ['', '12', 'телефон', '+7 912 345-67-8', '8 (912) 345-67-890']) {
       assert.equal(normalisePhone(raw, 'RU'), null, raw)
     }
   })

@@ -9,11 +9,12 @@ import { photo } from '../helpers/photos.js'
 import type { ErrorBody, StoredImage, ValidationErrorBody } from '../helpers/responses.js'
 import { ADDRESS_CASES, seenAs, urlHost } from '../helpers/ssrf-addresses.js'
 
-/** A web server on loopback with a photo, a page, a missing file, chains of redirects and a redirect to no URL. */
+/** A web server on loopback with a photo, a damaged one, a page, a missing file, chains of redirects and a redirect to no URL. */
 async function startPhotoServer(jpeg: Buffer): Promise<{ server: Server; base: string }> {
   const server = createServer((request, response) => {
     const url = new URL(request.url!, 'http://x')
     if (url.pathname === '/photo.jpg') response.writeHead(200, { 'content-type': 'image/jpeg' }).end(jpeg)
+    else if (url.pathname === '/cut-off.jpg') response.writeHead(200, { 'content-type': 'image/jpeg' }).end(jpeg.subarray(0, 600))
     else if (url.pathname === '/page') response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><html><body>Hello</body></html>')
     else if (url.pathname === '/redirect') {
       const hops = Number(url.searchParams.get('hops'))
@@ -68,9 +69,10 @@ describe('adding a photo by URL', () => {
     assert.equal(served.headers['content-type'], 'image/jpeg')
   })
 
-  it('refuses, with a 422 saying why: a page, a 404, more than 3 redirects, an unreachable host, a bad URL', async () => {
+  it('refuses, with a 422 on url saying why: a page, a 404, more than 3 redirects, an unreachable host, a bad URL, a damaged photo', async () => {
     const cases: [string, RegExp][] = [
       [`${web.base}/page`, /did not return a JPEG, PNG or WebP photo \(it sent text\/html\)/],
+      [`${web.base}/cut-off.jpg`, /damaged or truncated/],
       [`${web.base}/missing.jpg`, /answered HTTP 404/],
       [`${web.base}/redirect?hops=4`, /more than 3 redirects/],
       [`${web.base}/bad-location`, /a redirect led to "http:\/\/\[::1", which is not a valid URL/],

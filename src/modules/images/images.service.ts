@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Config } from '../../config.js'
 import type { Database, PipelinedDatabase } from '../../db/client.js'
-import { ApiError, HELD_BY_SUSPENSION, PROPERTY_NOT_FOUND, IMAGE_NOT_FOUND } from '../../lib/errors.js'
+import { ApiError, HELD_BY_SUSPENSION, PROPERTY_NOT_FOUND, IMAGE_NOT_FOUND, type FieldError } from '../../lib/errors.js'
 import { invalidAddressError, OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 import { toUtcTimestamp } from '../../lib/time.js'
 import type { CatalogueAnnouncements } from '../catalogue/catalogue-announcements.js'
@@ -241,7 +241,9 @@ export class ImagesService {
     const release = this.processor.admit()
     try {
       const bytes = await this.download(photo.url)
-      return await this.add(tenantId, { propertyId: photo.propertyId, sortOrder: photo.sortOrder, bytes, sourceUrl: photo.url })
+      return await this.add(tenantId, { propertyId: photo.propertyId, sortOrder: photo.sortOrder, bytes, sourceUrl: photo.url }).catch((error: unknown) => {
+        throw namedOnUrl(error)
+      })
     } finally {
       release()
     }
@@ -283,6 +285,19 @@ export class ImagesService {
       `This property already has ${most} photos, the most allowed; delete one first.`,
     )
   }
+}
+
+/**
+ * A downloaded photo is judged as an upload, whose problems (damaged, too many pixels) are the
+ * `file`'s; the client sent `url`, so they are named on it (docs/api.md#photos-by-url).
+ */
+function namedOnUrl(error: unknown): unknown {
+  const errors = error instanceof ApiError ? (error.extra.errors as FieldError[] | undefined) : undefined
+  if (!errors?.some(({ loc }) => loc[0] === 'body' && loc[1] === 'file')) return error
+  return ApiError.validation(
+    errors.map((problem) => (problem.loc[0] === 'body' && problem.loc[1] === 'file' ? { ...problem, loc: ['body', 'url'] } : problem)),
+    (error as ApiError).message,
+  )
 }
 
 /** Server-chosen, unguessable names; the thumbnail is named after its photo. */

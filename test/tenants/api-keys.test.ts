@@ -253,12 +253,14 @@ describe('an agency’s API keys', () => {
     })
   }
 
-  it('answers 422 to a key id or a page that is not valid', async () => {
+  it('answers 422 to a key id or a page that is not valid, and 404 to an id no key can have', async () => {
     const agency = await createTenant(t.app)
-    for (const response of [await revoke(agency, 'first'), await revoke(agency, 0), await list(agency, '?limit=0'), await list(agency, '?offset=-1')]) {
+    for (const response of [await revoke(agency, 'first'), await list(agency, '?limit=0'), await list(agency, '?offset=-1')]) {
       assert.equal(response.statusCode, 422, response.body)
       assert.ok(response.json<ValidationErrorBody>().errors.length > 0)
     }
+    const impossible = await revoke(agency, 0)
+    assert.deepEqual([impossible.statusCode, impossible.json<ErrorBody>()], [404, { detail: 'API key not found' }])
   })
 
   const badKeys: [string, Record<string, string>][] = [

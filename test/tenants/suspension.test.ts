@@ -234,16 +234,17 @@ describe('suspending an agency', () => {
     assert.equal(given?.next_attempt_at, null)
   })
 
-  it('answers 404 for an unknown agency and 422 for an id that is not one', async () => {
+  it('answers 404 for an unknown agency, or an id no agency can have, and 422 for an id that is not one', async () => {
     for (const response of [
       await suspend(2_000_000_000),
       await unsuspend(2_000_000_000),
+      await unsuspend(0),
       await t.app.inject({ url: '/admin/tenants/2000000000', headers: adminHeaders }),
     ]) {
       assert.equal(response.statusCode, 404)
       assert.deepEqual(response.json<ErrorBody>(), { detail: 'Tenant not found' })
     }
-    for (const response of [await suspend('first'), await unsuspend(0), await t.app.inject({ url: '/admin/tenants/1.5', headers: adminHeaders })]) {
+    for (const response of [await suspend('first'), await t.app.inject({ url: '/admin/tenants/1.5', headers: adminHeaders })]) {
       assert.equal(response.statusCode, 422, response.body)
     }
   })

@@ -178,11 +178,17 @@ describe('webhook subscriptions', () => {
     assert.equal((await deliveryLog(t.app, agency, mine.id)).total, 0)
   })
 
-  it('refuses ids that are not positive integers with 422', async () => {
-    for (const url of ['/webhooks/abc', '/webhooks/0/test', '/webhooks/-1/logs']) {
+  it('refuses ids that are not whole numbers with 422, and finds none for ids no subscription can have', async () => {
+    for (const [url, status] of [
+      ['/webhooks/abc', 422],
+      ['/webhooks/1.5/test', 422],
+      ['/webhooks/0/test', 404],
+      ['/webhooks/-1/logs', 404],
+    ] as const) {
       const method = url.endsWith('test') ? 'POST' : url.endsWith('logs') ? 'GET' : 'DELETE'
       const response = await t.app.inject({ method, url, headers: agency.headers })
-      assert.equal(response.statusCode, 422, url)
+      assert.equal(response.statusCode, status, url)
+      if (status === 404) assert.deepEqual(response.json<ErrorBody>(), { detail: 'Webhook not found' })
     }
   })
 

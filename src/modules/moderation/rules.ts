@@ -88,6 +88,8 @@ export function checkListing({ listing, propertyType, country, ownerPhone, hasDu
   return reasons
 }
 
+const MIN_OWNER_DIGITS = 8
+
 /**
  * Whether the description holds the owner's phone, its national digits written with anything
  * but letters between them ("8,912,345,67,89", "8/912/345/67/89"): whatever a pattern for
@@ -95,7 +97,8 @@ export function checkListing({ listing, propertyType, country, ownerPhone, hasDu
  */
 function containsPhone(description: string, phone: string | null): boolean {
   const national = phone && parsePhoneNumberFromString(phone)?.nationalNumber
-  if (!national) return false
+  // A number as short as a price (some countries have 7 digits or fewer) is left to the rules above.
+  if (!national || national.length < MIN_OWNER_DIGITS) return false
   return description
     .normalize('NFKC')
     .split(/\p{L}+/u)

@@ -2,7 +2,7 @@
  * Builds what `npm test` runs: the service, the tests and the client, transpiled to plain
  * JavaScript under `.test-build/`, the repository's layout kept. Each test file is a process of
  * its own, and loading the app from TypeScript through tsx's loader hooks costs every one of
- * them (and every service process a test starts) about 1.2 s and 1.8 s of CPU more than loading
+ * them (and every service process a test starts) about 1.2 s more, 1.8 s of CPU, than loading
  * the same code as JavaScript. esbuild is the transpiler tsx itself uses, so the code that runs
  * is the same; the types are checked by `npm run typecheck`, not here.
  *

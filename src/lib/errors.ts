@@ -70,6 +70,9 @@ export const REGISTRATION_NOT_FOUND = 'Registration request not found'
 export const TENANT_NOT_FOUND = 'Tenant not found'
 export const API_KEY_NOT_FOUND = 'API key not found'
 export const WEBHOOK_NOT_FOUND = 'Webhook not found'
+export const CITY_NOT_FOUND = 'City not found'
+export const DISTRICT_NOT_FOUND = 'District not found'
+export const RESIDENTIAL_COMPLEX_NOT_FOUND = 'Residential complex not found'
 /**
  * A request of a suspended agency's, let in just before the suspension committed, that reaches a
  * listing the suspension holds (docs/architecture.md#api-keys-and-suspension): refused, nothing changed.

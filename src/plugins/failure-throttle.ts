@@ -66,6 +66,16 @@ export default fp(
     const shared = redis ? new RateLimiterRedis({ ...options, storeClient: redis, rejectIfRedisNotReady: true }) : undefined
 
     const outstanding = new OutstandingReservations()
+    /**
+     * An address over its failures waits while this process has reservations of it out (they
+     * may come back: see `reserve`), after `meanwhile`; with none out, it is refused.
+     */
+    const untilOneSettles = async (address: string, count: RateLimiterRes, meanwhile?: () => Promise<unknown>) => {
+      const settled = outstanding.nextSettled(address)
+      if (!settled) throw tooManyFailures(count)
+      await meanwhile?.()
+      await settled
+    }
     let outage = false
     const counted = async <T>(operation: (limiter: RateLimiterAbstract) => Promise<T>): Promise<T> => {
       if (!shared) return operation(local)
@@ -93,10 +103,7 @@ export default fp(
         for (;;) {
           const count = await counted((limiter) => limiter.get(address))
           if (!count || count.consumedPoints < limit) return
-          // Over, unless reservations still out come back (see `reserve`).
-          const settled = outstanding.nextSettled(address)
-          if (!settled) throw tooManyFailures(count)
-          await settled
+          await untilOneSettles(address, count)
         }
       },
       record: async (request: FastifyRequest) => {
@@ -110,11 +117,8 @@ export default fp(
             break
           } catch (error) {
             if (!(error instanceof RateLimiterRes)) throw error
-            const settled = outstanding.nextSettled(address)
-            if (!settled) throw tooManyFailures(error)
             // A refused consume still counts its point: taken back while this one waits to ask again.
-            await counted((limiter) => limiter.reward(address))
-            await settled
+            await untilOneSettles(address, error, () => counted((limiter) => limiter.reward(address)))
           }
         }
         outstanding.add(address)

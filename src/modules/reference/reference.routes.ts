@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type, type TSchema } from 'typebox'
 import { seedDealTypes, seedPropertyStatuses, seedPropertyTypes } from '../../db/seed/dictionaries.js'
+import { CITY_NOT_FOUND, DISTRICT_NOT_FOUND, RESIDENTIAL_COMPLEX_NOT_FOUND } from '../../lib/errors.js'
 import { errorResponses, PathId, withResponseHeaders, header } from '../../lib/schemas.js'
 import { attributeCatalogue } from './attribute-catalogue.js'
 import { Attribute, ByCityQuery, CitiesQuery, City, District, NamedItem, PropertyStatus, ResidentialComplex } from './reference.schemas.js'
@@ -105,7 +106,7 @@ const referenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => app.services.reference.residentialComplexes(request.query.city_id),
   )
 
-  const placeId = (what: string) => Type.Object({ id: PathId(`${what} not found`) })
+  const placeId = (notFound: string) => Type.Object({ id: PathId(notFound) })
 
   app.get(
     '/cities/:id',
@@ -114,8 +115,8 @@ const referenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...reference,
         operationId: 'getCity',
         summary: 'One city',
-        description: 'An unknown id answers 404 `City not found`.',
-        params: placeId('City'),
+        description: `An unknown id answers 404 \`${CITY_NOT_FOUND}\`.`,
+        params: placeId(CITY_NOT_FOUND),
         response: { 200: cached(City), ...errorResponses(404, 422) },
       },
     },
@@ -129,8 +130,8 @@ const referenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...reference,
         operationId: 'getDistrict',
         summary: 'One district',
-        description: 'An unknown id answers 404 `District not found`.',
-        params: placeId('District'),
+        description: `An unknown id answers 404 \`${DISTRICT_NOT_FOUND}\`.`,
+        params: placeId(DISTRICT_NOT_FOUND),
         response: { 200: cached(District), ...errorResponses(404, 422) },
       },
     },
@@ -144,8 +145,8 @@ const referenceRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...reference,
         operationId: 'getResidentialComplex',
         summary: 'One residential complex',
-        description: 'An unknown id answers 404 `Residential complex not found`.',
-        params: placeId('Residential complex'),
+        description: `An unknown id answers 404 \`${RESIDENTIAL_COMPLEX_NOT_FOUND}\`.`,
+        params: placeId(RESIDENTIAL_COMPLEX_NOT_FOUND),
         response: { 200: cached(ResidentialComplex), ...errorResponses(404, 422) },
       },
     },

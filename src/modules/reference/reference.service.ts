@@ -1,6 +1,6 @@
 import type { Static } from 'typebox'
 import type { Database } from '../../db/client.js'
-import { ApiError } from '../../lib/errors.js'
+import { ApiError, CITY_NOT_FOUND, DISTRICT_NOT_FOUND, RESIDENTIAL_COMPLEX_NOT_FOUND } from '../../lib/errors.js'
 import { isSupportedCountry } from '../../lib/phone.js'
 import { attributeCatalogue } from './attribute-catalogue.js'
 import type { ReferenceNames } from './reference-names.js'
@@ -16,8 +16,8 @@ const attributes = attributeCatalogue.map((attribute) => ({
   property_types: [...attribute.appliesTo],
 }))
 
-function found<T>(row: T | undefined, what: string): T {
-  if (!row) throw ApiError.notFound(`${what} not found`)
+function found<T>(row: T | undefined, detail: string): T {
+  if (!row) throw ApiError.notFound(detail)
   return row
 }
 
@@ -53,7 +53,7 @@ export class ReferenceService {
   }
 
   async city(id: number) {
-    return found(await repository.findCity(this.db, id), 'City')
+    return found(await repository.findCity(this.db, id), CITY_NOT_FOUND)
   }
 
   districts(cityId?: number) {
@@ -61,7 +61,7 @@ export class ReferenceService {
   }
 
   async district(id: number) {
-    return found(await repository.findDistrict(this.db, id), 'District')
+    return found(await repository.findDistrict(this.db, id), DISTRICT_NOT_FOUND)
   }
 
   residentialComplexes(cityId?: number) {
@@ -69,7 +69,7 @@ export class ReferenceService {
   }
 
   async residentialComplex(id: number) {
-    return found(await repository.findResidentialComplex(this.db, id), 'Residential complex')
+    return found(await repository.findResidentialComplex(this.db, id), RESIDENTIAL_COMPLEX_NOT_FOUND)
   }
 
   async addCity(input: Static<typeof CityCreateBody>) {

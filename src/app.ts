@@ -110,7 +110,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
     limitToListedOrigins(tenantScope)
     tenantScope.addHook('onRequest', tenantScope.failureThrottle.check)
     tenantScope.addHook('onRequest', tenantScope.authenticate)
-    tenantScope.addHook('onRequest', tenantScope.tenantRateLimit)
+    tenantScope.addHook('onRequest', tenantScope.apiKeyRateLimit)
     await tenantScope.register(meRoutes)
     await tenantScope.register(apiKeysRoutes)
     await tenantScope.register(propertiesRoutes)

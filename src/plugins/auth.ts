@@ -4,11 +4,14 @@ import { ApiError, INVALID_API_KEY } from '../lib/errors.js'
 import { secretsEqual } from '../lib/secrets.js'
 import type { Reservation } from './failure-throttle.js'
 import type { AuthenticatedTenant } from '../modules/tenants/authenticated-tenant.js'
+import type { AuthenticatedKey } from '../modules/tenants/tenants.service.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set by `authenticate`; read only in routes registered behind it. */
     tenant: AuthenticatedTenant
+    /** The id of the API key that authenticated the request, set with `tenant`. */
+    apiKeyId: number
   }
   interface FastifyInstance {
     /** onRequest hook: `X-API-Key` → `request.tenant`, or 401. */
@@ -28,6 +31,7 @@ export const adminKeySecurity = [{ AdminKey: [] }]
 export default fp(
   async function authPlugin(app: FastifyInstance) {
     app.decorateRequest('tenant', null as unknown as AuthenticatedTenant)
+    app.decorateRequest('apiKeyId', 0)
 
     // Every wrong key costs its address a failure, taken at once (reserve), so that at most
     // RATE_LIMIT_FAILURES_PER_MINUTE are answered 401 however many come together. A key this
@@ -37,9 +41,9 @@ export default fp(
     app.decorate('authenticate', async function authenticate(request: FastifyRequest) {
       const key = singleHeader(request, API_KEY_HEADER)
       let reservation: Reservation | undefined
-      let tenant: AuthenticatedTenant | undefined
+      let authenticated: AuthenticatedKey | undefined
       try {
-        tenant =
+        authenticated =
           key === undefined
             ? undefined
             : await app.services.tenants.authenticate(key, async () => {
@@ -50,15 +54,16 @@ export default fp(
         await reservation?.refund()
         throw error
       }
-      if (!tenant) {
+      if (!authenticated) {
         // A request that joined another's lookup of the same key has not taken its own yet.
         const failure = reservation ?? (await throttle.reserve(request))
         failure.keep()
         throw new ApiError('unauthorized', INVALID_API_KEY)
       }
       await reservation?.refund()
-      request.tenant = tenant
-      request.log = request.log.child({ tenantId: tenant.id })
+      request.tenant = authenticated.tenant
+      request.apiKeyId = authenticated.keyId
+      request.log = request.log.child({ tenantId: authenticated.tenant.id })
     })
 
     const adminKey = app.config.adminApiKey

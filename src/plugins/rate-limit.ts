@@ -11,8 +11,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Route `config.rateLimit` for a policy; `false` when RATE_LIMIT_ENABLED=false. */
     rateLimitFor(policy: RateLimitPolicy): RateLimitOptions | false
-    /** onRequest hook for authenticated scopes, after `authenticate`: one count per tenant. */
-    tenantRateLimit: onRequestHookHandler
+    /** onRequest hook for authenticated scopes, after `authenticate`: one count per API key. */
+    apiKeyRateLimit: onRequestHookHandler
     /** onRequest hook for the public catalogue: one count per client address across its routes. */
     catalogueRateLimit: onRequestHookHandler
     /** The connection counts are kept in when REDIS_URL is set, for other counters to share. */
@@ -60,10 +60,10 @@ export default fp(
     // own); the key prefix keeps their counts apart.
     const sharedLimit = (max: number, key: (request: FastifyRequest) => string): onRequestHookHandler =>
       limits.enabled ? app.rateLimit({ max, timeWindow: '1 minute', keyGenerator: key }) : async () => {}
-    // Counted by tenant, so it runs after authentication and all keys of a tenant share it.
+    // Counted by key, so it runs after authentication.
     app.decorate(
-      'tenantRateLimit',
-      sharedLimit(limits.apiKeyPerMinute, (request) => `tenant:${request.tenant.id}`),
+      'apiKeyRateLimit',
+      sharedLimit(limits.apiKeyPerMinute, (request) => `key:${request.apiKeyId}`),
     )
     app.decorate(
       'catalogueRateLimit',

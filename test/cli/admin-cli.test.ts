@@ -132,7 +132,7 @@ describe('npm run admin -- registrations', () => {
     assert.match(key.key, /^mls_live_/)
     assert.equal(key.name, 'Выгрузка')
     assert.ok(key.expires_at)
-    await withTenants(async (service) => assert.equal((await service.authenticate(key.key))?.id, tenantId))
+    await withTenants(async (service) => assert.equal((await service.authenticate(key.key))?.tenant.id, tenantId))
 
     const revoked = await admin('api-keys', 'revoke', String(tenantId), String(key.id))
     assert.equal(revoked.code, 0, revoked.stderr)

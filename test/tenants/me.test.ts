@@ -57,22 +57,28 @@ describe('GET /tenants/me and the API key check', () => {
   })
 })
 
-describe('per-tenant rate limit', () => {
+describe('the rate limit of authenticated routes', () => {
   let t: TestApp
   before(async () => {
     t = await buildTestApp({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_API_KEY_PER_MINUTE: '2' })
   })
   after(() => t.close())
 
-  it('counts requests per tenant, not per address', async () => {
+  it('counts requests per API key, not per address or agency', async () => {
     const a = await createTenant(t.app)
     const b = await createTenant(t.app, { email: 'b@agency.example' })
     const call = (headers: Record<string, string>) => t.app.inject({ method: 'GET', url: '/tenants/me', headers })
-    assert.equal((await call(a.headers)).statusCode, 200)
+    // The agency's second key, made with the first key's first request.
+    const created = await t.app.inject({ method: 'POST', url: '/tenants/me/api-keys', headers: a.headers, payload: {} })
+    assert.equal(created.statusCode, 201, created.body)
+    const secondKey = { 'x-api-key': created.json<{ key: string }>().key }
     assert.equal((await call(a.headers)).statusCode, 200)
     const limited = await call(a.headers)
     assert.equal(limited.statusCode, 429)
     assert.ok(limited.headers['retry-after'])
+    assert.equal((await call(secondKey)).statusCode, 200)
+    assert.equal((await call(secondKey)).statusCode, 200)
+    assert.equal((await call(secondKey)).statusCode, 429)
     assert.equal((await call(b.headers)).statusCode, 200)
   })
 })

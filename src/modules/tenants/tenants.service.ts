@@ -39,7 +39,8 @@ export const KEY_REVOCATIONS_CHANNEL = 'mls_api_key_revocations'
 const DISPLAY_PREFIX_LENGTH = 13
 
 /** A key this process has found active: which one, and whose. */
-interface KnownKey {
+/** An API key that authenticated a request: its id (what its rate limit is counted by) and its agency. */
+export interface AuthenticatedKey {
   keyId: number
   tenant: AuthenticatedTenant
 }
@@ -61,7 +62,7 @@ export interface SuspensionEffects {
  */
 export class TenantsService {
   // Active keys are remembered briefly, sparing a query on every authenticated request.
-  private readonly knownKeys = new LRUCache<string, KnownKey>({ max: 10_000, ttl: KEY_CACHE_TTL_MS })
+  private readonly knownKeys = new LRUCache<string, AuthenticatedKey>({ max: 10_000, ttl: KEY_CACHE_TTL_MS })
   /** Keys whose use this process recorded within the last minute. */
   private readonly recordedUses = new LRUCache<number, true>({ max: 10_000, ttl: KEY_USE_RECORD_INTERVAL_MS })
   /**
@@ -70,7 +71,7 @@ export class TenantsService {
    */
   private evictions = 0
   /** Lookups in flight, by key digest, with the evictions count they started at. */
-  private readonly lookups = new Map<string, { evictions: number; found: Promise<KnownKey | undefined> }>()
+  private readonly lookups = new Map<string, { evictions: number; found: Promise<AuthenticatedKey | undefined> }>()
 
   constructor(
     private readonly db: Database,
@@ -84,12 +85,12 @@ export class TenantsService {
    * the database is asked (the failure throttle takes its point there); a key this process
    * knows needs no lookup.
    */
-  async authenticate(apiKey: string, beforeLookup: () => Promise<void> = async () => {}): Promise<AuthenticatedTenant | undefined> {
+  async authenticate(apiKey: string, beforeLookup: () => Promise<void> = async () => {}): Promise<AuthenticatedKey | undefined> {
     const digest = digestSecret(apiKey)
     const known = this.knownKeys.get(digest) ?? (await this.lookUp(digest, beforeLookup))
     if (!known) return undefined
     this.recordUse(known.keyId)
-    return known.tenant
+    return known
   }
 
   /**
@@ -97,7 +98,7 @@ export class TenantsService {
    * once (they join the one in flight, unless an eviction came since it started), remembered
    * for KEY_CACHE_TTL_MS unless an eviction came before it answered.
    */
-  private lookUp(digest: string, beforeLookup: () => Promise<void>): Promise<KnownKey | undefined> {
+  private lookUp(digest: string, beforeLookup: () => Promise<void>): Promise<AuthenticatedKey | undefined> {
     const evictions = this.evictions
     const inFlight = this.lookups.get(digest)
     if (inFlight?.evictions === evictions) return inFlight.found
@@ -397,7 +398,7 @@ export class TenantsService {
   }
 
   /** Walks the cache (at most 10,000 keys, on a revocation or a suspension, which are rare). */
-  private forgetWhere(matches: (known: KnownKey) => boolean): void {
+  private forgetWhere(matches: (known: AuthenticatedKey) => boolean): void {
     this.evictions++
     const digests = [...this.knownKeys.entries()].filter(([, known]) => matches(known)).map(([digest]) => digest)
     for (const digest of digests) this.knownKeys.delete(digest)

@@ -67,6 +67,7 @@ export interface ListingUnderReview {
   attributes: Record<string, string | number | boolean>
   moderation: { checked_at: string; reasons: ModerationReason[] } | null
   waiting_for_check: boolean
+  revision: { status: 'pending_review' | 'rejected'; submitted_at: string } | null
   updated_at: string
 }
 

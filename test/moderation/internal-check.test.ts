@@ -11,7 +11,7 @@ import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { adminHeaders, createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import { waitFor } from '../helpers/webhooks.js'
-import type { ListingUnderReviewPage } from '../helpers/responses.js'
+import type { ListingUnderReview, ListingUnderReviewPage } from '../helpers/responses.js'
 
 describe('the internal check (auto mode)', () => {
   let t: TestApp
@@ -205,11 +205,25 @@ describe('the internal check (manual mode) and the admin decisions', () => {
     assert.equal(listed?.moderation?.reasons[0]?.code, 'price_missing')
     assert.equal(listed?.waiting_for_check, false)
 
-    assert.equal((await admin(`/admin/properties/${good.id}/approve`)).statusCode, 204)
+    const approved = await admin(`/admin/properties/${good.id}/approve`)
+    assert.equal(approved.statusCode, 200, approved.body)
+    assert.deepEqual(
+      (({ id, status_id, waiting_for_check, revision }) => ({ id, status_id, waiting_for_check, revision }))(approved.json<ListingUnderReview>()),
+      { id: good.id, status_id: 2, waiting_for_check: false, revision: null },
+    )
     assert.equal((await get(good.id)).status_id, 2)
     assert.deepEqual((await t.db.select().from(events)).map((event) => event.type).sort(), ['mls.new_listing', 'property.published'])
 
-    assert.equal((await admin(`/admin/properties/${bad.id}/reject`, { reason: 'Укажите цену' })).statusCode, 204)
+    const rejectedByOperator = await admin(`/admin/properties/${bad.id}/reject`, { reason: 'Укажите цену' })
+    assert.equal(rejectedByOperator.statusCode, 200, rejectedByOperator.body)
+    assert.deepEqual(
+      rejectedByOperator.json<ListingUnderReview>().moderation?.reasons.map((reason) => [reason.code, reason.message]),
+      [
+        ['price_missing', listed?.moderation?.reasons[0]?.message],
+        ['rejected_by_moderator', 'Укажите цену'],
+      ],
+    )
+    assert.equal(rejectedByOperator.json<ListingUnderReview>().status_id, 3)
     const rejected = await get(bad.id)
     assert.equal(rejected.status_id, 3)
     assert.deepEqual(

@@ -561,7 +561,7 @@ export interface paths {
         post?: never;
         /**
          * Discard the pending or rejected change of a published listing
-         * @description Back to the approved version, which the catalogue shows: the listing as it is then, with `revision: null`. A listing without a revision answers 404.
+         * @description Back to the approved version, which the catalogue shows: `GET /properties/{id}` then shows it, with `revision: null`. A listing without a revision answers 404.
          */
         delete: operations["discardPropertyRevision"];
         options?: never;
@@ -3795,20 +3795,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK. */
-            200: {
+            /** @description Discarded. */
+            204: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["Property"];
-                };
+                content?: never;
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses, failureThrottleResponse } from '../../lib/schemas.js'
 import { adminKeySecurity } from '../../plugins/auth.js'
 import { allowEmptyBody } from '../../plugins/validation.js'
-import { ListingIdParams, ListingRejection, ListingUnderReviewPage, ReviewListQuery } from './moderation.schemas.js'
+import { ListingIdParams, ListingRejection, ListingUnderReview, ListingUnderReviewPage, ReviewListQuery } from './moderation.schemas.js'
 
 const admin = { tags: ['Admin'], security: adminKeySecurity }
 
@@ -31,15 +31,12 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'approveListing',
         summary: 'Publish a listing, or a published listing’s change, waiting for review',
         description:
-          'Publishes the listing whatever the check found, and announces it in the same transaction: `mls.new_listing` to the MLS, `property.published` to its agency. For a published listing with a revision waiting (`GET /admin/properties?status_id=2&revision=pending_review`), the revision becomes the listing the catalogue shows, announced as `mls.listing_updated`. Only a listing in status 1 or such a revision can be decided, and only one with a location: the catalogue lists every listing under its city (otherwise 409).',
+          'Publishes the listing whatever the check found, and announces it in the same transaction: `mls.new_listing` to the MLS, `property.published` to its agency. For a published listing with a revision waiting (`GET /admin/properties?status_id=2&revision=pending_review`), the revision becomes the listing the catalogue shows, announced as `mls.listing_updated`. Only a listing in status 1 or such a revision can be decided, and only one with a location: the catalogue lists every listing under its city (otherwise 409). Answers with the listing as `GET /admin/properties` shows it, once decided.',
         params: ListingIdParams,
-        response: { 204: { type: 'null', description: 'Published.' }, ...errorResponses(401, 404, 409, 422), 429: failureThrottleResponse },
+        response: { 200: ListingUnderReview, ...errorResponses(401, 404, 409, 422), 429: failureThrottleResponse },
       },
     },
-    async (request, reply) => {
-      await app.services.moderation.approve(request.params.id)
-      return reply.code(204).send(null)
-    },
+    async (request) => app.services.moderation.approve(request.params.id),
   )
 
   app.post(
@@ -51,16 +48,13 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'rejectListing',
         summary: 'Reject a listing waiting for review, with a reason the agency sees',
         description:
-          'Moves the listing to status 3 with the check’s findings and a `rejected_by_moderator` reason carrying `reason`, and sends `property.rejected` to its agency. A published listing’s waiting revision is rejected instead, and the listing stays published as it was. The body is optional. Only a listing in status 1 or such a revision can be decided (otherwise 409).',
+          'Moves the listing to status 3 with the check’s findings and a `rejected_by_moderator` reason carrying `reason`, and sends `property.rejected` to its agency. A published listing’s waiting revision is rejected instead, and the listing stays published as it was. The body is optional. Only a listing in status 1 or such a revision can be decided (otherwise 409). Answers with the listing as `GET /admin/properties` shows it, once decided.',
         params: ListingIdParams,
         body: ListingRejection,
-        response: { 204: { type: 'null', description: 'Rejected.' }, ...errorResponses(400, 401, 404, 409, 415, 422), 429: failureThrottleResponse },
+        response: { 200: ListingUnderReview, ...errorResponses(400, 401, 404, 409, 415, 422), 429: failureThrottleResponse },
       },
     },
-    async (request, reply) => {
-      await app.services.moderation.reject(request.params.id, request.body.reason)
-      return reply.code(204).send(null)
-    },
+    async (request) => app.services.moderation.reject(request.params.id, request.body.reason),
   )
 }
 

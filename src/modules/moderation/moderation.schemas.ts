@@ -1,4 +1,4 @@
-import { Type } from 'typebox'
+import { Type, type Static } from 'typebox'
 import { Id, Int32, Nullable, Page, PageQuery, Timestamp, PathId } from '../../lib/schemas.js'
 import { PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import { revisionStatuses } from '../../db/schema.js'
@@ -33,6 +33,7 @@ export const ListingUnderReview = Type.Object(
   },
   { title: 'ListingUnderReview' },
 )
+export type ListingUnderReview = Static<typeof ListingUnderReview>
 
 export const ListingUnderReviewPage = Page(ListingUnderReview, 'ListingUnderReviewPage')
 

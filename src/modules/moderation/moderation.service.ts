@@ -12,6 +12,7 @@ import type { PropertiesService, UnderCheck } from '../properties/properties.ser
 import type { PropertyTypeName } from '../reference/attribute-catalogue.js'
 import type { ReferenceNames } from '../reference/reference-names.js'
 import type { TenantsService } from '../tenants/tenants.service.js'
+import type { ListingUnderReview } from './moderation.schemas.js'
 import { checkListing } from './rules.js'
 
 const propertyTypeNames = new Map<number, PropertyTypeName>(seedPropertyTypes.map((type) => [type.id, type.name]))
@@ -76,8 +77,8 @@ export class ModerationService {
    * An operator publishes a listing waiting for review (manual mode, or overruling the check);
    * not while its agency is suspended.
    */
-  async approve(id: number): Promise<void> {
-    await this.db.transaction(async (tx) => {
+  async approve(id: number): Promise<ListingUnderReview> {
+    return this.db.transaction(async (tx) => {
       const undecided = await this.properties.lockUndecided(tx, id)
       const { tenantId } = undecided.listing
       if (!(await this.tenants.lockUnsuspended(tx, [tenantId])).has(tenantId)) {
@@ -91,18 +92,20 @@ export class ModerationService {
         )
       }
       await this.publishListing(tx, undecided)
+      return underReview(await this.properties.findDecided(tx, id))
     })
   }
 
   /** An operator rejects a waiting listing; the check's findings are kept beside the reason. */
-  async reject(id: number, reason: string | undefined): Promise<void> {
-    await this.db.transaction(async (tx) => {
+  async reject(id: number, reason: string | undefined): Promise<ListingUnderReview> {
+    return this.db.transaction(async (tx) => {
       const undecided = await this.properties.lockUndecided(tx, id)
       const checked = undecided.revision ? undecided.revision.moderation : undecided.listing.moderation
       await this.rejectListing(tx, undecided, [
         ...(checked?.reasons ?? []),
         { code: 'rejected_by_moderator', field: null, message: reason?.trim() || 'Rejected by a moderator.' },
       ])
+      return underReview(await this.properties.findDecided(tx, id))
     })
   }
 
@@ -110,22 +113,7 @@ export class ModerationService {
   async list(statusId: number, limit: number, offset: number, revision?: RevisionStatus) {
     const { rows, total } = await this.properties.listByStatus(statusId, { limit, offset }, revision)
     return {
-      items: rows.map(({ listing: row, revision }) => ({
-        id: row.id,
-        tenant_id: row.tenantId,
-        external_id: row.externalId,
-        status_id: row.statusId,
-        property_type_id: row.propertyTypeId,
-        deal_type_id: row.dealTypeId,
-        price: row.price,
-        city_id: row.cityId,
-        description: row.description,
-        attributes: row.attributes,
-        moderation: revision ? revision.moderation : row.moderation,
-        waiting_for_check: row.reviewRequestedAt !== null,
-        revision: revision ? { status: revision.status, submitted_at: toOffsetTimestamp(revision.submittedAt) } : null,
-        updated_at: toOffsetTimestamp(row.updatedAt),
-      })),
+      items: rows.map(underReview),
       total,
       limit,
       offset,
@@ -181,5 +169,25 @@ export class ModerationService {
         revision: revision !== undefined,
       },
     })
+  }
+}
+
+/** A listing as an operator reviews it: the submission's facts (a revision's, if it has one) and the check's findings. */
+function underReview({ listing: row, revision }: UnderCheck): ListingUnderReview {
+  return {
+    id: row.id,
+    tenant_id: row.tenantId,
+    external_id: row.externalId,
+    status_id: row.statusId,
+    property_type_id: row.propertyTypeId,
+    deal_type_id: row.dealTypeId,
+    price: row.price,
+    city_id: row.cityId,
+    description: row.description,
+    attributes: row.attributes,
+    moderation: revision ? revision.moderation : row.moderation,
+    waiting_for_check: row.reviewRequestedAt !== null,
+    revision: revision ? { status: revision.status, submitted_at: toOffsetTimestamp(revision.submittedAt) } : null,
+    updated_at: toOffsetTimestamp(row.updatedAt),
   }
 }

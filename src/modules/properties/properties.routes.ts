@@ -186,12 +186,15 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'discardPropertyRevision',
         summary: 'Discard the pending or rejected change of a published listing',
         description:
-          'Back to the approved version, which the catalogue shows: the listing as it is then, with `revision: null`. A listing without a revision answers 404.',
+          'Back to the approved version, which the catalogue shows: `GET /properties/{id}` then shows it, with `revision: null`. A listing without a revision answers 404.',
         params: PropertyIdParams,
-        response: { 200: rateLimited(Property), ...rateLimitedErrorResponses(401, 404, 422, 429) },
+        response: { 204: { type: 'null', description: 'Discarded.', headers: rateLimitHeaders }, ...rateLimitedErrorResponses(401, 404, 409, 422, 429) },
       },
     },
-    async (request) => app.services.properties.discardRevision(request.tenant.id, request.params.id),
+    async (request, reply) => {
+      await app.services.properties.discardRevision(request.tenant.id, request.params.id)
+      return reply.code(204).send(null)
+    },
   )
 
   app.post(

@@ -455,14 +455,13 @@ export class PropertiesService {
    * DELETE /properties/{id}/revision: the agency drops the change it made to a published
    * listing (waiting for the check, or rejected by it) and is back to the approved version.
    */
-  async discardRevision(tenantId: number, id: number): Promise<Property> {
-    return this.db.transaction(async (tx) => {
+  async discardRevision(tenantId: number, id: number): Promise<void> {
+    await this.db.transaction(async (tx) => {
       const approved = await repository.lockProperty(tx, tenantId, id)
       if (!approved) throw ApiError.notFound(PROPERTY_NOT_FOUND)
       if (approved.heldStatusId !== null) throw ApiError.conflict(HELD_BY_SUSPENSION)
       if (!(await repository.deleteRevision(tx, id))) throw ApiError.notFound('This listing has no revision to discard.')
-      const updated = await repository.updateProperty(tx, tenantId, id, { reviewRequestedAt: null })
-      return this.view(updated, await this.ownerOf(tx, updated), tx, undefined, null)
+      await repository.updateProperty(tx, tenantId, id, { reviewRequestedAt: null })
     })
   }
 
@@ -574,6 +573,14 @@ export class PropertiesService {
       )
     }
     return underCheck(listing, revision)
+  }
+
+  /** A listing as an operator's decision left it, read in the deciding transaction (whose lock it holds). */
+  async findDecided(tx: Database, id: number): Promise<UnderCheck> {
+    const listing = await repository.lockAnyTenantsProperty(tx, id)
+    if (!listing) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+    const revisions = await repository.findRevisions(tx, [id])
+    return underCheck(listing, revisions.get(id))
   }
 
   /** Manual mode: keeps the check's findings, and the listing (or its revision) waits for an operator. */

@@ -6,7 +6,7 @@ const usage = `Operator commands (the same service code as the /admin routes, st
 
   npm run admin -- registrations list [--status pending|approved|rejected] [--limit N] [--offset N]
   npm run admin -- registrations approve <request_code>
-  npm run admin -- registrations reject <request_code> [--reason "why"]
+  npm run admin -- registrations reject <request_code> --reason "why"
   npm run admin -- tenants show|suspend|unsuspend <tenant_id>
   npm run admin -- api-keys list <tenant_id> [--limit N] [--offset N]
   npm run admin -- api-keys create <tenant_id> [--name "label"] [--expires-in-days N]
@@ -85,8 +85,11 @@ function commandOf(): Command | undefined {
     }
     case 'approve':
       return requestCode ? (tenants) => tenants.approve(requestCode) : undefined
-    default:
-      return requestCode ? (tenants) => tenants.reject(requestCode, values.reason) : undefined
+    default: {
+      // As the route: a rejection says why.
+      const reason = values.reason?.trim()
+      return requestCode && reason ? (tenants) => tenants.reject(requestCode, reason) : undefined
+    }
   }
 }
 

@@ -147,6 +147,10 @@ describe('npm run admin -- registrations', () => {
     const noValue = await admin('registrations', 'reject', 'reg_unknown', '--reason')
     assert.equal(noValue.code, 2, noValue.stderr)
     assert.match(noValue.stderr, /--reason/)
+    // A rejection says why, as the route requires.
+    const noReason = await admin('registrations', 'reject', 'reg_unknown')
+    assert.equal(noReason.code, 2, noReason.stderr)
+    assert.match(noReason.stdout, /reject <request_code> --reason "why"/)
     const unknown = await admin('registrations', 'approve', 'reg_unknown')
     assert.equal(unknown.code, 1)
     assert.match(unknown.stderr, /Registration request not found/)

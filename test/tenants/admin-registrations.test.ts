@@ -79,7 +79,7 @@ describe('admin registration routes', () => {
     assert.equal(await t.db.$count(tenants), tenantsBefore + 1)
   })
 
-  it('rejects a pending request with or without a reason; a decided one is a 409', async () => {
+  it('rejects a pending request with a reason, which it needs; a decided one is a 409', async () => {
     const first = await submitRegistration(t.app)
     const rejected = await reject(first.request_code, { reason: 'Дубликат заявки' })
     assert.equal(rejected.statusCode, 200)
@@ -88,9 +88,15 @@ describe('admin registration routes', () => {
     assert.equal(row?.rejectReason, 'Дубликат заявки')
 
     const second = await submitRegistration(t.app)
-    assert.equal((await reject(second.request_code)).statusCode, 200)
+    for (const payload of [undefined, {}, { reason: '' }, { reason: ' \n ' }]) {
+      const refused = await reject(second.request_code, payload)
+      assert.equal(refused.statusCode, 422, `${JSON.stringify(payload)}: ${refused.body}`)
+      assert.match(refused.json<ErrorBody>().detail, /reason|body/)
+    }
+    const [waiting] = await t.db.select().from(registrationRequests).where(eq(registrationRequests.requestCode, second.request_code))
+    assert.equal(waiting?.status, 'pending')
 
-    assert.equal((await reject(first.request_code, {})).statusCode, 409)
+    assert.equal((await reject(first.request_code, { reason: 'Ещё раз' })).statusCode, 409)
     assert.equal((await approve(first.request_code)).statusCode, 409)
   })
 

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses, failureThrottleResponse, withResponseHeaders, header } from '../../lib/schemas.js'
 import { adminKeySecurity } from '../../plugins/auth.js'
-import { allowEmptyBody } from '../../plugins/validation.js'
 import { AdminRegistrationListQuery, AdminRegistrationPage, RegistrationCodeParams, RegistrationStatus, RejectBody } from './tenants.schemas.js'
 
 const admin = { tags: ['Admin'], security: adminKeySecurity }
@@ -51,13 +50,11 @@ const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/admin/registrations/:request_code/reject',
     {
-      // The reason is optional, so is the whole body: a bare POST rejects.
-      preValidation: allowEmptyBody,
       schema: {
         ...admin,
         operationId: 'rejectRegistration',
         summary: 'Reject a pending request',
-        description: 'The optional `reason` is kept for the operators; the applicant sees only `rejected`. A request already decided is a 409.',
+        description: 'The `reason` is required and kept for the operators; the applicant sees only `rejected`. A request already decided is a 409.',
         params: RegistrationCodeParams,
         body: RejectBody,
         response: { 200: RegistrationStatus, ...errorResponses(400, 401, 404, 409, 415, 422), 429: failureThrottleResponse },

@@ -124,7 +124,9 @@ export type AdminRegistration = Static<typeof AdminRegistration>
 export const AdminRegistrationPage = Page(AdminRegistration, 'AdminRegistrationPage')
 
 export const RejectBody = Type.Object(
-  { reason: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'Why; kept for the operators.' })) },
+  {
+    reason: Type.String({ minLength: 1, maxLength: 2000, description: 'Why; kept for the operators. Not blank.' }),
+  },
   { title: 'RegistrationRejection', additionalProperties: false },
 )
 

@@ -319,14 +319,15 @@ export class TenantsService {
     return this.statusOf(approved, true)
   }
 
-  async reject(requestCode: string, reason: string | undefined): Promise<RegistrationStatus> {
+  async reject(requestCode: string, reason: string): Promise<RegistrationStatus> {
+    if (!reason.trim()) throw ApiError.validation([{ loc: ['body', 'reason'], msg: 'must say why: it is blank' }])
     const rejected = await this.db.transaction(async (tx) => {
       const request = await this.pendingRequest(tx, requestCode)
       return repository.decideRegistrationRequest(tx, request.id, {
         status: 'rejected',
         tenantId: null,
         apiKeyEncrypted: null,
-        rejectReason: reason?.trim() ?? null,
+        rejectReason: reason.trim(),
       })
     })
     return this.statusOf(rejected)

@@ -86,3 +86,13 @@ export function describeFieldErrors(errors: FieldError[]): string {
   const more = rest.length === 0 ? '' : ` (and ${rest.length} more problem${rest.length === 1 ? '' : 's'})`
   return `Invalid ${where}: ${first.msg}${more}.`
 }
+
+/**
+ * A sentence as a clause to follow a colon in another (`The feed could not be downloaded: …`):
+ * its final period dropped and its first letter lowered, unless it starts with an acronym
+ * ("URLs", "XML"), which keeps its capitals.
+ */
+export function asClause(sentence: string): string {
+  const clause = sentence.replace(/\.$/, '')
+  return /^\p{Lu}\p{Lu}/u.test(clause) ? clause : clause.charAt(0).toLowerCase() + clause.slice(1)
+}

@@ -14,7 +14,7 @@ import { pipeline } from 'node:stream/promises'
 import { createGunzip } from 'node:zlib'
 import ipaddr from 'ipaddr.js'
 import { Agent, request, type Dispatcher } from 'undici'
-import { ApiError } from './errors.js'
+import { ApiError, asClause } from './errors.js'
 
 export type OutboundFailureKind = 'invalid_url' | 'blocked_address' | 'dns' | 'connection' | 'timeout' | 'too_large' | 'too_many_redirects'
 
@@ -354,8 +354,6 @@ function describeFailure(error: unknown, url: URL, timeoutMs: number): OutboundE
  * host did not answer in time", or the OutboundError that says it; `detail` leads with `summary`.
  */
 export function invalidAddressError(field: string, summary: string, reason: string | OutboundError): ApiError {
-  const why = reason instanceof OutboundError ? lowerFirst(reason.message.replace(/\.$/, '')) : reason
+  const why = reason instanceof OutboundError ? asClause(reason.message) : reason
   return ApiError.validation([{ loc: ['body', field], msg: why }], `${summary}: ${why}.`)
 }
-
-const lowerFirst = (text: string) => text.charAt(0).toLowerCase() + text.slice(1)

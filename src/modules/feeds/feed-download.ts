@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
+import { asClause } from '../../lib/errors.js'
 import { OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 
 /** Redirects a feed's address may take: CRMs often serve the export behind one or two. */
@@ -114,7 +115,7 @@ export async function downloadFeed(outbound: OutboundClient, url: string, known:
   } catch (error) {
     await discard()
     if (error instanceof OutboundError) {
-      throw new FeedRunFailure(error.kind === 'too_large' ? 'too_large' : 'download_failed', `The feed could not be downloaded: ${lowerFirst(error.message)}`)
+      throw new FeedRunFailure(error.kind === 'too_large' ? 'too_large' : 'download_failed', `The feed could not be downloaded: ${asClause(error.message)}.`)
     }
     throw error
   }
@@ -123,5 +124,3 @@ export async function downloadFeed(outbound: OutboundClient, url: string, known:
 async function drain(body: AsyncIterable<Buffer>): Promise<void> {
   for await (const _ of body) break
 }
-
-const lowerFirst = (text: string) => text.charAt(0).toLowerCase() + text.slice(1)

@@ -1,7 +1,7 @@
 import type { MultipartFile } from '@fastify/multipart'
 import type { FastifyRequest } from 'fastify'
 import { clientHasGone } from '../../lib/client-connection.js'
-import { ApiError, type FieldError } from '../../lib/errors.js'
+import { ApiError, asClause, type FieldError } from '../../lib/errors.js'
 import { detectImageType, tooLarge, TYPE_SNIFF_BYTES } from './image-processing.js'
 import { SORT_ORDER_RANGE } from './images.schemas.js'
 import type { NewPhoto } from './images.service.js'
@@ -95,7 +95,7 @@ function formError(error: unknown, request: FastifyRequest, maxBytes: number): u
       return new ApiError('bad_request', 'The multipart/form-data body ends inside a part, before its closing boundary.')
   }
   if (code === undefined && Object.getPrototypeOf(error) === Error.prototype) {
-    return new ApiError('bad_request', `The multipart/form-data body is malformed: ${lowerFirst(error.message.replace(/\.$/, ''))}.`)
+    return new ApiError('bad_request', `The multipart/form-data body is malformed: ${asClause(error.message)}.`)
   }
   return error
 }
@@ -126,10 +126,6 @@ async function readPhoto(file: MultipartFile['file'], maxBytes: number): Promise
   if (file.truncated) throw tooLarge(maxBytes)
   if (!sniffed) await detectImageType(Buffer.concat(chunks))
   return Buffer.concat(chunks, size)
-}
-
-function lowerFirst(text: string): string {
-  return text.charAt(0).toLowerCase() + text.slice(1)
 }
 
 function integerField(raw: string | undefined, name: string, errors: FieldError[], range: { min: number; max: number }): number | undefined {

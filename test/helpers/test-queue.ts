@@ -2,9 +2,10 @@
  * `npm test` runs the test files in a few long-lived processes rather than one process per
  * file: each process takes the next file from a queue the build wrote, runs it as a suite named
  * after it, and takes another until none is left. Loading the app, the engine's WebAssembly and
- * the code's warm-up are paid once per process instead of once per file, about a third of the
+ * the code's warm-up are paid once per process instead of once per file, a fifth or more of the
  * suite's CPU. The files share nothing but the process: each builds its own app on its own
- * database, as it does when run alone.
+ * database, as it does when run alone. A test that reads its own process's memory collects the
+ * garbage first (test/feeds/feed-reader.test.ts): other files' garbage is in the same heap.
  *
  * A file is claimed by creating its marker in the queue's folder (`wx` fails for every process
  * but the first), so each runs exactly once whichever process gets there first. The queue lists

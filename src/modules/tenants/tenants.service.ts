@@ -38,8 +38,7 @@ export const KEY_REVOCATIONS_CHANNEL = 'mls_api_key_revocations'
 /** What a key's `prefix` shows of it: `mls_live_` and four characters. */
 const DISPLAY_PREFIX_LENGTH = 13
 
-/** A key this process has found active: which one, and whose. */
-/** An API key that authenticated a request: its id (what its rate limit is counted by) and its agency. */
+/** An active API key, as it authenticates a request: which one (its rate limit is counted by it), and whose. */
 export interface AuthenticatedKey {
   keyId: number
   tenant: AuthenticatedTenant

@@ -78,6 +78,8 @@ export const RESIDENTIAL_COMPLEX_NOT_FOUND = 'Residential complex not found'
  * listing the suspension holds (docs/architecture.md#api-keys-and-suspension): refused, nothing changed.
  */
 export const HELD_BY_SUSPENSION = 'The agency is suspended: its listings are held as they are until it is unsuspended.'
+/** A change to a listing whose deal is closed, to its fields or its photos: a closed deal is final. */
+export const DEAL_CLOSED = 'This listing’s deal is closed; it can no longer be changed.'
 
 export function describeFieldErrors(errors: FieldError[]): string {
   const [first, ...rest] = errors

@@ -413,6 +413,26 @@ describe('photos at the edges of what the docs promise', () => {
     assert.equal(response.statusCode, 201, response.body)
   })
 
+  it('keeps the photos of a closed listing as they are: adding, re-ordering or deleting one is a 409, as a PATCH is', async () => {
+    const listing = await submitProperty(t.app, agency)
+    const kept = (await upload(t.app, agency, { file: await photo('jpeg', 80, 60), fields: { property_id: String(listing.id) } })).json<StoredImage>()
+    await runInternalCheck(t.app)
+    const closed = await t.app.inject({ method: 'POST', url: `/properties/${listing.id}/status`, headers: agency.headers, payload: { status_id: 5 } })
+    assert.equal(closed.statusCode, 200, closed.body)
+
+    const refusals = [
+      await upload(t.app, agency, { file: await photo('jpeg', 80, 60), fields: { property_id: String(listing.id) } }),
+      await t.app.inject({ method: 'PUT', url: `/property-images/${kept.id}`, headers: agency.headers, payload: { sort_order: 9 } }),
+      await t.app.inject({ method: 'DELETE', url: `/property-images/${kept.id}`, headers: agency.headers }),
+    ]
+    for (const response of refusals) {
+      assert.equal(response.statusCode, 409, response.body)
+      assert.deepEqual(response.json<ErrorBody>(), { detail: 'This listing’s deal is closed; it can no longer be changed.' })
+    }
+    const photos = await t.app.inject({ url: `/property-images?property_id=${listing.id}`, headers: agency.headers })
+    assert.deepEqual(photos.json<StoredImage[]>(), [kept])
+  })
+
   it('does not silently store another sort_order than the one sent (a long zero-padded number)', async () => {
     const sent = `${'0'.repeat(70)}5`
     const response = await upload(t.app, agency, { file: await photo('jpeg', 80, 60), fields: { property_id: String(propertyId), sort_order: sent } })

@@ -604,7 +604,7 @@ export interface paths {
         put?: never;
         /**
          * Add a photo by URL
-         * @description The service downloads the photo (10 s, size-capped, at most 3 redirects; only public addresses) and treats it as an upload. `source_url` keeps the address. A failed download, or an answer that is not a JPEG, PNG or WebP photo, is a 422 saying why.
+         * @description The service downloads the photo (10 s, size-capped, at most 3 redirects; only public addresses) and treats it as an upload. `source_url` keeps the address. A failed download, or an answer that is not a JPEG, PNG or WebP photo, is a 422 saying why. A closed listing’s photos, or those of a listing its agency’s suspension holds, cannot change (409).
          */
         post: operations["addImageFromUrl"];
         delete?: never;
@@ -624,7 +624,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a photo of one of the agency’s properties
-         * @description multipart/form-data with `file` (JPEG, PNG or WebP, decided from the bytes; at most 15728640 bytes and 50000000 pixels), `property_id` and `sort_order` (default 0). The photo is re-encoded without metadata (no EXIF or GPS), upright, at most 2560 px on its longer side (a smaller one keeps its size); a 400 px wide thumbnail is made. At most 50 photos per property.
+         * @description multipart/form-data with `file` (JPEG, PNG or WebP, decided from the bytes; at most 15728640 bytes and 50000000 pixels), `property_id` and `sort_order` (default 0). The photo is re-encoded without metadata (no EXIF or GPS), upright, at most 2560 px on its longer side (a smaller one keeps its size); a 400 px wide thumbnail is made. At most 50 photos per property. A closed listing’s photos, or those of a listing its agency’s suspension holds, cannot change (409).
          */
         post: operations["uploadImage"];
         delete?: never;
@@ -647,13 +647,13 @@ export interface paths {
         get: operations["getImage"];
         /**
          * Change a photo’s display position
-         * @description Photos are shown by `sort_order`, then by id; the catalogue’s thumbnail is the first of them.
+         * @description Photos are shown by `sort_order`, then by id; the catalogue’s thumbnail is the first of them. A closed listing’s photos, or those of a listing its agency’s suspension holds, cannot change (409).
          */
         put: operations["updateImage"];
         post?: never;
         /**
          * Delete a photo and its files
-         * @description The photo and its small rendition are removed from storage.
+         * @description The photo and its small rendition are removed from storage. A closed listing’s photos, or those of a listing its agency’s suspension holds, cannot change (409).
          */
         delete: operations["deleteImage"];
         options?: never;
@@ -3924,6 +3924,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
@@ -3961,6 +3962,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
@@ -4030,6 +4032,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -4060,6 +4063,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

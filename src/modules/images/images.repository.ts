@@ -31,9 +31,14 @@ export async function findImage(db: Database, tenantId: number, id: number): Pro
  * The tenant's property, as far as its photos care (whether a suspension holds it), or undefined;
  * with `lock`, held until the transaction ends.
  */
-export async function findOwnProperty(db: Database, tenantId: number, propertyId: number, lock = false): Promise<{ heldStatusId: number | null } | undefined> {
+export async function findOwnProperty(
+  db: Database,
+  tenantId: number,
+  propertyId: number,
+  lock = false,
+): Promise<{ statusId: number; heldStatusId: number | null } | undefined> {
   const query = db
-    .select({ heldStatusId: properties.heldStatusId })
+    .select({ statusId: properties.statusId, heldStatusId: properties.heldStatusId })
     .from(properties)
     .where(and(eq(properties.tenantId, tenantId), eq(properties.id, propertyId)))
   const [row] = lock ? await query.for('update') : await query

@@ -8,6 +8,8 @@ import { ImageByUrl, ImageIdParams, ImageListQuery, ImageUpdate, ImageUploadForm
 import { readUploadForm } from './photo-upload.js'
 
 const tenantRoute = { tags: ['Images'], security: apiKeySecurity }
+/** The 409s every change of a photo can answer, said once for the four routes that change one. */
+const PHOTOS_FROZEN = 'A closed listing’s photos, or those of a listing its agency’s suspension holds, cannot change (409).'
 
 /** Photos of the tenant's properties. Registered behind `authenticate`. */
 const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -37,12 +39,12 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...tenantRoute,
         operationId: 'uploadImage',
         summary: 'Upload a photo of one of the agency’s properties',
-        description: `multipart/form-data with \`file\` (JPEG, PNG or WebP, decided from the bytes; at most ${maxBytes} bytes and ${app.config.images.maxPixels} pixels), \`property_id\` and \`sort_order\` (default 0). The photo is re-encoded without metadata (no EXIF or GPS), upright, at most ${app.config.images.maxEdge} px on its longer side (a smaller one keeps its size); a ${THUMBNAIL_WIDTH} px wide thumbnail is made. At most ${app.config.images.perProperty} photos per property.`,
+        description: `multipart/form-data with \`file\` (JPEG, PNG or WebP, decided from the bytes; at most ${maxBytes} bytes and ${app.config.images.maxPixels} pixels), \`property_id\` and \`sort_order\` (default 0). The photo is re-encoded without metadata (no EXIF or GPS), upright, at most ${app.config.images.maxEdge} px on its longer side (a smaller one keeps its size); a ${THUMBNAIL_WIDTH} px wide thumbnail is made. At most ${app.config.images.perProperty} photos per property. ${PHOTOS_FROZEN}`,
         consumes: ['multipart/form-data'],
         body: ImageUploadForm,
         response: {
           201: rateLimited(PropertyImage, locationHeader('The new photo, `/property-images/{image_id}`.')),
-          ...rateLimitedErrorResponses(401, 404, 413, 415, 422, 429),
+          ...rateLimitedErrorResponses(401, 404, 409, 413, 415, 422, 429),
         },
       },
       // The body is a stream read by the handler; the schema above documents it.
@@ -62,11 +64,12 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'addImageFromUrl',
         summary: 'Add a photo by URL',
         description:
-          'The service downloads the photo (10 s, size-capped, at most 3 redirects; only public addresses) and treats it as an upload. `source_url` keeps the address. A failed download, or an answer that is not a JPEG, PNG or WebP photo, is a 422 saying why.',
+          'The service downloads the photo (10 s, size-capped, at most 3 redirects; only public addresses) and treats it as an upload. `source_url` keeps the address. A failed download, or an answer that is not a JPEG, PNG or WebP photo, is a 422 saying why. ' +
+          PHOTOS_FROZEN,
         body: ImageByUrl,
         response: {
           201: rateLimited(PropertyImage, locationHeader('The new photo, `/property-images/{image_id}`.')),
-          ...rateLimitedErrorResponses(400, 401, 404, 413, 415, 422, 429),
+          ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429),
         },
       },
     },
@@ -99,10 +102,10 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...tenantRoute,
         operationId: 'updateImage',
         summary: 'Change a photo’s display position',
-        description: 'Photos are shown by `sort_order`, then by id; the catalogue’s thumbnail is the first of them.',
+        description: 'Photos are shown by `sort_order`, then by id; the catalogue’s thumbnail is the first of them. ' + PHOTOS_FROZEN,
         params: ImageIdParams,
         body: ImageUpdate,
-        response: { 200: rateLimited(PropertyImage), ...rateLimitedErrorResponses(400, 401, 404, 415, 422, 429) },
+        response: { 200: rateLimited(PropertyImage), ...rateLimitedErrorResponses(400, 401, 404, 409, 415, 422, 429) },
       },
     },
     async (request) => app.services.images.updateSortOrder(request.tenant.id, request.params.image_id, request.body.sort_order),
@@ -115,9 +118,9 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...tenantRoute,
         operationId: 'deleteImage',
         summary: 'Delete a photo and its files',
-        description: 'The photo and its small rendition are removed from storage.',
+        description: `The photo and its small rendition are removed from storage. ${PHOTOS_FROZEN}`,
         params: ImageIdParams,
-        response: { 204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders }, ...rateLimitedErrorResponses(401, 404, 422, 429) },
+        response: { 204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders }, ...rateLimitedErrorResponses(401, 404, 409, 422, 429) },
       },
     },
     async (request, reply) => {

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto'
 import type { Config } from '../../config.js'
 import type { Database, PipelinedDatabase } from '../../db/client.js'
-import { ApiError, HELD_BY_SUSPENSION, PROPERTY_NOT_FOUND, IMAGE_NOT_FOUND, type FieldError } from '../../lib/errors.js'
+import { ApiError, DEAL_CLOSED, HELD_BY_SUSPENSION, PROPERTY_NOT_FOUND, IMAGE_NOT_FOUND, type FieldError } from '../../lib/errors.js'
 import { invalidAddressError, OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 import { toUtcTimestamp } from '../../lib/time.js'
 import type { CatalogueAnnouncements } from '../catalogue/catalogue-announcements.js'
+import { canBeEdited } from '../properties/listing-status.js'
 import type { ImageProcessor } from './image-processing.js'
 import { detectImageType, TYPE_SNIFF_BYTES, type ProcessedImage } from './image-processing.js'
 import * as repository from './images.repository.js'
@@ -29,9 +30,10 @@ export interface NewPhoto {
   sourceUrl?: string | undefined
 }
 
-/** A 404 for a listing that is not the agency's, a 409 for one its suspension holds (nothing changes). */
-function checkPhotosCanChange(listing: { heldStatusId: number | null } | undefined): void {
+/** A 404 for a listing that is not the agency's, a 409 for a closed one or one its suspension holds (nothing changes). */
+function checkPhotosCanChange(listing: { statusId: number; heldStatusId: number | null } | undefined): void {
   if (!listing) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+  if (!canBeEdited(listing.statusId)) throw ApiError.conflict(DEAL_CLOSED)
   if (listing.heldStatusId !== null) throw ApiError.conflict(HELD_BY_SUSPENSION)
 }
 

@@ -4,7 +4,7 @@ import type { Database, PipelinedDatabase } from '../../db/client.js'
 import type { AttributeValues, ModerationResult, NewPropertyColumns, PropertyRow, RevisionStatus } from '../../db/schema.js'
 import { seedDealTypes, seedPropertyTypes } from '../../db/seed/dictionaries.js'
 import { decodeCursor, encodeCursor, idKey, refuseOffsetWithCursor, timestampKey, timestampKeyFromUtc } from '../../lib/cursor.js'
-import { ApiError, HELD_BY_SUSPENSION, PROPERTY_NOT_FOUND, type FieldError } from '../../lib/errors.js'
+import { ApiError, DEAL_CLOSED, HELD_BY_SUSPENSION, PROPERTY_NOT_FOUND, type FieldError } from '../../lib/errors.js'
 import { normalisePhone } from '../../lib/phone.js'
 import { digestSecret } from '../../lib/secrets.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
@@ -414,7 +414,7 @@ export class PropertiesService {
     // A *change* sends the listing back through the check. One that changes nothing (a retry,
     // a form saved as it was, a feed's unchanged offer) leaves it as it is.
     const sameContent = changesNothing(current, currentOwner, resolved, change.content.description)
-    if (!sameContent && !canBeEdited(approved.statusId)) throw ApiError.conflict('This listing’s deal is closed; it can no longer be changed.')
+    if (!sameContent && !canBeEdited(approved.statusId)) throw ApiError.conflict(DEAL_CLOSED)
     if (!sameContent && approved.heldStatusId !== null) throw ApiError.conflict(HELD_BY_SUSPENSION)
     const newExternalId = change.externalId !== undefined && change.externalId !== approved.externalId
     if (newExternalId) {

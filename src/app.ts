@@ -31,6 +31,7 @@ import keyRevocationsPlugin from './plugins/key-revocations.js'
 import metricsPlugin from './plugins/metrics.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import servicesPlugin from './plugins/services.js'
+import { installSerializers } from './plugins/serialization.js'
 import { installValidators, rejectUnstorableValues } from './plugins/validation.js'
 import type { Services } from './services.js'
 
@@ -75,6 +76,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   installValidators(app)
+  installSerializers(app)
   // Bodies are JSON (multipart where a route adds it); a text body is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain')
   installJsonBodyParser(app)

@@ -45,13 +45,19 @@ function withKeywords(ajv: Ajv): Ajv {
 }
 
 /**
+ * One pair per process, shared by every app built in it: ajv keeps what it compiled by schema
+ * object, and the routes' schemas are module constants, so an app built after the first (a
+ * test file's, in a process that runs many) reuses the validators instead of compiling them again.
+ */
+const bodyAjv = withKeywords(addFormats(new Ajv({ ...commonOptions, coerceTypes: false })))
+const textAjv = withKeywords(addFormats(new Ajv({ ...commonOptions, coerceTypes: 'array' })))
+
+/**
  * Request validation with two compilers: bodies are taken as typed (a `"5"` is not a number
  * unless the schema says so), while path and query strings, which are text by nature,
  * are coerced to the schema's types.
  */
 export function installValidators(app: FastifyInstance): void {
-  const bodyAjv = withKeywords(addFormats(new Ajv({ ...commonOptions, coerceTypes: false })))
-  const textAjv = withKeywords(addFormats(new Ajv({ ...commonOptions, coerceTypes: 'array' })))
   app.setValidatorCompiler(({ schema, httpPart }) =>
     httpPart === 'body' ? bodyAjv.compile(schema) : decimalNumbersOnly(schema as TextPartSchema, textAjv.compile(schema)),
   )

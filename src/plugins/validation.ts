@@ -196,7 +196,6 @@ const locationOfPart: Record<string, string> = {
   headers: 'header',
 }
 
-/** Turns ajv's findings into the `errors` list and `detail` sentence of a 422. */
 /**
  * The `detail` of a 404 when a path names what no row can be (an id of 0, a negative one or one
  * past the integer column's range; a registration code longer than any): no such thing exists,
@@ -214,6 +213,7 @@ export function notFoundInPath(validation: FastifySchemaValidationError[], conte
 
 const OUT_OF_RANGE = new Set(['minimum', 'maximum', 'minLength', 'maxLength'])
 
+/** Turns ajv's findings into the `errors` list and `detail` sentence of a 422. */
 export function describeValidationFailure(validation: FastifySchemaValidationError[], context: string | undefined): { detail: string; errors: FieldError[] } {
   const part = locationOfPart[context ?? 'body'] ?? 'body'
   const byLocation = new Map<string, { loc: (string | number)[]; findings: ErrorObject[] }>()

@@ -169,7 +169,7 @@ describe('the change feed, GET /mls/changes', () => {
     assert.deepEqual((await changesAfter(cursor)).items, [])
   })
 
-  it('records photos added, reordered and removed on a published listing', async () => {
+  it('records photos added, reordered and removed on a published listing, and no event for a reorder that shows no change', async () => {
     const id = await publish()
     const cursor = await snapshot()
     const first = (await upload(t.app, agency, { file: await photo('jpeg'), fields: { property_id: String(id) } })).json<PropertyImage>()
@@ -186,6 +186,10 @@ describe('the change feed, GET /mls/changes', () => {
     const reordered = await changesAfter(afterUploads.cursor)
     assert.deepEqual((reordered.items[0]!.property as { images: string[] }).images, [second.url, first.url])
     assert.equal((reordered.items[0]!.property as { thumbnail_url: string }).thumbnail_url, second.thumbnail_url)
+    // A new sort_order that leaves the order shown as it was: the feed may repeat the state it
+    // showed (an upsert is idempotent), but no mls.listing_updated says the listing changed.
+    assert.equal((await call('PUT', `/property-images/${first.id}`, { sort_order: 6 })).statusCode, 200)
+    for (const item of (await changesAfter(reordered.cursor)).items) assert.deepEqual(item.property, reordered.items[0]!.property)
 
     assert.equal((await call('DELETE', `/property-images/${second.id}`)).statusCode, 204)
     const removed = await changesAfter(reordered.cursor)

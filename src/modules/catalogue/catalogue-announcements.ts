@@ -51,9 +51,9 @@ export class CatalogueAnnouncements {
     })
   }
 
-  /** Photos of a listing changed: announced if the catalogue shows it. */
-  async photosChanged(tx: Database, propertyId: number): Promise<void> {
+  /** Photos of a listing changed: announced if the catalogue shows it, and, given `shownBefore` (shownNow's answer before the change), shows it otherwise. */
+  async photosChanged(tx: Database, propertyId: number, shownBefore?: CatalogueDetail): Promise<void> {
     const listing = await this.catalogue.publishedRowOf(tx, propertyId)
-    if (listing) await this.updated(tx, listing, listing)
+    if (listing) await this.updated(tx, listing, listing, shownBefore)
   }
 }

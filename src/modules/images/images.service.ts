@@ -75,7 +75,7 @@ export class ImagesService {
     private readonly mediaBase: string,
     private readonly outbound: OutboundClient,
     /** Photos are part of what the catalogue shows: a change to a published listing's is announced with it. */
-    private readonly announce: Pick<CatalogueAnnouncements, 'photosChanged'>,
+    private readonly announce: Pick<CatalogueAnnouncements, 'photosChanged' | 'shownNow'>,
   ) {}
 
   /** Photos in the processing queue: admitted, re-encoded now, waiting. */
@@ -96,10 +96,12 @@ export class ImagesService {
 
   async updateSortOrder(tenantId: number, id: number, sortOrder: number): Promise<PropertyImage> {
     const row = await this.db.transaction(async (tx) => {
-      await this.lockListingOfPhoto(tx, tenantId, id)
+      const propertyId = await this.lockListingOfPhoto(tx, tenantId, id)
+      // A new position may leave the order shown as it was (the last photo moved further back).
+      const shownBefore = propertyId === undefined ? undefined : await this.announce.shownNow(tx, propertyId)
       const updated = await repository.updateSortOrder(tx, tenantId, id, sortOrder)
       if (!updated) throw ApiError.notFound(IMAGE_NOT_FOUND)
-      await this.announce.photosChanged(tx, updated.propertyId)
+      await this.announce.photosChanged(tx, updated.propertyId, shownBefore)
       return updated
     })
     return toImage(row, this.mediaBase)
@@ -180,11 +182,13 @@ export class ImagesService {
    * does: a photo change then follows or precedes the listing's own change (a publication, a
    * withdrawal) whole, and is announced for the status the listing has once that has committed
    * (otherwise it read the status before a withdrawal committed and wrote the change feed an
-   * `upsert` after its `remove`). A missing photo is a 404 (IMAGE_NOT_FOUND) later.
+   * `upsert` after its `remove`). A missing photo is a 404 (IMAGE_NOT_FOUND) later. Answers the
+   * listing's id, undefined when there is no such photo.
    */
-  private async lockListingOfPhoto(tx: Database, tenantId: number, id: number): Promise<void> {
+  private async lockListingOfPhoto(tx: Database, tenantId: number, id: number): Promise<number | undefined> {
     const photo = await repository.findImage(tx, tenantId, id)
     if (photo) checkPhotosCanChange(await repository.findOwnProperty(tx, tenantId, photo.propertyId, true))
+    return photo?.propertyId
   }
 
   /**

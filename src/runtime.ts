@@ -38,11 +38,15 @@ export async function startRuntime(role: string): Promise<Runtime> {
   }
 }
 
-/** The database the configuration names: PostgreSQL at DATABASE_URL, else PGlite in DATA_DIR. */
-export function openConfiguredDatabase(config: Config): Promise<DatabaseHandle> {
+/**
+ * The database the configuration names: PostgreSQL at DATABASE_URL, else PGlite in DATA_DIR.
+ * `brief` for a command that runs a few statements and exits (DatabaseOptions.brief).
+ */
+export function openConfiguredDatabase(config: Config, { brief = false }: { brief?: boolean } = {}): Promise<DatabaseHandle> {
   return openDatabase({
     databaseUrl: config.databaseUrl,
     pgliteDir: path.join(config.dataDir, 'pglite'),
+    brief,
     poolSize: config.databasePoolSize,
     pipelinedConnections: config.databasePipelinedConnections,
   })

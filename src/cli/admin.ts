@@ -130,7 +130,7 @@ async function run(command: Command): Promise<unknown> {
     import('../services.js'),
   ])
   const config = loadConfig()
-  const database = await openConfiguredDatabase(config)
+  const database = await openConfiguredDatabase(config, { brief: true })
   try {
     await migrateDatabase(database)
     const services = createServices({ config, database })

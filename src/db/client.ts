@@ -67,6 +67,12 @@ export interface DatabaseOptions {
    * saves a second engine instance, initdb and the migrations: seconds of CPU each.
    */
   pgliteDataDirDump?: Blob
+  /**
+   * Open for a few statements and closed (a command of the CLIs): PGlite then gets a small
+   * buffer pool instead of its default 128 MB, which costs it half a second to set up. An
+   * in-memory PGlite (a test's) always does: its files are in memory already.
+   */
+  brief?: boolean
   poolSize?: number
   /** Connections of `pipelined` on PostgreSQL. */
   pipelinedConnections?: number
@@ -91,7 +97,7 @@ export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5000
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   return options.databaseUrl
     ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options.pipelinedConnections ?? 2)
-    : openPglite(options.pgliteDir, options.pgliteDataDirDump)
+    : openPglite(options.pgliteDir, options.pgliteDataDirDump, options.brief === true || options.pgliteDir === undefined)
 }
 
 async function openPostgres(connectionString: string, max: number, pipelinedConnections: number): Promise<DatabaseHandle> {
@@ -174,16 +180,16 @@ function giveBackLostClient(client: pg.PoolClient, error: Error): void {
   release(error)
 }
 
-/**
- * An in-memory PGlite (a test's) keeps its files in memory already, so a server's buffer pool
- * (PGlite's default, 128 MB) only costs it time to start: half a second of its second or so.
- */
-const IN_MEMORY_START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB']
+/** PGlite's start for a brief use (DatabaseOptions.brief): a 16 MB buffer pool. */
+const BRIEF_START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB']
 
-async function openPglite(dir: string | undefined, dump: Blob | undefined): Promise<DatabaseHandle> {
+async function openPglite(dir: string | undefined, dump: Blob | undefined, brief: boolean): Promise<DatabaseHandle> {
   const releaseLock = dir ? lockDataDir(dir) : () => {}
   try {
-    const client = await PGlite.create(dir ? { dataDir: dir } : { loadDataDir: dump, startParams: IN_MEMORY_START_PARAMS })
+    const client = await PGlite.create({
+      ...(dir ? { dataDir: dir } : { loadDataDir: dump }),
+      ...(brief ? { startParams: BRIEF_START_PARAMS } : {}),
+    })
     const db = drizzlePglite(client, { schema }) as unknown as Database
     return {
       db,

@@ -4,7 +4,7 @@ import { migrateDatabase } from './migrate.js'
 
 /** `npm run migrate`: apply migrations and reference data, then exit. */
 try {
-  const database = await openConfiguredDatabase(loadConfig())
+  const database = await openConfiguredDatabase(loadConfig(), { brief: true })
   try {
     await migrateDatabase(database)
     console.log(`Database is up to date (${database.kind}).`)

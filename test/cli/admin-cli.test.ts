@@ -39,7 +39,7 @@ describe('npm run admin -- registrations', () => {
   })
 
   async function withDatabase<T>(work: (handle: DatabaseHandle) => Promise<T>): Promise<T> {
-    const handle = await openDatabase({ databaseUrl: serverDatabase?.url, pgliteDir: path.join(dataDir, 'pglite') })
+    const handle = await openDatabase({ databaseUrl: serverDatabase?.url, pgliteDir: path.join(dataDir, 'pglite'), brief: true })
     try {
       await migrateDatabase(handle)
       return await work(handle)

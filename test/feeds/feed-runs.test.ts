@@ -310,6 +310,65 @@ describe('feed runs', () => {
     assert.deepEqual(await photos(), [c, a, missing])
   })
 
+  it('leaves the photos of a listing the agency closed as they are, and the run goes on, when its offer drops or moves a photo', async () => {
+    const agency = await createTenant(t.app, { email: 'closed-photos@feeds.example' })
+    const [red, green] = await Promise.all([photo('jpeg', 320, 240), photo('png', 300, 200)])
+    server.serve('/closed-img/a.jpg', { body: red, contentType: 'image/jpeg' })
+    server.serve('/closed-img/b.png', { body: green, contentType: 'image/png' })
+    const [a, b] = ['/closed-img/a.jpg', '/closed-img/b.png'].map((path) => server.url(path))
+    server.serve('/closed-photos.xml', { body: feedXml([{ id: 'cl-1', images: [a!, b!] }, { id: 'cl-2' }]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/closed-photos.xml') })
+    assert.equal((await runFeedNow(t.app, context(), agency, feed.id)).status, 'succeeded')
+    await runInternalCheck(t.app)
+    const listing = await byExternalId(agency, 'cl-1')
+    assert.equal(listing?.status_id, 2)
+    const closing = await t.app.inject({ method: 'POST', url: `/properties/${listing.id}/status`, headers: agency.headers, payload: { status_id: 5 } })
+    assert.equal(closing.statusCode, 200, closing.body)
+    const photos = async () => {
+      const response = await t.app.inject({ method: 'GET', url: `/property-images?property_id=${listing.id}`, headers: agency.headers })
+      assert.equal(response.statusCode, 200, response.body)
+      return response
+        .json<StoredImage[]>()
+        .sort((x, y) => x.sort_order - y.sort_order)
+        .map((image) => image.source_url)
+    }
+    assert.deepEqual(await photos(), [a, b])
+
+    // The offer of the closed listing drops its first photo (the second moves up); its fields
+    // are as they were, and cl-2 changes its price.
+    server.serve('/closed-photos.xml', {
+      body: feedXml([
+        { id: 'cl-1', images: [b!] },
+        { id: 'cl-2', price: 9_000_000 },
+      ]),
+    })
+    const report = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.notEqual(report.status, 'failed', JSON.stringify(report))
+    assert.equal(report.failure_code, null, JSON.stringify(report))
+    assert.deepEqual(await photos(), [a, b], 'a closed listing keeps its photos')
+    assert.equal((await byExternalId(agency, 'cl-1'))?.status_id, 5)
+    assert.deepEqual(
+      report.problems.items.map((problem) => [problem.internal_id, problem.code]),
+      [['cl-1', 'listing_conflict']],
+    )
+    assert.equal(report.counts.updated, 1, 'cl-2, its new price')
+
+    // A photo added to the offer is refused the same way, not as a failed download.
+    server.serve('/closed-photos.xml', {
+      body: feedXml([
+        { id: 'cl-1', images: [a!, b!, server.url('/closed-img/c.jpg')] },
+        { id: 'cl-2', price: 9_000_000 },
+      ]),
+    })
+    server.serve('/closed-img/c.jpg', { body: red, contentType: 'image/jpeg' })
+    const added = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.deepEqual(
+      added.problems.items.map((problem) => [problem.internal_id, problem.code]),
+      [['cl-1', 'listing_conflict']],
+    )
+    assert.deepEqual(await photos(), [a, b])
+  })
+
   it('schedules due feeds once, and never beside a run under way', async () => {
     const agency = await createTenant(t.app, { email: 'schedule@feeds.example' })
     server.serve('/scheduled.xml', { body: feedXml(offers(1, 'sch')) })

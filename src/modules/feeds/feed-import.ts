@@ -391,8 +391,33 @@ function refusalOf(internalId: string, error: ApiError): OfferProblem[] {
  * downloaded, feed photos no longer listed are removed, the rest moved to their place. Photos
  * the agency uploaded itself (no source URL) are left alone. Whether every photo is there now,
  * and whether any was added, removed or moved.
+ *
+ * A listing whose photos cannot change now (its deal closed, its agency's suspension holding
+ * it) keeps them as they are, and the offer gets the `listing_conflict` of a change to its
+ * fields: the first change refused is the first tried, so nothing was changed before it. The
+ * offer is not remembered as done, so it is reported again while it differs, as fields are.
  */
 async function syncPhotos(
+  deps: FeedImportDependencies,
+  tenantId: number,
+  propertyId: number,
+  internalId: string,
+  urls: readonly string[],
+  counts: Counts,
+  problems: ProblemLog,
+): Promise<{ complete: boolean; changed: boolean }> {
+  try {
+    return await applyPhotos(deps, tenantId, propertyId, internalId, urls, counts, problems)
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.code !== 'conflict') throw error
+    counts.errors++
+    await problems.add(refusalOf(internalId, error))
+    return { complete: false, changed: false }
+  }
+}
+
+/** syncPhotos' changes, a conflict thrown to it. */
+async function applyPhotos(
   deps: FeedImportDependencies,
   tenantId: number,
   propertyId: number,
@@ -425,7 +450,7 @@ async function syncPhotos(
     } catch (error) {
       // The image queue full (a 503 of its own): as a photo that failed, taken at the next run.
       const busy = error instanceof ApiError && error.code === 'unavailable'
-      if (!(error instanceof ApiError) || (error.statusCode >= 500 && !busy)) throw error
+      if (!(error instanceof ApiError) || error.code === 'conflict' || (error.statusCode >= 500 && !busy)) throw error
       complete = false
       counts.errors++
       const why = busy ? 'фотографии сейчас обрабатываются для других объявлений, попробуем при следующем запуске' : error.message

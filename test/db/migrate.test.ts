@@ -13,7 +13,10 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { DatabaseInUseError, openDatabase, queryRows, type DatabaseHandle } from '../../src/db/client.js'
 import { countPendingMigrations, migrateDatabase, migrationsFolder } from '../../src/db/migrate.js'
 import { propertyTypes } from '../../src/db/schema.js'
+import { buildTestApp } from '../helpers/app.js'
 import { emptyServerDatabase, engine } from '../helpers/database.js'
+import { createTenant, submitProperty } from '../helpers/factories.js'
+import { runInternalCheck } from '../helpers/moderation.js'
 import { nodeArguments } from '../helpers/code-tree.js'
 
 const migrationCount = readMigrationFiles({ migrationsFolder }).length
@@ -167,5 +170,49 @@ describe('the embedded database', () => {
     const again = await openDatabase({ databaseUrl: undefined, pgliteDir: dir })
     await again.close()
     rmSync(path.dirname(dir), { recursive: true, force: true })
+  })
+})
+
+describe('the repair of coordinates out of range (migration 0030)', () => {
+  it('clears a listing’s and a revision’s coordinates outside -90..90 / -180..180, and the catalogue shows the listing again', async () => {
+    const t = await buildTestApp()
+    try {
+      const agency = await createTenant(t.app)
+      const [off, kept] = [await submitProperty(t.app, agency), await submitProperty(t.app, agency)]
+      await runInternalCheck(t.app)
+      // As a release that took "91" for a latitude left them (the schema, and the check, have
+      // held them to range since).
+      await t.db.execute(sql`update properties set latitude = 91, longitude = 37.6 where id = ${off.id}::int`)
+      await t.db.execute(sql`update properties set latitude = 55.75, longitude = 37.6 where id = ${kept.id}::int`)
+      await t.db.execute(sql`
+        insert into property_revisions (property_id, tenant_id, fields)
+        select id, tenant_id, jsonb_build_object('latitude', 55.7, 'longitude', 200, 'price', 1000000) from properties where id = ${kept.id}::int`)
+      await t.db.execute(sql`delete from drizzle.__drizzle_migrations where created_at = (select max(created_at) from drizzle.__drizzle_migrations)`)
+
+      await migrateDatabase(t.database.handle)
+
+      const rows = await queryRows<{ id: number; latitude: number | null; longitude: number | null }>(
+        t.db,
+        sql`select id, latitude::float8 as latitude, longitude::float8 as longitude from properties where id in (${off.id}::int, ${kept.id}::int) order by id`,
+      )
+      assert.deepEqual(
+        rows.map((row) => [row.id, row.latitude, row.longitude]),
+        [
+          [off.id, null, null],
+          [kept.id, 55.75, 37.6],
+        ],
+      )
+      const [revision] = await queryRows<{ fields: Record<string, unknown> }>(
+        t.db,
+        sql`select fields from property_revisions where property_id = ${kept.id}::int`,
+      )
+      assert.deepEqual(revision?.fields, { latitude: null, longitude: null, price: 1000000 })
+      assert.equal((await t.app.inject('/mls/properties')).statusCode, 200, 'the catalogue’s pages show it')
+      const shown = await t.app.inject(`/mls/properties/${off.id}`)
+      assert.equal(shown.statusCode, 200, shown.body)
+      assert.equal(shown.json<{ latitude: number | null }>().latitude, null)
+    } finally {
+      await t.close()
+    }
   })
 })

@@ -48,6 +48,7 @@ function withKeywords(ajv: Ajv): Ajv {
  * One pair per process, shared by every app built in it: ajv keeps what it compiled by schema
  * object, and the routes' schemas are module constants, so an app built after the first (a
  * test file's, in a process that runs many) reuses the validators instead of compiling them again.
+ * No schema carries an `$id`: ajv refuses a second schema object with an id it already holds.
  */
 const bodyAjv = withKeywords(addFormats(new Ajv({ ...commonOptions, coerceTypes: false })))
 const textAjv = withKeywords(addFormats(new Ajv({ ...commonOptions, coerceTypes: 'array' })))

@@ -267,6 +267,16 @@ describe('feed runs', () => {
     assert.equal((await byExternalId(agency, 'mass-2'))?.status_id, 4)
   })
 
+  /** Where a listing's photos came from (their `source_url`), in their order. */
+  const sourcesOfPhotos = async (agency: Tenant, listingId: number) => {
+    const response = await t.app.inject({ method: 'GET', url: `/property-images?property_id=${listingId}`, headers: agency.headers })
+    assert.equal(response.statusCode, 200, response.body)
+    return response
+      .json<StoredImage[]>()
+      .sort((x, y) => x.sort_order - y.sort_order)
+      .map((image) => image.source_url)
+  }
+
   it('downloads photos in the feed’s order, only those not attached yet, and follows reorders and removals', async () => {
     const agency = await createTenant(t.app, { email: 'photos@feeds.example' })
     const [red, green, blue] = await Promise.all([photo('jpeg', 320, 240), photo('png', 300, 200), photo('webp', 200, 300)])
@@ -278,15 +288,7 @@ describe('feed runs', () => {
     const feed = await createFeed(t.app, agency, { url: server.url('/photos.xml') })
     assert.equal((await runFeedNow(t.app, context(), agency, feed.id)).status, 'succeeded')
 
-    const photos = async () => {
-      const listing = await byExternalId(agency, 'ph-1')
-      const response = await t.app.inject({ method: 'GET', url: `/property-images?property_id=${listing!.id}`, headers: agency.headers })
-      assert.equal(response.statusCode, 200, response.body)
-      return response
-        .json<StoredImage[]>()
-        .sort((x, y) => x.sort_order - y.sort_order)
-        .map((image) => image.source_url)
-    }
+    const photos = async () => sourcesOfPhotos(agency, (await byExternalId(agency, 'ph-1'))!.id)
     assert.deepEqual(await photos(), [a, b])
 
     const downloadsBefore = server.requests.filter((request) => request.path.startsWith('/img/')).length
@@ -324,14 +326,7 @@ describe('feed runs', () => {
     assert.equal(listing?.status_id, 2)
     const closing = await t.app.inject({ method: 'POST', url: `/properties/${listing.id}/status`, headers: agency.headers, payload: { status_id: 5 } })
     assert.equal(closing.statusCode, 200, closing.body)
-    const photos = async () => {
-      const response = await t.app.inject({ method: 'GET', url: `/property-images?property_id=${listing.id}`, headers: agency.headers })
-      assert.equal(response.statusCode, 200, response.body)
-      return response
-        .json<StoredImage[]>()
-        .sort((x, y) => x.sort_order - y.sort_order)
-        .map((image) => image.source_url)
-    }
+    const photos = () => sourcesOfPhotos(agency, listing.id)
     assert.deepEqual(await photos(), [a, b])
 
     // The offer of the closed listing drops its first photo (the second moves up); its fields

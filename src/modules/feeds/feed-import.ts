@@ -407,55 +407,42 @@ async function syncPhotos(
   problems: ProblemLog,
 ): Promise<{ complete: boolean; changed: boolean }> {
   try {
-    return await applyPhotos(deps, tenantId, propertyId, internalId, urls, counts, problems)
+    const attached = await deps.images.list(tenantId, propertyId)
+    const bySource = new Map(attached.filter((photo) => photo.source_url !== undefined).map((photo) => [photo.source_url!, photo]))
+    const wanted = new Set(urls)
+    let changed = false
+    for (const photo of bySource.values()) {
+      if (wanted.has(photo.source_url!)) continue
+      await deps.images.remove(tenantId, photo.id)
+      changed = true
+    }
+    let complete = true
+    for (const [sortOrder, url] of urls.entries()) {
+      const photo = bySource.get(url)
+      if (photo) {
+        if (photo.sort_order === sortOrder) continue
+        await deps.images.updateSortOrder(tenantId, photo.id, sortOrder)
+        changed = true
+        continue
+      }
+      try {
+        await deps.images.addFromUrl(tenantId, { propertyId, sortOrder, url })
+        changed = true
+      } catch (error) {
+        // The image queue full (a 503 of its own): as a photo that failed, taken at the next run.
+        const busy = error instanceof ApiError && error.code === 'unavailable'
+        if (!(error instanceof ApiError) || error.code === 'conflict' || (error.statusCode >= 500 && !busy)) throw error
+        complete = false
+        counts.errors++
+        const why = busy ? 'фотографии сейчас обрабатываются для других объявлений, попробуем при следующем запуске' : error.message
+        await problems.add([{ internal_id: internalId, code: 'image_download_failed', field: 'image', message: `Фото ${url} не загружено: ${why}` }])
+      }
+    }
+    return { complete, changed }
   } catch (error) {
     if (!(error instanceof ApiError) || error.code !== 'conflict') throw error
     counts.errors++
     await problems.add(refusalOf(internalId, error))
     return { complete: false, changed: false }
   }
-}
-
-/** syncPhotos' changes, a conflict thrown to it. */
-async function applyPhotos(
-  deps: FeedImportDependencies,
-  tenantId: number,
-  propertyId: number,
-  internalId: string,
-  urls: readonly string[],
-  counts: Counts,
-  problems: ProblemLog,
-): Promise<{ complete: boolean; changed: boolean }> {
-  const attached = await deps.images.list(tenantId, propertyId)
-  const bySource = new Map(attached.filter((photo) => photo.source_url !== undefined).map((photo) => [photo.source_url!, photo]))
-  const wanted = new Set(urls)
-  let changed = false
-  for (const photo of bySource.values()) {
-    if (wanted.has(photo.source_url!)) continue
-    await deps.images.remove(tenantId, photo.id)
-    changed = true
-  }
-  let complete = true
-  for (const [sortOrder, url] of urls.entries()) {
-    const photo = bySource.get(url)
-    if (photo) {
-      if (photo.sort_order === sortOrder) continue
-      await deps.images.updateSortOrder(tenantId, photo.id, sortOrder)
-      changed = true
-      continue
-    }
-    try {
-      await deps.images.addFromUrl(tenantId, { propertyId, sortOrder, url })
-      changed = true
-    } catch (error) {
-      // The image queue full (a 503 of its own): as a photo that failed, taken at the next run.
-      const busy = error instanceof ApiError && error.code === 'unavailable'
-      if (!(error instanceof ApiError) || error.code === 'conflict' || (error.statusCode >= 500 && !busy)) throw error
-      complete = false
-      counts.errors++
-      const why = busy ? 'фотографии сейчас обрабатываются для других объявлений, попробуем при следующем запуске' : error.message
-      await problems.add([{ internal_id: internalId, code: 'image_download_failed', field: 'image', message: `Фото ${url} не загружено: ${why}` }])
-    }
-  }
-  return { complete, changed }
 }

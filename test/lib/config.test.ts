@@ -3,12 +3,21 @@ import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { ConfigError, loadConfig } from '../../src/config.js'
 import { nodeArguments } from '../helpers/code-tree.js'
 
 describe('configuration', () => {
-  const dataDir = () => mkdtempSync(path.join(tmpdir(), 'mls-config-'))
+  const made: string[] = []
+  /** A new data directory, removed after the tests. */
+  const dataDir = () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'mls-config-'))
+    made.push(dir)
+    return dir
+  }
+  after(() => {
+    for (const dir of made) rmSync(dir, { recursive: true, force: true })
+  })
 
   it('has its documented defaults', () => {
     const dir = dataDir()
@@ -36,7 +45,6 @@ describe('configuration', () => {
     assert.deepEqual(config.feeds, { maxBytes: 200 * 1024 * 1024, downloadTimeoutMs: 600_000, photos: true, pollIntervalMs: 5_000 })
     assert.equal(config.images.maxEdge, 2560)
     assert.deepEqual(config.trustedProxies, [])
-    rmSync(dir, { recursive: true })
   })
 
   it('reads TRUST_PROXY as the proxies to trust: true for private and local networks, or their addresses', () => {
@@ -49,7 +57,6 @@ describe('configuration', () => {
       assert.deepEqual(loadConfig({ DATA_DIR: dir, TRUST_PROXY: value }).trustedProxies, trusted, `TRUST_PROXY=${value}`)
     }
     assert.throws(() => loadConfig({ DATA_DIR: dir, TRUST_PROXY: '2' }), /TRUST_PROXY="2": "2" is not an address or a CIDR range/)
-    rmSync(dir, { recursive: true })
   })
 
   it('generates SECRET_KEY once into DATA_DIR, private, and reuses it', () => {
@@ -59,7 +66,6 @@ describe('configuration', () => {
     assert.equal(loadConfig({ DATA_DIR: dir }).secretKey, first)
     assert.equal(readFileSync(path.join(dir, 'secret-key'), 'utf8').trim(), first)
     assert.equal(statSync(path.join(dir, 'secret-key')).mode & 0o777, 0o600)
-    rmSync(dir, { recursive: true })
   })
 
   it('derives PUBLIC_BASE_URL from PORT and reads every variable', () => {

@@ -51,7 +51,10 @@ export class CatalogueAnnouncements {
     })
   }
 
-  /** Photos of a listing changed: announced if the catalogue shows it, and, given `shownBefore` (shownNow's answer before the change), shows it otherwise. */
+  /**
+   * Photos of a listing changed: announced if the catalogue shows the listing and, given
+   * `shownBefore` (shownNow's answer before the change), now shows it differently.
+   */
   async photosChanged(tx: Database, propertyId: number, shownBefore?: CatalogueDetail): Promise<void> {
     const listing = await this.catalogue.publishedRowOf(tx, propertyId)
     if (listing) await this.updated(tx, listing, listing, shownBefore)

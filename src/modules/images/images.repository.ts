@@ -28,7 +28,7 @@ export async function findImage(db: Database, tenantId: number, id: number): Pro
 }
 
 /**
- * The tenant's property, as far as its photos care (whether a suspension holds it), or undefined;
+ * The tenant's property, as far as its photos care (its status, and whether a suspension holds it), or undefined;
  * with `lock`, held until the transaction ends.
  */
 export async function findOwnProperty(

@@ -9,6 +9,7 @@ import { queryRows, type Database, type DatabaseHandle } from '../src/db/client.
 import { seedPropertyTypes } from '../src/db/seed/dictionaries.js'
 import { seedCities } from '../src/db/seed/places.js'
 import { digestSecret } from '../src/lib/secrets.js'
+import { ListingStatus } from '../src/modules/properties/listing-status.js'
 import {
   AREA_BANDS,
   BENCH_EMAIL_DOMAIN,
@@ -111,14 +112,16 @@ export async function prepareDatabase(handle: DatabaseHandle, options: SeedOptio
 /**
  * Properties for (e) to upload to, with none of their photos left. The rows an earlier run
  * uploaded (with --skip-seed) are deleted first: their files went with that run's temporary
- * DATA_DIR, and they would count toward IMAGE_MAX_PER_PROPERTY. Unpublished properties come
- * first, so the photos leave what (b) and (c) read as it was.
+ * DATA_DIR, and they would count toward IMAGE_MAX_PER_PROPERTY. Closed deals take no photos
+ * (409) and are left out; unpublished properties come first, so the photos leave what (b) and
+ * (c) read as it was.
  */
 async function uploadTargets(db: Database): Promise<number[]> {
   await db.execute(sql`delete from property_images where tenant_id = ${UPLOAD_TENANT}::int`)
   const rows = await queryRows<{ id: number }>(
     db,
-    sql`select id from properties where tenant_id = ${UPLOAD_TENANT}::int
+    sql`select id from properties where tenant_id = ${UPLOAD_TENANT}::int and status_id <> ${ListingStatus.Closed}::int
+        and held_status_id is null
         order by status_id = 2, id limit ${UPLOAD_PROPERTIES}::int`,
   )
   return rows.map((row) => row.id)

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -74,8 +74,10 @@ export async function emptyServerDatabase(): Promise<{ url: string; drop(): Prom
  * What a migrated database holds depends on the migrations, the shipped reference data, the
  * code that applies them and the engine: a digest of all of them names the template, so one
  * made before any of them changed is never used. Templates are kept for the next run (a file
- * in the temporary directory for PGlite, a database `mls_template_<digest>` on PostgreSQL);
- * one left over after a change is never read again and can be removed by hand.
+ * in the temporary directory for PGlite, a database `mls_template_<digest>` on PostgreSQL).
+ * One left over after a change is never read again: whoever makes a new template removes the
+ * others made more than `STALE_TEMPLATE_MS` before (removeStaleTemplateFiles,
+ * removeStaleTemplateDatabases).
  */
 const migratedTemplateKey = (() => {
   const hash = createHash('sha256')
@@ -95,6 +97,12 @@ const migratedTemplateKey = (() => {
   for (const dependency of ['@electric-sql/pglite', 'drizzle-orm']) hash.update(`${dependency}@${packageVersion(require.resolve(dependency))}`)
   return hash.digest('hex').slice(0, 16)
 })()
+
+/**
+ * How old another digest's template must be to be removed. Not at once: a run of another
+ * checkout on the same machine (CI of another commit) may still be copying it.
+ */
+const STALE_TEMPLATE_MS = 24 * 60 * 60 * 1000
 
 /** The version in the package.json above a module's entry point. */
 function packageVersion(entry: string): string {
@@ -130,7 +138,7 @@ let pgliteTemplateDump: Promise<Blob> | undefined
 /** A migrated PGlite data directory, dumped: from the file an earlier process left, or made now. */
 function pgliteTemplate(): Promise<Blob> {
   pgliteTemplateDump ??= (async () => {
-    const file = path.join(tmpdir(), `mls-test-pglite-${migratedTemplateKey}.tar`)
+    const file = path.join(tmpdir(), `${PGLITE_TEMPLATE_PREFIX}${migratedTemplateKey}.tar`)
     try {
       return new TemplateDump(await readFile(file))
     } catch {
@@ -151,12 +159,32 @@ function pgliteTemplate(): Promise<Blob> {
       } finally {
         rmSync(partial, { force: true })
       }
+      removeStaleTemplateFiles()
       return new TemplateDump(dump)
     } finally {
       await engine.close()
     }
   })()
   return pgliteTemplateDump
+}
+
+const PGLITE_TEMPLATE_PREFIX = 'mls-test-pglite-'
+
+/**
+ * Removes the PGlite templates of other digests, and the halves of any a crashed process left,
+ * last written more than STALE_TEMPLATE_MS ago. Another process may remove one first.
+ */
+function removeStaleTemplateFiles(): void {
+  const own = `${PGLITE_TEMPLATE_PREFIX}${migratedTemplateKey}.tar`
+  for (const name of readdirSync(tmpdir())) {
+    if (!name.startsWith(PGLITE_TEMPLATE_PREFIX) || name === own) continue
+    const file = path.join(tmpdir(), name)
+    try {
+      if (Date.now() - statSync(file).mtimeMs > STALE_TEMPLATE_MS) rmSync(file, { force: true })
+    } catch {
+      // Removed meanwhile, or not ours to remove: nothing to do.
+    }
+  }
 }
 
 /**
@@ -192,12 +220,34 @@ async function serverTemplate(server: string): Promise<string> {
       }
       await client.query(`alter database ${building} with is_template true allow_connections false`)
       await client.query(`alter database ${building} rename to ${template}`)
+      await removeStaleTemplateDatabases(client, template)
       return template
     } finally {
       await client.query('select pg_advisory_unlock($1)', [TEMPLATE_LOCK_ID])
     }
   } finally {
     await client.end()
+  }
+}
+
+/**
+ * Drops the template databases of other digests created more than STALE_TEMPLATE_MS ago, under
+ * the builders' advisory lock. A database's creation time is that of its `PG_VERSION` file,
+ * which only a superuser (or pg_read_server_files) may read: without that right, none is dropped.
+ */
+async function removeStaleTemplateDatabases(client: pg.Client, own: string): Promise<void> {
+  const stale = await client
+    .query<{ datname: string }>(
+      `select datname from pg_database
+        where datname like 'mls\\_template\\_%' and datname <> $1
+          and (pg_stat_file('base/' || oid || '/PG_VERSION')).modification < now() - make_interval(secs => $2)`,
+      [own, STALE_TEMPLATE_MS / 1000],
+    )
+    .then(({ rows }) => rows)
+    .catch(() => [])
+  for (const { datname } of stale) {
+    await client.query(`alter database "${datname}" with is_template false`)
+    await client.query(`drop database "${datname}" with (force)`)
   }
 }
 

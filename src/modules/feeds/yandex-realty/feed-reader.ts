@@ -38,8 +38,18 @@ export class FeedFormatError extends Error {
   }
 }
 
-/** An offer longer than this (text and attribute values) is not a listing: it is a broken or hostile file. */
+/**
+ * An offer longer than this, markup included, is not a listing: it is a broken or hostile file.
+ * So is anything else the parser must hold whole, a text or a comment, of this length.
+ */
 export const MAX_OFFER_CHARACTERS = 1024 * 1024
+
+/**
+ * The document goes to the parser in pieces of this length, and after each the lengths above
+ * are checked: the parser holds a text until it ends, so a piece of the document is the most
+ * it can hold past a limit before the check sees it.
+ */
+const PARSE_SLICE_CHARACTERS = 64 * 1024
 
 const ROOT = 'realty-feed'
 const OFFER = 'offer'
@@ -66,15 +76,28 @@ export async function* readYandexRealtyOffers(source: AsyncIterable<Buffer | str
   /** The elements open inside the current offer, outermost first; empty outside offers. */
   const open: XmlElement[] = []
   let offerLine = 0
-  let offerCharacters = 0
+  /** Where the current offer's start tag ends, in characters from the document's start. */
+  let offerStart = 0
+  /** Where the last piece of the document the parser reported ends: it holds what follows, unreported. */
+  let reported = 0
+  const progress = () => {
+    reported = parser.position
+  }
 
-  const countCharacters = (length: number) => {
-    offerCharacters += length
-    if (offerCharacters > MAX_OFFER_CHARACTERS) {
-      const id = open[0]?.attributes['internal-id']
+  /** Stops a file whose current offer, or whatever the parser holds unreported, is over MAX_OFFER_CHARACTERS. */
+  const checkLengths = () => {
+    const limit = `${MAX_OFFER_CHARACTERS / 1024 / 1024} MiB`
+    if (open.length > 0 && parser.position - offerStart > MAX_OFFER_CHARACTERS) {
+      const id = open[0]!.attributes['internal-id']
       throw new FeedFormatError(
         'offer_too_large',
-        `The offer${id ? ` with internal-id "${id}"` : ''} at line ${offerLine} is over ${MAX_OFFER_CHARACTERS / 1024 / 1024} MiB of text; the file is not a feed of listings.`,
+        `The offer${id ? ` with internal-id "${id}"` : ''} at line ${offerLine} is over ${limit}; the file is not a feed of listings.`,
+      )
+    }
+    if (parser.position - reported > MAX_OFFER_CHARACTERS) {
+      throw new FeedFormatError(
+        'offer_too_large',
+        `The feed holds a text or comment of over ${limit} before line ${parser.line}; the file is not a feed of listings.`,
       )
     }
   }
@@ -88,16 +111,14 @@ export async function* readYandexRealtyOffers(source: AsyncIterable<Buffer | str
         throw new FeedFormatError('wrong_root', `The document's root element is <${tag.name}>, not <${ROOT}>: this is not a Yandex.Realty feed.`)
       return
     }
+    progress()
     if (open.length === 0 && !(depth === 2 && name === OFFER)) return
     const attributes: Record<string, string> = {}
-    for (const [attribute, value] of Object.entries(tag.attributes)) {
-      attributes[localName(attribute)] = value
-      countCharacters(value.length)
-    }
+    for (const [attribute, value] of Object.entries(tag.attributes)) attributes[localName(attribute)] = value
     const element: XmlElement = { name, attributes, text: '', children: [] }
     if (open.length === 0) {
       offerLine = parser.line
-      offerCharacters = 0
+      offerStart = parser.position
     } else {
       open[open.length - 1]!.children.push(element)
     }
@@ -105,15 +126,19 @@ export async function* readYandexRealtyOffers(source: AsyncIterable<Buffer | str
   })
 
   const onText = (text: string) => {
+    progress()
     const current = open[open.length - 1]
-    if (!current) return
-    countCharacters(text.length)
-    current.text += text
+    if (current) current.text += text
   }
   parser.on('text', onText)
   parser.on('cdata', onText)
+  parser.on('comment', progress)
+  parser.on('processinginstruction', progress)
+  parser.on('doctype', progress)
 
   parser.on('closetag', () => {
+    progress()
+    checkLengths()
     depth -= 1
     if (depth === 0) rootClosed = true
     const closed = open.pop()
@@ -133,7 +158,10 @@ export async function* readYandexRealtyOffers(source: AsyncIterable<Buffer | str
   const feed = (text: string) => {
     if (!text) return
     if (!sawContent && text.trim() !== '') sawContent = true
-    parser.write(text)
+    for (let start = 0; start < text.length; start += PARSE_SLICE_CHARACTERS) {
+      parser.write(text.slice(start, start + PARSE_SLICE_CHARACTERS))
+      checkLengths()
+    }
   }
   for await (const chunk of source) {
     feed(decoder.decode(chunk))

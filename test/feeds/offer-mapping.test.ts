@@ -221,6 +221,20 @@ describe('mapOffer on a feed written from the format description', async () => {
     assert.match(refusal(get('usd')).message, /«USD»/)
   })
 
+  it('knows no word that names a property every JavaScript object has («constructor», «__proto__»)', async () => {
+    const offer = (type: string, category: string, price: string) =>
+      mapOne(`<type>${type}</type><category>${category}</category>${MOSCOW}${price}<area><value>40</value></area>`)
+    for (const word of ['constructor', '__proto__', 'toString']) {
+      assert.equal(refusal(await offer(word, 'квартира', PRICE)).code, 'unknown_deal_type', word)
+      assert.equal(refusal(await offer('продажа', word, PRICE)).code, 'unknown_category', word)
+      const perUnit = `<price><value>100000</value><currency>RUB</currency><unit>${word}</unit></price>`
+      assert.equal(refusal(await offer('продажа', 'квартира', perUnit)).code, 'invalid_price', word)
+      const building = await flatWith(`<building-type>${word}</building-type>`)
+      assert.deepEqual(codes(building), ['unknown_value'], word)
+      assertWellFormed(building)
+    }
+  })
+
   it('imports an offer with odd optional values, leaving those out with a word each', () => {
     const offer = get('odd-values')
     assert.deepEqual(offer.submission, {

@@ -38,8 +38,16 @@ const fold = foldPlaceName
 
 const quoted = (value: string) => `«${value.length > 80 ? `${value.slice(0, 80)}…` : value}»`
 
+/**
+ * A table of the format's words with no prototype: a word such as «constructor» or «__proto__»
+ * finds nothing in it, as any other word it does not hold.
+ */
+function lookupTable<T>(entries: Record<string, T>): Readonly<Record<string, T>> {
+  return Object.assign(Object.create(null) as Record<string, T>, entries)
+}
+
 // Values of the format, Russian and English, folded (lower case, ё as е).
-const DEAL_TYPES: Record<string, 'sale' | 'rent'> = { продажа: 'sale', sale: 'sale', аренда: 'rent', rent: 'rent' }
+const DEAL_TYPES: Record<string, 'sale' | 'rent'> = lookupTable({ продажа: 'sale', sale: 'sale', аренда: 'rent', rent: 'rent' })
 const DAILY = new Set(['день', 'day', 'сутки', 'посуточно', 'daily'])
 const MONTHLY = new Set(['месяц', 'month', 'monthly', 'в месяц'])
 
@@ -48,7 +56,7 @@ interface Category {
   /** A room of a flat: stored as a flat of the rooms offered (see docs/feeds.md). */
   room?: boolean
 }
-const CATEGORIES: Record<string, Category> = {
+const CATEGORIES: Record<string, Category> = lookupTable({
   квартира: { type: 'Квартира' },
   flat: { type: 'Квартира' },
   apartment: { type: 'Квартира' },
@@ -73,20 +81,20 @@ const CATEGORIES: Record<string, Category> = {
   коммерческая: { type: 'Коммерция' },
   commercial: { type: 'Коммерция' },
   'коммерческая недвижимость': { type: 'Коммерция' },
-}
+})
 
 /**
  * A listing's price is in the money of its city's country, as every price of the MLS: the
  * feed's currency must be that one (a city without a known country counts as Russian).
  */
-const CURRENCIES: Record<string, { names: ReadonlySet<string>; inWords: string }> = {
+const CURRENCIES: Record<string, { names: ReadonlySet<string>; inWords: string }> = lookupTable({
   RU: { names: new Set(['rub', 'rur', 'руб', 'руб.', 'рубль', 'рублей', '₽']), inWords: 'в рублях (RUB)' },
   KZ: { names: new Set(['kzt', 'тенге', 'тг', '₸']), inWords: 'в тенге (KZT)' },
   BY: { names: new Set(['byn', 'бел. руб.', 'бел. руб']), inWords: 'в белорусских рублях (BYN)' },
-}
+})
 
 /** Area units, as a factor to m². */
-const AREA_UNITS: Record<string, number> = {
+const AREA_UNITS: Record<string, number> = lookupTable({
   'кв. м': 1,
   'кв.м': 1,
   'кв.м.': 1,
@@ -108,9 +116,9 @@ const AREA_UNITS: Record<string, number> = {
   га: 10_000,
   hectare: 10_000,
   ha: 10_000,
-}
+})
 
-const BUILDING_TYPES: Record<string, string> = {
+const BUILDING_TYPES: Record<string, string> = lookupTable({
   панельный: 'Панельный',
   panel: 'Панельный',
   кирпичный: 'Кирпичный',
@@ -130,10 +138,10 @@ const BUILDING_TYPES: Record<string, string> = {
   wood: 'Деревянный',
   металлокаркас: 'Металлокаркас',
   'metal frame': 'Металлокаркас',
-}
+})
 
 /** For houses, the walls: only where the feed's word names a material the catalogue has. */
-const WALL_MATERIALS: Record<string, string> = {
+const WALL_MATERIALS: Record<string, string> = lookupTable({
   кирпичный: 'Кирпич',
   кирпич: 'Кирпич',
   brick: 'Кирпич',
@@ -150,10 +158,10 @@ const WALL_MATERIALS: Record<string, string> = {
   'сип-панели': 'СИП-панели',
   сип: 'СИП-панели',
   полистиролбетон: 'Полистиролбетон',
-}
+})
 
 // The format's renovation words, placed on the catalogue's four-step scale.
-const CONDITIONS: Record<string, string> = {
+const CONDITIONS: Record<string, string> = lookupTable({
   дизайнерский: 'Дизайнерский',
   designer: 'Дизайнерский',
   евро: 'Евроремонт',
@@ -173,17 +181,17 @@ const CONDITIONS: Record<string, string> = {
   'черновая отделка': 'Без ремонта',
   'предчистовая отделка': 'Без ремонта',
   'без отделки': 'Без ремонта',
-}
+})
 
-const BATHROOMS: Record<string, string> = {
+const BATHROOMS: Record<string, string> = lookupTable({
   совмещенный: 'Совмещённый',
   combined: 'Совмещённый',
   раздельный: 'Раздельный',
   separated: 'Раздельный',
   separate: 'Раздельный',
-}
+})
 
-const PARKING_KINDS: Record<string, string> = {
+const PARKING_KINDS: Record<string, string> = lookupTable({
   подземная: 'Подземная',
   underground: 'Подземная',
   наземная: 'Наземная',
@@ -195,9 +203,9 @@ const PARKING_KINDS: Record<string, string> = {
   двор: 'Двор',
   'во дворе': 'Двор',
   дворовая: 'Двор',
-}
+})
 
-const INTERNET_KINDS: Record<string, string> = {
+const INTERNET_KINDS: Record<string, string> = lookupTable({
   оптика: 'Оптика',
   оптоволокно: 'Оптика',
   fiber: 'Оптика',
@@ -208,9 +216,9 @@ const INTERNET_KINDS: Record<string, string> = {
   мобильный: 'Мобильный (4G/5G)',
   '4g': 'Мобильный (4G/5G)',
   '5g': 'Мобильный (4G/5G)',
-}
+})
 
-const COMMERCIAL_TYPES: Record<string, string> = {
+const COMMERCIAL_TYPES: Record<string, string> = lookupTable({
   офис: 'Офис',
   'офисные помещения': 'Офис',
   office: 'Офис',
@@ -225,9 +233,9 @@ const COMMERCIAL_TYPES: Record<string, string> = {
   производство: 'Производство',
   'производственное помещение': 'Производство',
   manufacturing: 'Производство',
-}
+})
 
-const LAND_CATEGORIES: Record<string, string> = {
+const LAND_CATEGORIES: Record<string, string> = lookupTable({
   ижс: 'ИЖС',
   'индивидуальное жилищное строительство': 'ИЖС',
   снт: 'СНТ',
@@ -237,7 +245,7 @@ const LAND_CATEGORIES: Record<string, string> = {
   лпх: 'ЛПХ',
   'личное подсобное хозяйство': 'ЛПХ',
   коммерческое: 'Коммерческое',
-}
+})
 
 const YES = new Set(['да', 'yes', 'true', '1', '+', 'есть', 'имеется'])
 const NO = new Set(['нет', 'no', 'false', '0', '-', 'отсутствует'])

@@ -247,18 +247,53 @@ describe('feed runs at their edges', () => {
     assert.equal((await byExternalId(agency, 'pr-1'))?.images.length, 1, `the next run was ${second.status}; the photo is still missing`)
   })
 
-  it('words the listing_conflict problem of a closed listing in Russian, as every problem message', async () => {
+  it('refuses the changed offer of a closed listing with a listing_conflict in Russian, and says nothing else of it', async () => {
     const agency = await createTenant(t.app, { email: 'conflict-ru@agency.example' })
     server.serve('/conflict.xml', { body: feedXml([{ id: 'cf-1' }, { id: 'cf-2' }]) })
     const feed = await createFeed(t.app, agency, { url: server.url('/conflict.xml') })
     await runFeedNow(t.app, context(), agency, feed.id)
     await runInternalCheck(t.app)
     await setStatus(agency, (await byExternalId(agency, 'cf-1'))!.id, 5)
-    server.serve('/conflict.xml', { body: feedXml([{ id: 'cf-1', price: 4_000_000 }, { id: 'cf-2' }]) })
+    // The changed offer also names a district the MLS does not know, which alone would be left out.
+    server.serve('/conflict.xml', { body: feedXml([{ id: 'cf-1', price: 4_000_000, subLocality: 'Нет такого района' }, { id: 'cf-2' }]) })
     const report = await runFeedNow(t.app, context(), agency, feed.id)
-    const conflict = report.problems.items.find((problem) => problem.code === 'listing_conflict')
-    assert.ok(conflict, JSON.stringify(report.problems.items))
-    assert.match(conflict.message, /[а-яё]/i, `an English message: ${conflict.message}`)
+    assert.deepEqual(
+      report.problems.items.map((problem) => `${problem.internal_id}:${problem.code}`),
+      ['cf-1:listing_conflict'],
+    )
+    assert.match(report.problems.items[0]!.message, /[а-яё]/i, `an English message: ${report.problems.items[0]!.message}`)
+    assert.deepEqual(
+      { rejected: report.counts.rejected, errors: report.counts.errors, unchanged: report.counts.unchanged },
+      { rejected: 1, errors: 0, unchanged: 1 },
+    )
+  })
+
+  it('forgets, without failing the run, a listing the agency deletes while the run that made it is still going', async () => {
+    const agency = await createTenant(t.app, { email: 'deleted-meanwhile@agency.example' })
+    const stock = [{ id: 'dm-1', images: [server.url('/dm/1.jpg')] }, { id: 'dm-2' }, { id: 'dm-3' }]
+    server.serve('/deleted-meanwhile.xml', { body: feedXml(stock) })
+    // The agency deletes dm-1 while the run downloads its photo: after the run made the listing,
+    // before it recorded what its offers became (a batch at a time, here at its end).
+    const image = await photo('jpeg', 120, 90)
+    server.serve('/dm/1.jpg', {
+      body: async function* () {
+        const made = await byExternalId(agency, 'dm-1')
+        const deleted = await t.app.inject({ method: 'DELETE', url: `/properties/${made!.id}`, headers: agency.headers })
+        assert.equal(deleted.statusCode, 204, deleted.body)
+        yield image
+      },
+      contentType: 'image/jpeg',
+    })
+    const feed = await createFeed(t.app, agency, { url: server.url('/deleted-meanwhile.xml') })
+    const first = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.notEqual(first.status, 'failed', `${first.failure_code}: ${first.detail}`)
+    assert.equal(await byExternalId(agency, 'dm-1'), undefined)
+
+    // dm-2 is sold and leaves the file: the feed still knows it brought that listing in.
+    server.serve('/deleted-meanwhile.xml', { body: feedXml([stock[2]!]) })
+    const second = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(second.status, 'succeeded', JSON.stringify(second))
+    assert.equal((await byExternalId(agency, 'dm-2'))?.status_id, 4)
   })
 
   it('reports the listings a run created even when the run was taken over after its first worker applied the offers', async () => {

@@ -191,10 +191,9 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
         continue
       }
       const refusals = mapped.problems.filter((problem) => isRefusal(problem.code))
-      counts.errors += mapped.problems.length - refusals.length
-      await problems.add(mapped.problems)
       if (mapped.submission === null || refusals.length > 0) {
         counts.rejected++
+        await problems.add(refusals)
         continue
       }
       const submission = mapped.submission
@@ -202,7 +201,7 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
         applyOffer(
           deps,
           input,
-          { internalId: mapped.internalId, submission, imageUrls: mapped.imageUrls },
+          { internalId: mapped.internalId, submission, imageUrls: mapped.imageUrls, warnings: mapped.problems },
           { known, elsewhere, memory, counts, problems, photoLimit },
         ),
       )
@@ -240,6 +239,8 @@ interface ApplicableOffer {
   internalId: string
   submission: NonNullable<ReturnType<typeof mapOffer>['submission']>
   imageUrls: string[]
+  /** What the mapping left out or cut: reported once the offer is taken, not when it is refused. */
+  warnings: readonly OfferProblem[]
 }
 
 /** What the offers of one run share while they are applied. */
@@ -262,16 +263,18 @@ async function applyOffer(
   const { feed, runId, agency } = input
   const offered = [...new Set(offer.imageUrls)]
   const imageUrls = offered.slice(0, deps.photosPerListing)
+  const warnings = [...offer.warnings]
   if (deps.photos && imageUrls.length < offered.length) {
-    counts.errors++
-    await problems.add([
-      {
-        internal_id: offer.internalId,
-        code: 'too_many_images',
-        field: 'image',
-        message: `В объявлении ${offered.length} фото, а у объекта их может быть не больше ${deps.photosPerListing}: загружены первые ${deps.photosPerListing}.`,
-      },
-    ])
+    warnings.push({
+      internal_id: offer.internalId,
+      code: 'too_many_images',
+      field: 'image',
+      message: `В объявлении ${offered.length} фото, а у объекта их может быть не больше ${deps.photosPerListing}: загружены первые ${deps.photosPerListing}.`,
+    })
+  }
+  const reportWarnings = async () => {
+    counts.errors += warnings.length
+    await problems.add(warnings)
   }
   const digest = offerDigest(offer.submission, deps.photos ? imageUrls : [])
   const before = known.get(offer.internalId)
@@ -280,6 +283,7 @@ async function applyOffer(
     // takeover starts the run over): counted as that worker counted it, not as unchanged.
     if (before.lastRunId === runId) counts[before.listingCreatedAt >= input.runStartedAt ? 'created' : 'updated']++
     else counts.unchanged++
+    await reportWarnings()
     return
   }
   let result: Awaited<ReturnType<PropertiesService['importByExternalId']>>
@@ -291,6 +295,7 @@ async function applyOffer(
     await problems.add(refusalOf(offer.internalId, error))
     return
   }
+  await reportWarnings()
   // An external id is the agency's, one listing whichever feed brings it: the feed that applied
   // it last keeps it, so another that drops the id does not withdraw a listing this one still lists.
   const otherFeed = before === undefined ? elsewhere.get(offer.internalId) : undefined

@@ -302,10 +302,28 @@ export async function forgetFeedOffer(db: Database, feedId: number, internalId: 
   await db.delete(feedOffers).where(and(eq(feedOffers.feedId, feedId), eq(feedOffers.internalId, internalId)))
 }
 
-/** Remembers what offers became (their listing, digest and run), many rows per statement. */
+/**
+ * Remembers what offers became (their listing, digest and run), many rows per statement. A
+ * listing the agency deleted since the offer made it is forgotten by the feed, as a deletion
+ * before does: its row is left out. The listings kept are locked against deletion (`for key
+ * share`) until the rows referring to them are in; one deleted meanwhile is not returned.
+ */
 export async function saveFeedOffers(db: Database, rows: (typeof feedOffers.$inferInsert)[]): Promise<void> {
   if (rows.length === 0) return
-  await db
+  await db.transaction(async (tx) => {
+    const live = await tx
+      .select({ id: properties.id })
+      .from(properties)
+      .where(inArray(properties.id, [...new Set(rows.map((row) => row.propertyId))]))
+      .for('key share')
+    const kept = new Set(live.map((row) => row.id))
+    const remembered = rows.filter((row) => kept.has(row.propertyId))
+    if (remembered.length > 0) await insertFeedOffers(tx, remembered)
+  })
+}
+
+function insertFeedOffers(db: Database, rows: (typeof feedOffers.$inferInsert)[]) {
+  return db
     .insert(feedOffers)
     .values(rows)
     .onConflictDoUpdate({

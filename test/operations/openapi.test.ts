@@ -184,6 +184,14 @@ describe('the OpenAPI documents', () => {
     assert.ok(document.components.headers['Retry-After'])
   })
 
+  it('declare on every operation that takes a body the refusals of its body: 400, 413, 415 and 422', () => {
+    const withBody = operationsOf(document).filter(({ operation }) => operation.requestBody)
+    assert.ok(withBody.length >= 10)
+    for (const { method, path, operation } of withBody) {
+      for (const status of ['400', '413', '415', '422']) assert.ok(operation.responses[status], `${method} ${path} declares ${status}`)
+    }
+  })
+
   it('describe every event a receiver gets, with the signature headers', () => {
     assert.deepEqual(Object.keys(document.webhooks).sort(), [
       'feed.run_finished',

@@ -33,7 +33,7 @@ const feedsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: FeedCreate,
         response: {
           201: rateLimited(Feed, locationHeader('The new feed, `/feeds/{id}`.')),
-          ...rateLimitedErrorResponses(400, 401, 409, 415, 422, 429),
+          ...rateLimitedErrorResponses(400, 401, 409, 413, 415, 422, 429),
         },
       },
     },
@@ -83,7 +83,7 @@ const feedsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: `Changes the fields given (at least one). A new \`url\` is downloaded whole at the next run; a new \`schedule\` counts from now. ${URL_NOTES}`,
         params: FeedIdParams,
         body: FeedUpdate,
-        response: { 200: rateLimited(Feed), ...rateLimitedErrorResponses(400, 401, 404, 415, 422, 429) },
+        response: { 200: rateLimited(Feed), ...rateLimitedErrorResponses(400, 401, 404, 413, 415, 422, 429) },
       },
     },
     async (request) => app.services.feeds.update(request.tenant.id, request.params.id, request.body),

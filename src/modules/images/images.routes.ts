@@ -44,7 +44,7 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: ImageUploadForm,
         response: {
           201: rateLimited(PropertyImage, locationHeader('The new photo, `/property-images/{image_id}`.')),
-          ...rateLimitedErrorResponses(401, 404, 409, 413, 415, 422, 429),
+          ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429),
         },
       },
       // The body is a stream read by the handler; the schema above documents it.
@@ -105,7 +105,7 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: 'Photos are shown by `sort_order`, then by id; the catalogue’s thumbnail is the first of them. ' + PHOTOS_FROZEN,
         params: ImageIdParams,
         body: ImageUpdate,
-        response: { 200: rateLimited(PropertyImage), ...rateLimitedErrorResponses(400, 401, 404, 409, 415, 422, 429) },
+        response: { 200: rateLimited(PropertyImage), ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429) },
       },
     },
     async (request) => app.services.images.updateSortOrder(request.tenant.id, request.params.image_id, request.body.sort_order),

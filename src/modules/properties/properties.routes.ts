@@ -94,7 +94,7 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'A change of a listing in another status sends it back to status 1 for the check. A PATCH that changes nothing leaves the listing, and its status, as it is.',
         params: PropertyIdParams,
         body: PropertyPatch,
-        response: { 200: rateLimited(Property), ...rateLimitedErrorResponses(400, 401, 404, 409, 415, 422, 429) },
+        response: { 200: rateLimited(Property), ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429) },
       },
     },
     async (request) => app.services.properties.update(request.tenant, request.params.id, request.body),
@@ -209,7 +209,7 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: StatusChangeBody,
         response: {
           200: rateLimited(Property),
-          ...rateLimitedErrorResponses(400, 401, 404, 409, 415, 422, 429),
+          ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429),
           409: rateLimited(StatusConflict, {}, 'The move is not allowed from the current status; `allowed_moves` lists those that are.'),
         },
       },

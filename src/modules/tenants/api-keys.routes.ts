@@ -41,7 +41,7 @@ const apiKeysRoutes: FastifyPluginAsyncTypebox = async (app) => {
             ...locationHeader('The agency’s keys, `/tenants/me/api-keys` (a key has no page of its own).'),
             'Cache-Control': header('The answer carries an API key: never cached.', { type: 'string', enum: ['no-store'] }),
           }),
-          ...rateLimitedErrorResponses(400, 401, 409, 415, 422, 429),
+          ...rateLimitedErrorResponses(400, 401, 409, 413, 415, 422, 429),
         },
       },
     },

@@ -34,7 +34,7 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: WebhookCreate,
         response: {
           201: rateLimited(CreatedWebhookSubscription, locationHeader('The new subscription, `/webhooks/{id}`.')),
-          ...rateLimitedErrorResponses(400, 401, 415, 422, 429),
+          ...rateLimitedErrorResponses(400, 401, 413, 415, 422, 429),
         },
       },
     },
@@ -71,7 +71,7 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: `Changes the fields given (at least one) and answers with the subscription. \`filter: null\` removes the filter; a new \`events\` or \`filter\` applies to every event fanned out after the change. The URL follows the rules of \`POST /webhooks\`. ${FILTER_NOTES}`,
         params: WebhookIdParams,
         body: WebhookUpdate,
-        response: { 200: rateLimited(WebhookSubscription), ...rateLimitedErrorResponses(400, 401, 404, 415, 422, 429) },
+        response: { 200: rateLimited(WebhookSubscription), ...rateLimitedErrorResponses(400, 401, 404, 413, 415, 422, 429) },
       },
     },
     async (request) => app.services.webhooks.update(request.tenant.id, request.params.id, request.body),

@@ -108,6 +108,20 @@ export async function allowEmptyBody(request: FastifyRequest): Promise<void> {
 }
 
 /**
+ * preHandler hook for every route: a body sent to an operation that takes none is refused, each
+ * of its fields named as not allowed, as an unknown field is everywhere else (no field is ever
+ * taken from where it does not belong). An empty object passes: some clients send `{}` with
+ * every POST. Multipart routes read their own bodies and leave `request.body` unset.
+ */
+export async function refuseBodyWhereNone(request: FastifyRequest): Promise<void> {
+  const body: unknown = request.body
+  if (request.routeOptions.schema?.body !== undefined || body === undefined || body === null) return
+  if (typeof body !== 'object' || Array.isArray(body)) throw ApiError.validation([{ loc: ['body'], msg: 'must be left out: this operation takes no body' }])
+  const fields = Object.keys(body)
+  if (fields.length > 0) throw ApiError.validation(fields.slice(0, MAX_REPORTED).map((field) => ({ loc: ['body', field], msg: 'is not an allowed field' })))
+}
+
+/**
  * preHandler hook for every route: values the schemas let through but the database cannot
  * take, answered 422 before they fail a query as a 500.
  * - The NUL character, in any text or key (`"\u0000"` in JSON, `%00` in a URL): PostgreSQL's

@@ -5,7 +5,7 @@ import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import type { Property } from '../../src/modules/properties/properties.schemas.js'
-import { createTenant, propertyBody, registrationBody, submitProperty, type Tenant } from '../helpers/factories.js'
+import { adminHeaders, createTenant, propertyBody, registrationBody, submitProperty, type Tenant } from '../helpers/factories.js'
 import type { ErrorBody, ValidationErrorBody } from '../helpers/responses.js'
 
 /** Requests a careless or hostile client sends: each gets a `{"detail"}` answer, never a 500. */
@@ -169,6 +169,31 @@ describe('malformed requests', () => {
       assert.match(answer.detail, /__proto__ or constructor\.prototype/)
       assert.deepEqual(answer.errors[0]!.loc, ['body'])
     }
+  })
+
+  it('refuses the fields of a body sent to an operation that takes none, and does nothing', async () => {
+    const property = await submitProperty(t.app, agency)
+    const remove = (payload: unknown) =>
+      t.app.inject({ method: 'DELETE', url: `/properties/${property.id}`, headers: agency.headers, payload: payload as object })
+    const extra = await remove({ status_id: 2, bogus: 1 })
+    assert.equal(extra.statusCode, 422, extra.body)
+    assert.deepEqual(
+      extra.json<ValidationErrorBody>().errors.map((error) => error.loc),
+      [
+        ['body', 'status_id'],
+        ['body', 'bogus'],
+      ],
+    )
+    const notAnObject = await remove([1])
+    assert.equal(notAnObject.statusCode, 422, notAnObject.body)
+    assert.deepEqual(notAnObject.json<ValidationErrorBody>().errors[0]!.loc, ['body'])
+    assert.equal((await t.app.inject({ url: `/properties/${property.id}`, headers: agency.headers })).statusCode, 200, 'not deleted')
+
+    const registration = await t.app.inject({ method: 'POST', url: '/tenants/register', payload: registrationBody({ email: 'no-body@agency.example' }) })
+    const code = registration.json<{ request_code: string }>().request_code
+    const approve = (payload: object) => t.app.inject({ method: 'POST', url: `/admin/registrations/${code}/approve`, headers: adminHeaders, payload })
+    assert.equal((await approve({ tenant_id: 99 })).statusCode, 422)
+    assert.equal((await approve({})).statusCode, 200, 'an empty object is no field')
   })
 
   it('takes a DELETE labelled JSON with no body as a DELETE', async () => {

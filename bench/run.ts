@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import pg from 'pg'
 import { loadConfig } from '../src/config.js'
 import { openDatabase } from '../src/db/client.js'
 import { migrateDatabase } from '../src/db/migrate.js'
@@ -154,9 +155,34 @@ async function ratioRounds(scenarios: Scenario[], options: BenchOptions, meter: 
   return ratios
 }
 
+/**
+ * Creates the database DATABASE_URL names when its server has none of that name (the bench
+ * wipes it, so it is the bench's own), from the server's `postgres` database. Where that cannot
+ * be reached, opening DATABASE_URL says what is wrong.
+ */
+async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const name = decodeURIComponent(new URL(databaseUrl).pathname.slice(1))
+  const maintenance = new URL(databaseUrl)
+  maintenance.pathname = '/postgres'
+  const client = new pg.Client({ connectionString: maintenance.toString() })
+  try {
+    await client.connect()
+    const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [name])
+    if (rowCount === 0) {
+      await client.query(`create database ${client.escapeIdentifier(name)}`)
+      console.error(`Created the database ${name}.`)
+    }
+  } catch {
+    // Not allowed to look or create: DATABASE_URL is opened as it is.
+  } finally {
+    await client.end().catch(() => undefined)
+  }
+}
+
 /** Migrates and seeds (or, with --skip-seed, inspects) the database, then lets go of it. */
 async function prepare(options: BenchOptions): Promise<PreparedDatabase> {
   console.error(`Opening ${options.engine === 'postgres' ? 'PostgreSQL at DATABASE_URL' : `PGlite in ${workDir}`}…`)
+  if (options.databaseUrl) await ensureDatabase(options.databaseUrl)
   const handle = await openDatabase({ databaseUrl: options.databaseUrl, pgliteDir: path.join(workDir, 'pglite'), poolSize: 2 })
   try {
     await migrateDatabase(handle)

@@ -2,12 +2,12 @@ import { DrizzleQueryError } from 'drizzle-orm'
 import pino, { type DestinationStream, type Logger, type LoggerOptions, type SerializedError } from 'pino'
 
 /**
- * How every logger of the service writes an error. Drizzle's error for a failed statement
+ * How every logger of the service writes an error and a request. Drizzle's error for a failed statement
  * names the statement's values in its message, and so in its stack: an owner's phone, an
  * e-mail address, the digest of an API key being checked. The log keeps the statement and the
  * database's own error, which say what failed, and leaves the values out.
  */
-export const logSerializers = { err: serializeError }
+export const logSerializers = { err: serializeError, req: serializeRequest }
 
 /** A process's logger (JSON lines on stdout unless another destination is given). */
 export function createLogger(options: LoggerOptions, destination?: DestinationStream): Logger {
@@ -26,4 +26,31 @@ function serializeError(error: Error): SerializedError {
   }
   delete serialized.params
   return serialized
+}
+
+/** What Fastify's own serializer logs of a request. */
+interface LoggedRequest {
+  method?: string
+  url?: string
+  host?: string
+  ip?: string
+  socket?: { remotePort?: number }
+}
+
+/** A registration's lookup: its code with the e-mail in its query reads back the agency's API key. */
+const REGISTRATION_LOOKUP = /^\/tenants\/register\/[^/?#]+/
+
+/**
+ * A request as Fastify logs it, but for a URL that would let a reader of the log act as its
+ * caller: the registration lookup (`GET /tenants/register/{code}?email=…`) answers the agency's
+ * key while it is active, so it is logged as its path's template, without the code or the e-mail.
+ */
+function serializeRequest(request: LoggedRequest) {
+  return {
+    method: request.method,
+    url: request.url !== undefined && REGISTRATION_LOOKUP.test(request.url) ? '/tenants/register/{request_code}' : request.url,
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  }
 }

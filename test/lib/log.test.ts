@@ -2,7 +2,9 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import { createLogger } from '../../src/lib/log.js'
+import { buildTestApp } from '../helpers/app.js'
 import { freshDatabase, type FreshDatabase } from '../helpers/database.js'
+import { createTenant } from '../helpers/factories.js'
 
 describe('the log of a failed statement', () => {
   let database: FreshDatabase
@@ -47,5 +49,29 @@ describe('the log of a failed statement', () => {
     const { line, err } = logged(new Error('the batch was not recorded', { cause }))
     assert.doesNotMatch(line, new RegExp(secret))
     assert.match(err.message, /^the batch was not recorded: Failed query: select \$1 from no_such_table: relation "no_such_table" does not exist$/)
+  })
+})
+
+describe('the log of a request', () => {
+  it('leaves out the registration code and e-mail that read back an agency’s key, and keeps other URLs whole', async () => {
+    const lines: string[] = []
+    const logger = createLogger({ level: 'info' }, { write: (line: string) => void lines.push(line) })
+    const t = await buildTestApp({}, { logger })
+    try {
+      const agency = await createTenant(t.app, { email: 'logged@agency.example' })
+      lines.length = 0
+      const lookup = await t.app.inject({ url: `/tenants/register/${agency.requestCode}?email=${encodeURIComponent(agency.email)}` })
+      assert.equal(lookup.json<{ api_key?: string }>().api_key, agency.apiKey, 'the lookup answers the key')
+      const search = await t.app.inject({ url: '/mls/properties?city_id=1&limit=5' })
+      assert.equal(search.statusCode, 200)
+      const urls = lines.map((line) => (JSON.parse(line) as { req?: { url?: string } }).req?.url).filter((url) => url !== undefined)
+      assert.deepEqual(urls, ['/tenants/register/{request_code}', '/mls/properties?city_id=1&limit=5'])
+      assert.deepEqual(
+        lines.filter((line) => line.includes(agency.requestCode) || line.includes('logged@agency')),
+        [],
+      )
+    } finally {
+      await t.close()
+    }
   })
 })

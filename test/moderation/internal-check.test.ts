@@ -72,6 +72,11 @@ describe('the internal check (auto mode)', () => {
     ['an e-mail with собака for the @', { description: 'почта owner собака mail.ru' }, 'contacts_in_description', 'description'],
     ['an e-mail with a full-width @', { description: 'Пишите: ivan＠mail.ru' }, 'contacts_in_description', 'description'],
     ['a phone in full-width digits', { description: 'Тел. ８ ９１２ ３４５ ６７ ８９' }, 'contacts_in_description', 'description'],
+    // Characters a reader never sees, which leave the contact looking as it is.
+    ['an e-mail with a zero-width space', { description: 'Пишите: ivan\u200b@mail.ru' }, 'contacts_in_description', 'description'],
+    ['an e-mail with a word joiner', { description: 'Пишите: ivan\u2060@mail.ru' }, 'contacts_in_description', 'description'],
+    ['an e-mail with a soft hyphen', { description: 'Пишите: ivan\u00ad@mail.ru' }, 'contacts_in_description', 'description'],
+    ['a chat link with a zero-width space', { description: 'Пишите: t\u200b.me/ivanrealty' }, 'contacts_in_description', 'description'],
     ['a phone with underscores', { description: 'Тел. 8_912_345_67_89' }, 'contacts_in_description', 'description'],
     ['a phone with asterisks', { description: 'Тел. 8*912*345*67*89' }, 'contacts_in_description', 'description'],
     // The owner's own number (the factory's 8 (912) 345-67-89), however it is written.

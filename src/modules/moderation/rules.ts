@@ -91,6 +91,13 @@ export function checkListing({ listing, propertyType, country, ownerPhone, hasDu
 const MIN_OWNER_DIGITS = 8
 
 /**
+ * A description as the rules read it: NFKC folds look-alike forms into the plain ones (a
+ * full-width ＠ or ８ is an @ or an 8), and the characters a reader never sees are dropped (a
+ * zero-width space, a word joiner or a soft hyphen inside `ivan@mail.ru` leaves it as shown).
+ */
+const asShown = (description: string) => description.normalize('NFKC').replace(/\p{Default_Ignorable_Code_Point}/gu, '')
+
+/**
  * Whether the description holds the owner's phone, its national digits written with anything
  * but letters between them ("8,912,345,67,89", "8/912/345/67/89"): whatever a pattern for
  * phones in general lets through, the owner's own number never reaches the catalogue.
@@ -99,15 +106,13 @@ function containsPhone(description: string, phone: string | null): boolean {
   const national = phone && parsePhoneNumberFromString(phone)?.nationalNumber
   // A number as short as a price (some countries have 7 digits or fewer) is left to the rules above.
   if (!national || national.length < MIN_OWNER_DIGITS) return false
-  return description
-    .normalize('NFKC')
+  return asShown(description)
     .split(/\p{L}+/u)
     .some((stretch) => stretch.replace(/\D/g, '').includes(national))
 }
 
 function containsContacts(description: string, country: CountryCode): boolean {
-  // NFKC folds look-alike forms into the plain ones: a full-width ＠ or ８ is an @ or an 8.
-  const text = description.normalize('NFKC')
+  const text = asShown(description)
   return (
     EMAIL.test(text) ||
     SPELLED_EMAIL.test(text) ||

@@ -33,7 +33,7 @@ describe('webhook subscriptions', () => {
     await receiver.close()
   })
 
-  it('creates a subscription: 201, Location, every field of a subscription and a whsec_ secret shown once', async () => {
+  it('creates a subscription: 201, Location, every field of a subscription and a whsec_ secret shown once, never cached', async () => {
     const response = await t.app.inject({
       method: 'POST',
       url: '/webhooks',
@@ -43,6 +43,7 @@ describe('webhook subscriptions', () => {
     assert.equal(response.statusCode, 201, response.body)
     const created = response.json<CreatedWebhookSubscription>()
     assert.equal(response.headers.location, `/webhooks/${created.id}`)
+    assert.equal(response.headers['cache-control'], 'no-store', 'the secret is never cached')
     assert.deepEqual(Object.keys(created).sort(), [...SUBSCRIPTION_FIELDS, 'secret'].sort())
     assert.match(created.secret, /^whsec_[A-Za-z0-9+/]+={0,2}$/)
     assert.ok(Buffer.from(created.secret.slice(6), 'base64').length >= 24)

@@ -4120,6 +4120,8 @@ export interface operations {
                 headers: {
                     /** @description The new subscription, `/webhooks/{id}`. */
                     Location?: string;
+                    /** @description The answer carries the signing secret: never cached. */
+                    "Cache-Control"?: "no-store";
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { locationHeader, rateLimited, rateLimitedErrorResponses, rateLimitHeaders } from '../../lib/schemas.js'
+import { header, locationHeader, rateLimited, rateLimitedErrorResponses, rateLimitHeaders } from '../../lib/schemas.js'
 import { apiKeySecurity } from '../../plugins/auth.js'
 import {
   SUBSCRIBABLE_EVENTS,
@@ -33,14 +33,17 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: `Answers with the subscription and its signing \`secret\`, shown this once. The URL must be \`https\` (plain \`http\` only where ALLOW_PRIVATE_NETWORK is on), without credentials, and its host must resolve to public addresses only; the rule is checked again at every delivery. ${FILTER_NOTES} ${DELIVERY_NOTES}`,
         body: WebhookCreate,
         response: {
-          201: rateLimited(CreatedWebhookSubscription, locationHeader('The new subscription, `/webhooks/{id}`.')),
+          201: rateLimited(CreatedWebhookSubscription, {
+            ...locationHeader('The new subscription, `/webhooks/{id}`.'),
+            'Cache-Control': header('The answer carries the signing secret: never cached.', { type: 'string', enum: ['no-store'] }),
+          }),
           ...rateLimitedErrorResponses(400, 401, 413, 415, 422, 429),
         },
       },
     },
     async (request, reply) => {
       const created = await app.services.webhooks.create(request.tenant.id, request.body)
-      return reply.code(201).header('location', `/webhooks/${created.id}`).send(created)
+      return reply.code(201).header('location', `/webhooks/${created.id}`).header('cache-control', 'no-store').send(created)
     },
   )
 

@@ -122,6 +122,33 @@ describe('operators’ decisions at the edges (MODERATION_MODE=manual)', () => {
     assert.deepEqual((await view(id)).revision, before.revision)
   })
 
+  it('rejects a listing edited since its findings with the operator’s reason alone, not the findings of the version it replaced', async () => {
+    const { id } = await submitProperty(t.app, agency, { price: 0 })
+    await runInternalCheck(t.app) // manual: findings only (price_not_positive)
+    const fixed = await t.app.inject({ method: 'PATCH', url: `/properties/${id}`, headers: agency.headers, payload: { price: 7_200_000 } })
+    assert.equal(fixed.statusCode, 200, fixed.body)
+    // Before the check has read the new price, an operator rejects the listing for a reason of their own.
+    const rejected = await admin('reject', id, JSON.stringify({ reason: 'Фотографии не соответствуют описанию' }))
+    assert.equal(rejected.statusCode, 200, rejected.body)
+    const mine = (await t.app.inject({ url: `/properties/${id}`, headers: agency.headers })).json<Property>()
+    assert.equal(mine.status_id, 3)
+    assert.deepEqual(
+      mine.moderation?.reasons.map((reason) => reason.code),
+      ['rejected_by_moderator'],
+    )
+
+    // Once the check has read a version, its findings come with the operator's reason.
+    const again = await t.app.inject({ method: 'PATCH', url: `/properties/${id}`, headers: agency.headers, payload: { price: 0 } })
+    assert.equal(again.statusCode, 200, again.body)
+    await runInternalCheck(t.app)
+    assert.equal((await admin('reject', id)).statusCode, 200)
+    const checked = (await t.app.inject({ url: `/properties/${id}`, headers: agency.headers })).json<Property>()
+    assert.deepEqual(
+      checked.moderation?.reasons.map((reason) => reason.code),
+      ['price_not_positive', 'rejected_by_moderator'],
+    )
+  })
+
   it('refuses an operator’s rejection whose reason holds half a surrogate pair with a 422', async () => {
     const listing = await submitProperty(t.app, agency)
     const response = await admin('reject', listing.id, '{"reason": "Фото\\udc00 не того дома"}')

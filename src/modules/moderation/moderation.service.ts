@@ -96,11 +96,16 @@ export class ModerationService {
     })
   }
 
-  /** An operator rejects a waiting listing; the check's findings are kept beside the reason. */
+  /**
+   * An operator rejects a waiting listing; the check's findings on the version decided are kept
+   * beside the reason. A version edited since the check last ran (still waiting for it) has
+   * none yet: the findings it carries are of the version it replaced.
+   */
   async reject(id: number, reason: string | undefined): Promise<ListingUnderReview> {
     return this.db.transaction(async (tx) => {
       const undecided = await this.properties.lockUndecided(tx, id)
-      const checked = undecided.revision ? undecided.revision.moderation : undecided.listing.moderation
+      const waitingForCheck = undecided.listing.reviewRequestedAt !== null
+      const checked = waitingForCheck ? null : undecided.revision ? undecided.revision.moderation : undecided.listing.moderation
       await this.rejectListing(tx, undecided, [
         ...(checked?.reasons ?? []),
         { code: 'rejected_by_moderator', field: null, message: reason?.trim() || 'Rejected by a moderator.' },

@@ -304,22 +304,28 @@ export async function forgetFeedOffer(db: Database, feedId: number, internalId: 
 
 /**
  * Remembers what offers became (their listing, digest and run), many rows per statement. A
- * listing the agency deleted since the offer made it is forgotten by the feed, as a deletion
- * before does: its row is left out. The listings kept are locked against deletion (`for key
- * share`) until the rows referring to them are in; one deleted meanwhile is not returned.
+ * listing the agency deleted since its offer made it is forgotten by the feed, as a deletion
+ * before the run is: when the rows' foreign key finds one gone, the rows of the listings left
+ * are written again. Checked only then, so that the common batch costs one statement.
  */
 export async function saveFeedOffers(db: Database, rows: (typeof feedOffers.$inferInsert)[]): Promise<void> {
-  if (rows.length === 0) return
-  await db.transaction(async (tx) => {
-    const live = await tx
-      .select({ id: properties.id })
-      .from(properties)
-      .where(inArray(properties.id, [...new Set(rows.map((row) => row.propertyId))]))
-      .for('key share')
-    const kept = new Set(live.map((row) => row.id))
-    const remembered = rows.filter((row) => kept.has(row.propertyId))
-    if (remembered.length > 0) await insertFeedOffers(tx, remembered)
-  })
+  for (let remembered = rows; remembered.length > 0;) {
+    try {
+      await insertFeedOffers(db, remembered)
+      return
+    } catch (error) {
+      if (!isListingGone(error)) throw error
+      const ids = [...new Set(remembered.map((row) => row.propertyId))]
+      const live = new Set((await db.select({ id: properties.id }).from(properties).where(inArray(properties.id, ids))).map((row) => row.id))
+      remembered = remembered.filter((row) => live.has(row.propertyId))
+    }
+  }
+}
+
+/** The foreign key from feed_offers to properties refused a row: its listing is deleted. Drizzle wraps the driver's error. */
+function isListingGone(error: unknown): boolean {
+  const cause = ((error as { cause?: unknown } | null)?.cause ?? error) as { code?: unknown; constraint?: unknown } | null
+  return cause?.code === '23503' && cause.constraint === 'feed_offers_property_id_properties_id_fk'
 }
 
 function insertFeedOffers(db: Database, rows: (typeof feedOffers.$inferInsert)[]) {

@@ -181,55 +181,44 @@ describe('readYandexRealtyOffers', () => {
     }
   })
 
-  it('refuses an offer over 1 MiB of text with offer_too_large, having read little past 1 MiB of it', async () => {
-    // One text of 8 MiB: the parser holds a text until it ends, so the reader must stop it before.
-    const block = 'я'.repeat(64 * 1024)
+  /**
+   * A file whose middle is `block` written `times` over, 8 MiB or more in all, and how much of the
+   * middle the reader had asked for when it stopped: it must stop within a slice of the limit.
+   */
+  async function stoppedReading(head: string, block: string, times: number, tail: string) {
     let read = 0
-    async function* hugeOffer(): AsyncGenerator<string> {
-      yield '<realty-feed><offer internal-id="big"><description>'
-      for (let i = 0; i < 128; i++) {
+    async function* file(): AsyncGenerator<string> {
+      yield head
+      for (let i = 0; i < times; i++) {
         read += block.length
         yield block
       }
-      yield '</description></offer></realty-feed>'
+      yield tail
     }
-    const { error } = await failure(hugeOffer())
+    const { error } = await failure(file())
     assert.equal(error.code, 'offer_too_large')
+    assert.ok(read <= MAX_OFFER_CHARACTERS + 2 * 64 * 1024, `${read} characters read of ${block.length * times} before it stopped`)
+    return error
+  }
+
+  it('refuses an offer over 1 MiB of text with offer_too_large, having read little past 1 MiB of it', async () => {
+    // One text of 8 MiB: the parser holds a text until it ends, so the reader must stop it before.
+    const error = await stoppedReading(
+      '<realty-feed><offer internal-id="big"><description>',
+      'я'.repeat(64 * 1024),
+      128,
+      '</description></offer></realty-feed>',
+    )
     assert.match(error.message, /"big"/)
-    assert.ok(read <= MAX_OFFER_CHARACTERS + 2 * block.length, `${read} characters read of one text before it stopped`)
   })
 
   it('refuses an offer of over 1 MiB of markup alone (empty elements) with offer_too_large', async () => {
-    let read = 0
-    async function* markup(): AsyncGenerator<string> {
-      yield '<realty-feed><offer internal-id="markup">'
-      const block = '<a/>'.repeat(16 * 1024)
-      for (let i = 0; i < 64; i++) {
-        read += block.length
-        yield block
-      }
-      yield '</offer></realty-feed>'
-    }
-    const { error } = await failure(markup())
-    assert.equal(error.code, 'offer_too_large')
+    const error = await stoppedReading('<realty-feed><offer internal-id="markup">', '<a/>'.repeat(16 * 1024), 128, '</offer></realty-feed>')
     assert.match(error.message, /"markup"/)
-    assert.ok(read <= MAX_OFFER_CHARACTERS + 2 * 64 * 1024, `${read} characters of one offer read before it stopped`)
   })
 
   it('refuses a comment of over 1 MiB between offers with offer_too_large, having read little past 1 MiB of it', async () => {
-    const block = 'x'.repeat(64 * 1024)
-    let read = 0
-    async function* hugeComment(): AsyncGenerator<string> {
-      yield '<realty-feed><offer internal-id="1"><type>продажа</type></offer><!--'
-      for (let i = 0; i < 64; i++) {
-        read += block.length
-        yield block
-      }
-      yield '--></realty-feed>'
-    }
-    const { error } = await failure(hugeComment())
-    assert.equal(error.code, 'offer_too_large')
-    assert.ok(read <= MAX_OFFER_CHARACTERS + 2 * block.length, `${read} characters of one comment read before it stopped`)
+    await stoppedReading('<realty-feed><offer internal-id="1"><type>продажа</type></offer><!--', 'x'.repeat(64 * 1024), 128, '--></realty-feed>')
   })
 
   it('reads 100,000 generated offers with the heap growing well under 150 MiB', async () => {

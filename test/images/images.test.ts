@@ -153,11 +153,21 @@ describe('photos of a property', () => {
     assert.equal(rowsAfter!.n, rowsBefore!.n)
   })
 
-  it('refuses a damaged photo with a 422', async () => {
+  it('refuses a damaged photo with a 422, cut short or with a byte changed in its pixels, storing nothing', async () => {
     const jpeg = await photo('jpeg')
-    const response = await uploadTo((await submitProperty(t.app, agency)).id, jpeg.subarray(0, 5000))
-    assert.equal(response.statusCode, 422, response.body)
-    assert.match(response.json<ErrorBody>().detail, /damaged or truncated/)
+    // A byte flipped in a PNG's compressed pixels, as in a bad transfer: its header still reads, its checksum fails.
+    const png = Buffer.from(await photo('png', 300, 200))
+    const pixels = png.indexOf(Buffer.from('IDAT'))
+    png[pixels + 100] = png[pixels + 100]! ^ 0xff
+    assert.equal((await sharp(png).metadata()).format, 'png')
+    const property = (await submitProperty(t.app, agency)).id
+    const before = storedFiles(t)
+    for (const damaged of [jpeg.subarray(0, 5000), png]) {
+      const response = await uploadTo(property, damaged)
+      assert.equal(response.statusCode, 422, response.body)
+      assert.match(response.json<ErrorBody>().detail, /damaged or truncated/)
+    }
+    assert.deepEqual(storedFiles(t), before)
   })
 
   it('holds at most IMAGE_MAX_PER_PROPERTY photos per property (422), leaving no orphan file', async () => {

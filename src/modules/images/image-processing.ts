@@ -172,7 +172,10 @@ export class ImageProcessor {
    */
   private async decode(bytes: Buffer, metadata: sharp.Metadata): Promise<Sharp> {
     const edge = this.limits.maxEdge
-    const decoded = sharp(bytes, { limitInputPixels: this.limits.maxPixels, failOn: 'truncated', autoOrient: true }).resize({
+    // A file its decoder finds damaged (a PNG whose checksum fails) is refused, not stored as
+    // decoded; what a decoder only warns of is taken (libjpeg warns of harmless extra bytes in
+    // camera files, and of corrupt data alike).
+    const decoded = sharp(bytes, { limitInputPixels: this.limits.maxPixels, failOn: 'error', autoOrient: true }).resize({
       width: edge,
       height: edge,
       fit: 'inside',

@@ -51,6 +51,7 @@ export const MAX_OFFER_CHARACTERS = 1024 * 1024
  */
 const PARSE_SLICE_CHARACTERS = 64 * 1024
 
+/** MAX_OFFER_CHARACTERS as the messages say it. */
 const LIMIT_IN_WORDS = `${MAX_OFFER_CHARACTERS / 1024 / 1024} MiB`
 
 const ROOT = 'realty-feed'
@@ -83,7 +84,7 @@ export async function* readYandexRealtyOffers(source: AsyncIterable<Buffer | str
   /**
    * Where the last piece of the document the parser reported ends: it holds what follows,
    * unreported. Tags and texts are reported; comments and processing instructions count with
-   * what follows them (a handler for them made saxes read every file four times slower).
+   * what follows them: with a handler for them, saxes reads every file several times slower.
    */
   let reported = 0
   const progress = () => {

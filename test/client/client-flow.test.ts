@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
 import { createMlsClient, multipartBody, verifyWebhook, WebhookVerificationError, type MlsClient } from '@open-mls/client'
+import { Headers as UndiciHeaders } from 'undici'
 import { ADMIN_KEY } from '../helpers/app.js'
 import { startLiveService, type LiveService } from '../helpers/live-service.js'
 import { photo } from '../helpers/photos.js'
@@ -175,6 +176,8 @@ describe('the TypeScript client against a live service', () => {
 
     // The same delivery as a Fetch API handler holds it: the body as bytes, the headers as Headers.
     assert.deepEqual(verifyWebhook(webhook.secret, Buffer.from(delivery.body), new Headers(toHeaderPairs(delivery.headers))), event)
+    // Headers of another fetch implementation than the global one (the undici package's, node-fetch's).
+    assert.deepEqual(verifyWebhook(webhook.secret, delivery.body, new UndiciHeaders(toHeaderPairs(delivery.headers))), event)
     // A receiver refuses what it cannot verify: an altered body, or another subscription's secret.
     assert.throws(() => verifyWebhook(webhook.secret, delivery.body.replace('webhook.test', 'mls.new_listing'), delivery.headers), WebhookVerificationError)
     const otherSecret = `whsec_${randomBytes(24).toString('base64')}`

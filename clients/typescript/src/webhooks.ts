@@ -39,13 +39,19 @@ export function verifyWebhook(secret: string, rawBody: string | Uint8Array, head
   return new Webhook(secret).verify(payload, signatureHeaders(headers)) as WebhookEvent
 }
 
-/** The three Standard Webhooks headers; a missing one is left empty and fails verification. */
+/**
+ * The three Standard Webhooks headers; a missing one is left empty and fails verification.
+ * Fetch API headers are told by their `get`, not by the global class: another implementation's
+ * (the undici package's, node-fetch's) is not an instance of it.
+ */
 function signatureHeaders(headers: WebhookHeaders): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
   const read = (name: string): string => {
-    if (headers instanceof Headers) return headers.get(name) ?? ''
+    if (isFetchHeaders(headers)) return headers.get(name) ?? ''
     const key = Object.keys(headers).find((candidate) => candidate.toLowerCase() === name)
     const value = key === undefined ? undefined : headers[key]
     return Array.isArray(value) ? value.join(' ') : (value ?? '')
   }
   return { 'webhook-id': read('webhook-id'), 'webhook-timestamp': read('webhook-timestamp'), 'webhook-signature': read('webhook-signature') }
 }
+
+const isFetchHeaders = (headers: WebhookHeaders): headers is Headers => typeof (headers as { get?: unknown }).get === 'function'

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import path from 'node:path'
 import ipaddr from 'ipaddr.js'
@@ -170,7 +170,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     publicBaseUrl: read('PUBLIC_BASE_URL', `http://localhost:${port}`, httpUrl),
     adminApiKey: read('ADMIN_API_KEY', undefined, minLength(16)),
-    secretKey: read('SECRET_KEY', '', minLength(32)),
+    secretKey: read('SECRET_KEY', '', minLength(MIN_SECRET_KEY_LENGTH)),
     moderationMode: read('MODERATION_MODE', 'auto' as const, oneOf(['auto', 'manual'] as const)),
     allowPrivateNetwork: read('ALLOW_PRIVATE_NETWORK', false, boolean),
     webhookRetryScheduleMs: read('WEBHOOK_RETRY_SCHEDULE', parseDurationList('5s,5m,30m,2h,5h,10h,10h'), parseDurationList),
@@ -245,28 +245,53 @@ export function loadConfig(env: Env = process.env): Config {
   return config
 }
 
+/** The shortest SECRET_KEY taken, set or kept in DATA_DIR. */
+const MIN_SECRET_KEY_LENGTH = 32
+
 /**
  * SECRET_KEY, when unset, is generated once and kept in DATA_DIR so that encrypted values
  * survive restarts. Several API processes on different machines must share one SECRET_KEY
  * set explicitly: a generated file is per machine.
+ *
+ * The file is written whole under another name, then linked into place: a link fails where the
+ * file exists, so of two processes starting at once (an API and a worker) one key wins, and no
+ * process reads a file half written. A file too short to be a key (empty, after a crash of a
+ * writer that wrote in place) stops the process rather than become the key.
  */
 function loadSecretKey(dataDir: string): string {
   const file = path.join(dataDir, 'secret-key')
-  try {
-    return readFileSync(file, 'utf8').trim()
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
-  }
+  const kept = readSecretKeyFile(file)
+  if (kept !== undefined) return kept
   mkdirSync(dataDir, { recursive: true })
   const generated = randomBytes(32).toString('base64url')
+  const partial = `${file}.${process.pid}.partial`
+  writeFileSync(partial, `${generated}\n`, { mode: 0o600 })
   try {
-    // 'wx' fails if another process created the file first; then we read theirs.
-    writeFileSync(file, `${generated}\n`, { flag: 'wx', mode: 0o600 })
+    linkSync(partial, file)
     return generated
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-    return readFileSync(file, 'utf8').trim()
+    return readSecretKeyFile(file)!
+  } finally {
+    rmSync(partial, { force: true })
   }
+}
+
+/** The key kept in `file`, undefined when there is no file. */
+function readSecretKeyFile(file: string): string | undefined {
+  let key: string
+  try {
+    key = readFileSync(file, 'utf8').trim()
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw error
+  }
+  if (key.length < MIN_SECRET_KEY_LENGTH) {
+    throw new ConfigError(
+      `Invalid configuration:\n  - ${file} holds no usable key (under ${MIN_SECRET_KEY_LENGTH} characters): set SECRET_KEY, or remove the file to have a new key generated (secrets stored with the old one cannot be read with a new one)`,
+    )
+  }
+  return key
 }
 
 function integerIn(min: number, max: number) {

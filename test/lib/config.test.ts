@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
@@ -66,6 +66,23 @@ describe('configuration', () => {
     assert.equal(loadConfig({ DATA_DIR: dir }).secretKey, first)
     assert.equal(readFileSync(path.join(dir, 'secret-key'), 'utf8').trim(), first)
     assert.equal(statSync(path.join(dir, 'secret-key')).mode & 0o777, 0o600)
+    assert.deepEqual(
+      readdirSync(dir).filter((name) => name.startsWith('secret-key')),
+      ['secret-key'],
+      'no partial file is left',
+    )
+  })
+
+  it('refuses a kept SECRET_KEY too short to be a key, naming its file, rather than use it', () => {
+    for (const kept of ['', '\n', 'short\n']) {
+      const dir = dataDir()
+      writeFileSync(path.join(dir, 'secret-key'), kept)
+      assert.throws(
+        () => loadConfig({ DATA_DIR: dir }),
+        (error: Error) => error instanceof ConfigError && error.message.includes(path.join(dir, 'secret-key')),
+      )
+      assert.equal(loadConfig({ DATA_DIR: dir, SECRET_KEY: 'an-explicit-secret-key-long-enough-01234' }).secretKey, 'an-explicit-secret-key-long-enough-01234')
+    }
   })
 
   it('derives PUBLIC_BASE_URL from PORT and reads every variable', () => {

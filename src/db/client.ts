@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
-import { sql, type SQL } from 'drizzle-orm'
+import type { SQL } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/node-postgres'
@@ -128,7 +128,12 @@ async function openPostgres(connectionString: string, max: number, pipelinedConn
     }),
   )
   const db = drizzlePostgres(pool, { schema }) as unknown as Database
-  await db.execute(sql`select 1`)
+  // The driver's own error says why (refused, a wrong password, no such database); Drizzle's
+  // would wrap it as a failed `select 1`.
+  await pool.query('select 1').catch(async (error: Error) => {
+    await pool.end().catch(() => undefined)
+    throw new Error(`PostgreSQL at ${serverOf(connectionString)} cannot be used: ${error.message}`, { cause: error })
+  })
   // Bounds on a hang, as these few connections carry every catalogue statement of the process
   // and are never recycled: the server cuts a statement at 30 s; a statement unanswered for 35 s
   // (a dead peer) destroys its connection and what is on it; keepalives find a dead idle peer.
@@ -258,5 +263,15 @@ function isProcessAlive(pid: number): boolean {
     return true
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** Where a connection string points, without its credentials: host, port and database. */
+function serverOf(connectionString: string): string {
+  try {
+    const url = new URL(connectionString)
+    return `${url.host}${url.pathname}`
+  } catch {
+    return 'DATABASE_URL'
   }
 }

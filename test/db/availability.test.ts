@@ -4,6 +4,7 @@ import { createServer } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
 import { DatabaseAvailability, isDatabaseUnavailable } from '../../src/db/availability.js'
+import { openDatabase } from '../../src/db/client.js'
 import { freePort } from '../helpers/service-process.js'
 
 const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })
@@ -82,5 +83,17 @@ describe('database availability', () => {
     } finally {
       server.close()
     }
+  })
+})
+
+describe('opening a PostgreSQL that cannot be used', () => {
+  it('says in one line where and why, without the credentials: the driver’s own reason, not a failed statement', async () => {
+    const port = await freePort()
+    await assert.rejects(openDatabase({ databaseUrl: `postgres://mls:s3cret-password@127.0.0.1:${port}/mls`, pgliteDir: undefined }), (error: Error) => {
+      assert.match(error.message, new RegExp(`^PostgreSQL at 127\\.0\\.0\\.1:${port}/mls cannot be used: .*ECONNREFUSED`))
+      assert.doesNotMatch(error.message, /s3cret|params:|\n/)
+      assert.ok(isDatabaseUnavailable(error), 'still taken for the database being unreachable')
+      return true
+    })
   })
 })

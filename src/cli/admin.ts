@@ -41,11 +41,21 @@ const { values, positionals } = commandLine()
 
 const [resource, action, target, keyId] = positionals
 
-const commands: Record<string, string[]> = {
-  registrations: ['list', 'approve', 'reject'],
-  tenants: ['show', 'suspend', 'unsuspend'],
-  'api-keys': ['list', 'create', 'revoke'],
+/** Each command, and the words it takes on the line, its own two included. */
+const arity: Record<string, number> = {
+  'registrations list': 2,
+  'registrations approve': 3,
+  'registrations reject': 3,
+  'tenants show': 3,
+  'tenants suspend': 3,
+  'tenants unsuspend': 3,
+  'api-keys list': 3,
+  'api-keys create': 3,
+  'api-keys revoke': 4,
 }
+
+/** A line that is no command: said on stderr, then the usage, exit code 2. */
+class UsageError extends Error {}
 
 /** A whole number from `minimum` to `maximum` given on the command line, or an error naming what it is, as the routes' 422 would. */
 function wholeNumber(text: string | undefined, what: string, minimum: number, maximum: number): number {
@@ -69,8 +79,14 @@ type Command = (tenants: TenantsService) => Promise<unknown>
  * the usage. A bad value throws, naming it.
  */
 function commandOf(): Command | undefined {
-  const known = resource !== undefined && Object.hasOwn(commands, resource) && commands[resource]!.includes(action ?? '')
-  if (values.help || !known) return undefined
+  if (values.help || positionals.length === 0) return undefined
+  const name = positionals.slice(0, 2).join(' ')
+  const words = Object.hasOwn(arity, name) ? arity[name]! : undefined
+  if (words === undefined) throw new UsageError(`Unknown command: ${name}.`)
+  // An argument too many is refused, never ignored: `tenants suspend 1 2` must not suspend 1 alone.
+  const taken = ['no argument', 'one argument', 'two arguments'][words - 2]
+  if (positionals.length > words) throw new UsageError(`${name} takes ${taken}; not: ${positionals.slice(words).join(' ')}.`)
+  if (positionals.length < words) throw new UsageError(`${name} takes ${taken}.`)
   if (resource === 'tenants') return tenantCommand()
   if (resource === 'api-keys') return apiKeyCommand()
   const requestCode = target
@@ -153,6 +169,12 @@ try {
     console.log(JSON.stringify(await run(command), null, 2))
   }
 } catch (error) {
-  console.error(error instanceof ApiError ? error.message : `Failed: ${(error as Error).message}`)
-  process.exitCode = 1
+  if (error instanceof UsageError) {
+    console.error(error.message)
+    console.log(usage)
+    process.exitCode = 2
+  } else {
+    console.error(error instanceof ApiError ? error.message : `Failed: ${(error as Error).message}`)
+    process.exitCode = 1
+  }
 }

@@ -144,6 +144,19 @@ describe('npm run admin -- registrations', () => {
     const wrong = await admin('registrations', 'delete')
     assert.equal(wrong.code, 2)
     assert.match(wrong.stdout, /npm run admin -- registrations list/)
+    assert.match(wrong.stderr, /Unknown command: registrations delete/)
+    // An argument too many is refused, never ignored (two agencies named, one suspended), and one missing too.
+    for (const [line, said] of [
+      [['tenants', 'suspend', '1', '2'], /tenants suspend takes one argument; not: 2/],
+      [['registrations', 'list', 'pending'], /registrations list takes no argument; not: pending/],
+      [['tenants', 'show'], /tenants show takes one argument/],
+      [['api-keys', 'revoke', '1'], /api-keys revoke takes two arguments/],
+    ] as const) {
+      const refused = await admin(...line)
+      assert.equal(refused.code, 2, `${line.join(' ')}: ${refused.stderr}`)
+      assert.match(refused.stderr, said)
+      assert.match(refused.stdout, /npm run admin -- tenants show\|suspend\|unsuspend/)
+    }
     const noValue = await admin('registrations', 'reject', 'reg_unknown', '--reason')
     assert.equal(noValue.code, 2, noValue.stderr)
     assert.match(noValue.stderr, /--reason/)

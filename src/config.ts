@@ -156,7 +156,7 @@ export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(read('DATA_DIR', './data', (v) => v))
   const config: Config = {
     port,
-    host: read('HOST', '127.0.0.1', (v) => v),
+    host: read('HOST', '127.0.0.1', hostName),
     trustedProxies: read('TRUST_PROXY', [], trustedProxies),
     requestTimeoutMs: read('REQUEST_TIMEOUT_MS', 30_000, integerIn(1000, 3_600_000)),
     databaseUrl: read('DATABASE_URL', undefined, postgresUrl),
@@ -218,9 +218,13 @@ export function loadConfig(env: Env = process.env): Config {
     metrics: {
       // The port OpenTelemetry's Prometheus exporter uses: apart from the API's and the common exporters'.
       port: read('METRICS_PORT', 9464, integerIn(0, 65535)),
-      host: read('METRICS_HOST', '127.0.0.1', (v) => v),
+      host: read('METRICS_HOST', '127.0.0.1', hostName),
       token: read('METRICS_TOKEN', undefined, minLength(16)),
     },
+  }
+
+  if (config.metrics.port !== 0 && config.metrics.port === config.port) {
+    problems.push(`METRICS_PORT=${config.metrics.port}: the API's own port (PORT); give the metrics another, or 0 for none`)
   }
 
   if (config.storageDriver === 's3') {
@@ -235,6 +239,13 @@ export function loadConfig(env: Env = process.env): Config {
       accessKeyId: read('S3_ACCESS_KEY_ID', undefined, (v) => v),
       secretAccessKey: read('S3_SECRET_ACCESS_KEY', undefined, (v) => v),
       publicUrl,
+    }
+    // Both, or neither for the AWS SDK's default chain: one alone would be dropped without a word.
+    const [keyId, secret] = [config.s3.accessKeyId, config.s3.secretAccessKey]
+    if ((keyId === undefined) !== (secret === undefined)) {
+      problems.push(
+        `${keyId === undefined ? 'S3_ACCESS_KEY_ID' : 'S3_SECRET_ACCESS_KEY'}: required with ${keyId === undefined ? 'S3_SECRET_ACCESS_KEY' : 'S3_ACCESS_KEY_ID'} (or set neither, for the AWS SDK's default chain)`,
+      )
     }
   }
 
@@ -393,9 +404,18 @@ function originList(raw: string): string[] {
     })
 }
 
+/** A base URL the service puts paths after: no query or fragment, which the paths would follow. */
 function httpUrl(raw: string): string {
-  parsedUrl(raw, ['http:', 'https:'], 'an http(s):// URL')
+  const url = parsedUrl(raw, ['http:', 'https:'], 'an http(s):// URL')
+  if (url.search !== '' || url.hash !== '' || /[?#]/.test(raw)) throw new Error('expected an http(s):// URL without a query or a fragment')
   return raw.replace(/\/+$/, '')
+}
+
+/** A name of a host (RFC 1123 labels) or an IP address, to bind or to reach. */
+function hostName(raw: string): string {
+  const label = '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?'
+  if (ipaddr.isValid(raw) || (raw.length <= 253 && new RegExp(`^${label}(\\.${label})*\\.?$`, 'i').test(raw))) return raw
+  throw new Error('expected an IP address or a host name')
 }
 
 const durationUnitsMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }

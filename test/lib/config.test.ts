@@ -177,6 +177,26 @@ describe('configuration', () => {
     )
   })
 
+  it('refuses a host, a base URL, a metrics port and S3 credentials it could not use as they are', () => {
+    const refused = (env: Record<string, string>, said: RegExp) =>
+      assert.throws(
+        () => loadConfig({ DATA_DIR: dataDir(), ...env }),
+        (error: unknown) => error instanceof ConfigError && said.test(error.message),
+        JSON.stringify(env),
+      )
+    refused({ HOST: 'not a host' }, /HOST="not a host": expected an IP address or a host name/)
+    refused({ METRICS_HOST: 'metrics host' }, /METRICS_HOST="metrics host"/)
+    for (const url of ['https://mls.example?x=1', 'https://mls.example/#top'])
+      refused({ PUBLIC_BASE_URL: url }, /PUBLIC_BASE_URL=.*without a query or a fragment/)
+    refused({ PORT: '9464' }, /METRICS_PORT=9464: the API's own port/)
+    const s3 = { STORAGE_DRIVER: 's3', S3_BUCKET: 'photos', S3_PUBLIC_URL: 'https://cdn.example' }
+    refused({ ...s3, S3_ACCESS_KEY_ID: 'key' }, /S3_SECRET_ACCESS_KEY: required with S3_ACCESS_KEY_ID/)
+    refused({ ...s3, S3_SECRET_ACCESS_KEY: 'secret' }, /S3_ACCESS_KEY_ID: required with S3_SECRET_ACCESS_KEY/)
+    // And what they may be.
+    for (const host of ['0.0.0.0', '::', 'localhost', 'api.internal.example']) assert.equal(loadConfig({ DATA_DIR: dataDir(), HOST: host }).host, host)
+    assert.equal(loadConfig({ DATA_DIR: dataDir(), PORT: '9464', METRICS_PORT: '0' }).metrics.port, 0)
+  })
+
   it('stops the server at start with that message and a non-zero exit', () => {
     const result = spawnSync(process.execPath, nodeArguments('src/server'), {
       env: { ...process.env, PORT: '99999', DATA_DIR: dataDir(), DATABASE_URL: '' },

@@ -32,7 +32,7 @@ import metricsPlugin from './plugins/metrics.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import servicesPlugin from './plugins/services.js'
 import { installSerializers } from './plugins/serialization.js'
-import { installValidators, refuseBodyWhereNone, rejectUnstorableValues } from './plugins/validation.js'
+import { installValidators, refuseBodiesWhereNone, rejectUnstorableValues } from './plugins/validation.js'
 import type { Services } from './services.js'
 
 declare module 'fastify' {
@@ -83,7 +83,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
   installErrorHandlers(app, database.availability)
   installConnectionClosing(app)
   app.addHook('preHandler', rejectUnstorableValues)
-  app.addHook('preHandler', refuseBodyWhereNone)
+  refuseBodiesWhereNone(app)
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)
   })

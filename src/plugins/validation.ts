@@ -107,15 +107,26 @@ export async function allowEmptyBody(request: FastifyRequest): Promise<void> {
   request.body ??= {}
 }
 
+/** The methods whose bodies are read (Fastify parses none for GET or HEAD). */
+const METHODS_WITH_BODIES = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+
 /**
- * preHandler hook for every route: a body sent to an operation that takes none is refused, each
- * of its fields named as not allowed, as an unknown field is everywhere else (no field is ever
- * taken from where it does not belong). An empty object passes: some clients send `{}` with
- * every POST. Multipart routes read their own bodies and leave `request.body` unset.
+ * Refuses a body sent to an operation that takes none, each of its fields named as not allowed,
+ * as an unknown field is everywhere else (no field is ever taken from where it does not belong).
+ * An empty object passes: some clients send `{}` with every POST. Added as a preHandler to such
+ * routes only, as they are registered, so that a route with a body schema or a GET pays nothing.
+ * Multipart routes read their own bodies and leave `request.body` unset.
  */
-export async function refuseBodyWhereNone(request: FastifyRequest): Promise<void> {
+export function refuseBodiesWhereNone(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    if (route.schema?.body !== undefined || ![route.method].flat().some((method) => METHODS_WITH_BODIES.has(method))) return
+    route.preHandler = [...[route.preHandler ?? []].flat(), refuseBody]
+  })
+}
+
+async function refuseBody(request: FastifyRequest): Promise<void> {
   const body: unknown = request.body
-  if (request.routeOptions.schema?.body !== undefined || body === undefined || body === null) return
+  if (body === undefined || body === null) return
   if (typeof body !== 'object' || Array.isArray(body)) throw ApiError.validation([{ loc: ['body'], msg: 'must be left out: this operation takes no body' }])
   const fields = Object.keys(body)
   if (fields.length > 0) throw ApiError.validation(fields.slice(0, MAX_REPORTED).map((field) => ({ loc: ['body', field], msg: 'is not an allowed field' })))

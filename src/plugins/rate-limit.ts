@@ -35,7 +35,19 @@ export default fp(
       : undefined
     app.decorate('rateLimitRedis', redis)
     if (redis) {
-      redis.on('error', (error) => app.log.warn({ err: error }, 'redis for rate limits is unavailable'))
+      // ioredis reports an error at every reconnection attempt (every two seconds at most):
+      // an outage is logged when it starts and when it ends, not at each of them.
+      let outage = false
+      redis.on('error', (error) => {
+        if (outage) return
+        outage = true
+        app.log.warn({ err: error }, 'redis for rate limits is unavailable; requests go on uncounted meanwhile')
+      })
+      redis.on('ready', () => {
+        if (!outage) return
+        outage = false
+        app.log.info('redis for rate limits is reachable again')
+      })
       app.addHook('onClose', async () => {
         redis.disconnect()
       })

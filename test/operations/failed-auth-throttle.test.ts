@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
+import { connect, createServer, type Server } from 'node:net'
 import type { LightMyRequestResponse } from 'fastify'
+import pino from 'pino'
 import { ADMIN_KEY, buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, type Tenant } from '../helpers/factories.js'
 import type { ErrorBody } from '../helpers/responses.js'
 import { freePort } from '../helpers/service-process.js'
+import { waitFor } from '../helpers/webhooks.js'
 
 const LIMIT = 30
 const throttled = { RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_FAILURES_PER_MINUTE: String(LIMIT) }
@@ -228,6 +231,49 @@ describe('the failure throttle while Redis is unreachable', () => {
     for (let i = 1; i <= LIMIT; i++) assert.equal((await wrongApiKey(t, attacker)).statusCode, 401, `wrong key ${i}`)
     assertThrottled(await wrongApiKey(t, attacker), 'past the limit, counted in the process')
     assert.equal((await t.app.inject({ url: '/healthz', remoteAddress: attacker })).statusCode, 200)
+  })
+})
+
+describe('Redis for rate limits going away and coming back', () => {
+  const PINO_WARN = 40
+  const PINO_INFO = 30
+  let t: TestApp
+  let port: number
+  const lines: { level: number; msg: string }[] = []
+  let proxy: Server | undefined
+
+  before(async () => {
+    port = await freePort()
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as { level: number; msg: string }) })
+    t = await buildTestApp({ ...throttled, REDIS_URL: `redis://127.0.0.1:${port}` }, { logger })
+  })
+  after(async () => {
+    await t.close()
+    await new Promise((resolve) => (proxy ? proxy.close(resolve) : resolve(undefined)))
+  })
+
+  const outageLines = () => lines.filter((line) => line.level === PINO_WARN && /^redis for rate limits is unavailable/.test(line.msg))
+
+  it('logs an outage once, however many reconnections fail', async () => {
+    const redis = t.app.rateLimitRedis!
+    let attempts = 0
+    redis.on('reconnecting', () => attempts++)
+    await waitFor(() => attempts >= 4, 30_000, 'four reconnection attempts')
+    assert.equal(outageLines().length, 1, JSON.stringify(lines))
+  })
+
+  it('logs its end once Redis answers again', { skip: !process.env.REDIS_URL && 'needs REDIS_URL' }, async () => {
+    // Redis appears at the address the service was given: a forwarder to the machine's.
+    const target = new URL(process.env.REDIS_URL!)
+    proxy = createServer((client) => {
+      const upstream = connect(Number(target.port || 6379), target.hostname)
+      client.pipe(upstream).pipe(client)
+      client.on('error', () => upstream.destroy())
+      upstream.on('error', () => client.destroy())
+    })
+    await new Promise<void>((resolve) => proxy!.listen(port, '127.0.0.1', resolve))
+    await waitFor(() => lines.some((line) => line.level === PINO_INFO && line.msg === 'redis for rate limits is reachable again'), 30_000, 'the recovery line')
+    assert.equal(outageLines().length, 1)
   })
 })
 

@@ -182,6 +182,18 @@ describe('the TypeScript client against a live service', () => {
     assert.throws(() => verifyWebhook(webhook.secret, delivery.body.replace('webhook.test', 'mls.new_listing'), delivery.headers), WebhookVerificationError)
     const otherSecret = `whsec_${randomBytes(24).toString('base64')}`
     assert.throws(() => verifyWebhook(otherSecret, delivery.body, delivery.headers), WebhookVerificationError)
+    // A secret that is none (unset, cut short) is the receiver's mistake, told apart from a forged delivery.
+    for (const notASecret of ['', 'whsec_', webhook.secret.slice(0, -1), webhook.secret.slice('whsec_'.length)]) {
+      assert.throws(
+        () => verifyWebhook(notASecret, delivery.body, delivery.headers),
+        (error: unknown) => {
+          assert.ok(error instanceof TypeError && !(error instanceof WebhookVerificationError), String(error))
+          assert.match(error.message, /^verifyWebhook needs the subscription's secret, "whsec_" then base64/)
+          assert.ok(notASecret.length < 8 || !error.message.includes(notASecret), 'the message does not repeat the secret')
+          return true
+        },
+      )
+    }
 
     const log = await expectStatus(agency.GET('/webhooks/{id}/logs', { params: { path: { id: webhook.id } } }), 200)
     assert.equal(log.items[0]?.id, entry.id)

@@ -284,6 +284,8 @@ export const properties = pgTable(
       foreignColumns: [residentialComplexes.id, residentialComplexes.cityId],
     }),
     check('properties_published_has_city_check', sql`${t.statusId} <> 2 or ${t.cityId} is not null`),
+    // The change feed and the catalogue order published listings by when they were published.
+    check('properties_published_has_published_at_check', sql`${t.statusId} <> 2 or ${t.publishedAt} is not null`),
     // A listing held for a suspension stays withdrawn until it is given back.
     check('properties_held_is_withdrawn_check', sql`${t.heldStatusId} is null or ${t.statusId} = 4`),
     // The tenant's list (GET /properties): its filters narrow a tenant's rows, newest first.

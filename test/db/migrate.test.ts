@@ -13,7 +13,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { DatabaseInUseError, openDatabase, queryRows, type DatabaseHandle } from '../../src/db/client.js'
 import { countPendingMigrations, migrateDatabase, migrationsFolder } from '../../src/db/migrate.js'
 import { propertyTypes } from '../../src/db/schema.js'
-import { buildTestApp } from '../helpers/app.js'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { emptyServerDatabase, engine } from '../helpers/database.js'
 import { createTenant, submitProperty } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
@@ -187,7 +187,7 @@ describe('the repair of coordinates out of range (migration 0030)', () => {
       await t.db.execute(sql`
         insert into property_revisions (property_id, tenant_id, fields)
         select id, tenant_id, jsonb_build_object('latitude', 55.7, 'longitude', 200, 'price', 1000000) from properties where id = ${kept.id}::int`)
-      await t.db.execute(sql`delete from drizzle.__drizzle_migrations where created_at = (select max(created_at) from drizzle.__drizzle_migrations)`)
+      await rewindBefore(t, 'coordinates_in_range')
 
       await migrateDatabase(t.database.handle)
 
@@ -216,3 +216,42 @@ describe('the repair of coordinates out of range (migration 0030)', () => {
     }
   })
 })
+
+describe('the published time of every published listing (migration 0031)', () => {
+  it('gives a published listing without one its last change’s time, then holds every published listing to having one', async () => {
+    const t = await buildTestApp()
+    try {
+      const agency = await createTenant(t.app)
+      const listing = await submitProperty(t.app, agency)
+      await runInternalCheck(t.app)
+      await rewindBefore(t, 'published_has_published_at')
+      // As a row written by hand could be before the check existed.
+      await t.db.execute(sql`update properties set published_at = null, updated_at = '2026-01-02T03:04:05Z' where id = ${listing.id}::int`)
+
+      await migrateDatabase(t.database.handle)
+
+      const shown = await t.app.inject(`/mls/properties/${listing.id}`)
+      assert.equal(shown.statusCode, 200, shown.body)
+      assert.equal(shown.json<{ published_at: string }>().published_at, '2026-01-02T03:04:05.000+00:00')
+      assert.equal((await t.app.inject('/mls/changes')).statusCode, 200)
+      await assert.rejects(t.db.execute(sql`update properties set published_at = null where id = ${listing.id}::int`), (error: Error) =>
+        /violates check constraint "properties_published_has_published_at_check"/.test(String((error.cause as Error | undefined)?.message)),
+      )
+    } finally {
+      await t.close()
+    }
+  })
+})
+
+/**
+ * Takes a migrated database back to before the migration tagged `…_<name>`, as far as the
+ * migrations after it need: their records go, so they run again, and what they add that would
+ * not be added twice is dropped.
+ */
+async function rewindBefore(t: TestApp, name: string): Promise<void> {
+  const { entries } = JSON.parse(readFileSync(path.join(migrationsFolder, 'meta', '_journal.json'), 'utf8')) as { entries: { tag: string; when: number }[] }
+  const from = entries.find((entry) => entry.tag.endsWith(`_${name}`))
+  assert.ok(from, `no migration named ${name}`)
+  await t.db.execute(sql`delete from drizzle.__drizzle_migrations where created_at >= ${from.when}`)
+  await t.db.execute(sql`alter table properties drop constraint if exists properties_published_has_published_at_check`)
+}

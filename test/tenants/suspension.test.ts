@@ -169,7 +169,7 @@ describe('suspending an agency', () => {
     },
   )
 
-  it('keeps its listings waiting for the check, and operators from publishing them, until it is unsuspended', async () => {
+  it('keeps its listings waiting for the check, and operators from deciding on them, until it is unsuspended', async () => {
     const agency = await createTenant(t.app)
     const { id } = await submitProperty(t.app, agency)
     await adminView(await suspend(agency.tenantId))
@@ -181,6 +181,12 @@ describe('suspending an agency', () => {
     assert.equal(approved.statusCode, 409)
     assert.deepEqual(approved.json<ErrorBody>(), {
       detail: 'The listing’s agency is suspended; its listings cannot be published until it is unsuspended.',
+    })
+    // A rejection would not reach it either: it is sent no event while suspended.
+    const rejected = await t.app.inject({ method: 'POST', url: `/admin/properties/${id}/reject`, headers: adminHeaders, payload: { reason: 'Spam' } })
+    assert.equal(rejected.statusCode, 409)
+    assert.deepEqual(rejected.json<ErrorBody>(), {
+      detail: 'The listing’s agency is suspended; its listings cannot be rejected until it is unsuspended.',
     })
     assert.equal((await catalogueOf(agency)).total, 0)
 

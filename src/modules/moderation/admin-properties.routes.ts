@@ -48,7 +48,7 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'rejectListing',
         summary: 'Reject a listing waiting for review, with a reason the agency sees',
         description:
-          'Moves the listing to status 3 with the check’s findings and a `rejected_by_moderator` reason carrying `reason`, and sends `property.rejected` to its agency. A published listing’s waiting revision is rejected instead, and the listing stays published as it was. The body is optional. Only a listing in status 1 or such a revision can be decided (otherwise 409). Answers with the listing as `GET /admin/properties` shows it, once decided.',
+          'Moves the listing to status 3 with the check’s findings and a `rejected_by_moderator` reason carrying `reason`, and sends `property.rejected` to its agency. A published listing’s waiting revision is rejected instead, and the listing stays published as it was. The body is optional. Only a listing in status 1 or such a revision can be decided, and not while its agency is suspended: it receives no event then, so the rejection would never reach it (otherwise 409). Answers with the listing as `GET /admin/properties` shows it, once decided.',
         params: ListingIdParams,
         body: ListingRejection,
         response: { 200: ListingUnderReview, ...errorResponses(400, 401, 404, 409, 415, 422), 429: failureThrottleResponse },

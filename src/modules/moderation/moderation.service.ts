@@ -80,10 +80,7 @@ export class ModerationService {
   async approve(id: number): Promise<ListingUnderReview> {
     return this.db.transaction(async (tx) => {
       const undecided = await this.properties.lockUndecided(tx, id)
-      const { tenantId } = undecided.listing
-      if (!(await this.tenants.lockUnsuspended(tx, [tenantId])).has(tenantId)) {
-        throw ApiError.conflict('The listing’s agency is suspended; its listings cannot be published until it is unsuspended.')
-      }
+      await this.refuseWhileSuspended(tx, undecided, 'published')
       // The catalogue lists every listing under its city: one without a city (or a revision that
       // removed it) cannot be published, whatever the operator decides.
       if (undecided.listing.cityId === null) {
@@ -104,6 +101,7 @@ export class ModerationService {
   async reject(id: number, reason: string | undefined): Promise<ListingUnderReview> {
     return this.db.transaction(async (tx) => {
       const undecided = await this.properties.lockUndecided(tx, id)
+      await this.refuseWhileSuspended(tx, undecided, 'rejected')
       const waitingForCheck = undecided.listing.reviewRequestedAt !== null
       const checked = waitingForCheck ? null : undecided.revision ? undecided.revision.moderation : undecided.listing.moderation
       await this.rejectListing(tx, undecided, [
@@ -112,6 +110,17 @@ export class ModerationService {
       ])
       return underReview(await this.properties.findDecided(tx, id))
     })
+  }
+
+  /**
+   * A suspended agency's listings wait for a decision as they wait for the check: it receives
+   * no event while suspended, so a rejection would never reach it (docs/api.md#suspension).
+   */
+  private async refuseWhileSuspended(tx: Database, undecided: UnderCheck, decision: 'published' | 'rejected'): Promise<void> {
+    const { tenantId } = undecided.listing
+    if (!(await this.tenants.lockUnsuspended(tx, [tenantId])).has(tenantId)) {
+      throw ApiError.conflict(`The listing’s agency is suspended; its listings cannot be ${decision} until it is unsuspended.`)
+    }
   }
 
   /** Listings in one status across all agencies, oldest change first, with the check's findings. */

@@ -436,11 +436,19 @@ function parseDuration(raw: string): number | undefined {
   return match ? Number(match[1]) * durationUnitsMs[match[2]!]! : undefined
 }
 
-/** Parses `5s,5m,30m,2h` into milliseconds. */
+/**
+ * Parses a retry schedule, `5s,5m,30m,2h`, into milliseconds. Its bounds keep every retry
+ * a date PostgreSQL and a timer can hold, and a delivery's attempts a list one can read.
+ */
 export function parseDurationList(raw: string): number[] {
-  return raw.split(',').map((part) => {
+  const parts = raw.split(',')
+  if (parts.length > MAX_RETRIES) throw new Error(`${parts.length} delays; at most ${MAX_RETRIES} retries are taken`)
+  return parts.map((part) => {
     const value = parseDuration(part)
     if (value === undefined) throw new Error(`"${part.trim()}" is not a duration; expected a list like 5s,5m,30m,2h`)
+    if (value > MAX_RETRY_DELAY_MS) throw new Error(`"${part.trim()}" is longer than 30 days, the longest delay taken`)
     return value
   })
 }
+const MAX_RETRIES = 50
+const MAX_RETRY_DELAY_MS = 30 * 86_400_000

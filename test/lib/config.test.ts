@@ -177,13 +177,16 @@ describe('configuration', () => {
     )
   })
 
-  it('refuses a host, a base URL, a metrics port and S3 credentials it could not use as they are', () => {
+  it('refuses a host, a base URL, a metrics port, S3 credentials and a retry schedule it could not use as they are', () => {
     const refused = (env: Record<string, string>, said: RegExp) =>
       assert.throws(
         () => loadConfig({ DATA_DIR: dataDir(), ...env }),
         (error: unknown) => error instanceof ConfigError && said.test(error.message),
         JSON.stringify(env),
       )
+    refused({ WEBHOOK_RETRY_SCHEDULE: '5s,99999999999d' }, /WEBHOOK_RETRY_SCHEDULE=.*"99999999999d" is longer than 30 days, the longest delay taken/)
+    refused({ WEBHOOK_RETRY_SCHEDULE: Array(51).fill('1s').join(',') }, /WEBHOOK_RETRY_SCHEDULE=.*51 delays; at most 50 retries are taken/)
+    assert.equal(loadConfig({ DATA_DIR: dataDir(), WEBHOOK_RETRY_SCHEDULE: `30d,${Array(49).fill('0ms').join(',')}` }).webhookRetryScheduleMs.length, 50)
     refused({ HOST: 'not a host' }, /HOST="not a host": expected an IP address or a host name/)
     refused({ METRICS_HOST: 'metrics host' }, /METRICS_HOST="metrics host"/)
     for (const url of ['https://mls.example?x=1', 'https://mls.example/#top'])

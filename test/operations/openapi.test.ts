@@ -184,12 +184,14 @@ describe('the OpenAPI documents', () => {
     assert.ok(document.components.headers['Retry-After'])
   })
 
-  it('declare on every operation that takes a body the refusals of its body: 400, 413, 415 and 422', () => {
-    const withBody = operationsOf(document).filter(({ operation }) => operation.requestBody)
-    assert.ok(withBody.length >= 10)
-    for (const { method, path, operation } of withBody) {
-      for (const status of ['400', '413', '415', '422']) assert.ok(operation.responses[status], `${method} ${path} declares ${status}`)
-    }
+  it('declare on every operation that takes a body, or could be sent one, the refusals of a body: 400, 413, 415 and 422', () => {
+    // A body sent to an operation that takes none is read, and refused, as any other (docs/api.md#errors).
+    const bodied = operationsOf(document).filter(({ method, operation }) => operation.requestBody || ['post', 'put', 'patch', 'delete'].includes(method))
+    assert.ok(bodied.filter(({ operation }) => !operation.requestBody).length >= 5)
+    const missing = bodied.flatMap(({ method, path, operation }) =>
+      ['400', '413', '415', '422'].filter((status) => !operation.responses[status]).map((status) => `${method} ${path} ${status}`),
+    )
+    assert.deepEqual(missing, [])
   })
 
   it('describe every event a receiver gets, with the signature headers', () => {

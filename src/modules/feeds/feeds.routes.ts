@@ -98,7 +98,10 @@ const feedsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Disconnect a feed',
         description: 'Its runs and reports go with it; the listings it brought in stay, as the agency’s own.',
         params: FeedIdParams,
-        response: { 204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders }, ...rateLimitedErrorResponses(401, 404, 422, 429) },
+        response: {
+          204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders },
+          ...rateLimitedErrorResponses(400, 401, 404, 413, 415, 422, 429),
+        },
       },
     },
     async (request, reply) => {
@@ -119,7 +122,7 @@ const feedsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: FeedIdParams,
         response: {
           202: rateLimited(FeedRunSummary, locationHeader('The run, `/feeds/{id}/runs/{run_id}`.')),
-          ...rateLimitedErrorResponses(401, 404, 409, 422, 429),
+          ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429),
         },
       },
     },

@@ -120,7 +120,10 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Delete a photo and its files',
         description: `The photo and its small rendition are removed from storage. ${PHOTOS_FROZEN}`,
         params: ImageIdParams,
-        response: { 204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders }, ...rateLimitedErrorResponses(401, 404, 409, 422, 429) },
+        response: {
+          204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders },
+          ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429),
+        },
       },
     },
     async (request, reply) => {

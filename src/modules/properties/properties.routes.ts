@@ -109,7 +109,10 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Delete a property with its photos',
         description: 'Removes the listing, its photos and their files; a published listing leaves the catalogue at once.',
         params: PropertyIdParams,
-        response: { 204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders }, ...rateLimitedErrorResponses(401, 404, 422, 429) },
+        response: {
+          204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders },
+          ...rateLimitedErrorResponses(400, 401, 404, 413, 415, 422, 429),
+        },
       },
     },
     async (request, reply) => {
@@ -169,7 +172,10 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Delete the agency’s listing with this external id, with its photos',
         description: 'As `DELETE /properties/{id}`; 404 when the agency has none with this id. Percent-encode the id in the path.',
         params: ExternalIdParams,
-        response: { 204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders }, ...rateLimitedErrorResponses(401, 404, 422, 429) },
+        response: {
+          204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders },
+          ...rateLimitedErrorResponses(400, 401, 404, 413, 415, 422, 429),
+        },
       },
     },
     async (request, reply) => {
@@ -188,7 +194,10 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Back to the approved version, which the catalogue shows: `GET /properties/{id}` then shows it, with `revision: null`. A listing without a revision answers 404.',
         params: PropertyIdParams,
-        response: { 204: { type: 'null', description: 'Discarded.', headers: rateLimitHeaders }, ...rateLimitedErrorResponses(401, 404, 409, 422, 429) },
+        response: {
+          204: { type: 'null', description: 'Discarded.', headers: rateLimitHeaders },
+          ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429),
+        },
       },
     },
     async (request, reply) => {

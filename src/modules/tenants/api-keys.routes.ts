@@ -61,7 +61,10 @@ const apiKeysRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'The key is refused from now on, on every API process within a second; it stays in the list with its `revoked_at`. Revoking a revoked key answers 204 again and changes nothing. The agency’s last active key cannot be revoked (409): create another first. Another agency’s key is a 404, like a missing one.',
         params: ApiKeyIdParams,
-        response: { 204: { type: 'null', description: 'Revoked.', headers: rateLimitHeaders }, ...rateLimitedErrorResponses(401, 404, 409, 422, 429) },
+        response: {
+          204: { type: 'null', description: 'Revoked.', headers: rateLimitHeaders },
+          ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429),
+        },
       },
     },
     async (request, reply) => {

@@ -89,7 +89,10 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Delete a subscription',
         description: 'Its pending deliveries are cancelled, and its delivery log goes with it.',
         params: WebhookIdParams,
-        response: { 204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders }, ...rateLimitedErrorResponses(401, 404, 422, 429) },
+        response: {
+          204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders },
+          ...rateLimitedErrorResponses(400, 401, 404, 413, 415, 422, 429),
+        },
       },
     },
     async (request, reply) => {
@@ -108,7 +111,7 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'One immediate attempt of a `webhook.test` event, signed like any delivery, without retries; whatever the subscription’s events and state. Answers 200 with the log entry of the attempt, also when the receiver failed (see `status` and `error`).',
         params: WebhookIdParams,
-        response: { 200: rateLimited(DeliveryLogEntry), ...rateLimitedErrorResponses(401, 404, 422, 429) },
+        response: { 200: rateLimited(DeliveryLogEntry), ...rateLimitedErrorResponses(400, 401, 404, 413, 415, 422, 429) },
       },
     },
     async (request) => app.services.webhooks.test(request.tenant.id, request.params.id),

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { createServer, type AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
@@ -64,6 +65,12 @@ describe('webhook subscriptions', () => {
     const listed = subscriptions.find((entry) => entry.id === created.id)!
     assert.deepEqual(Object.keys(listed).sort(), SUBSCRIPTION_FIELDS)
     assert.ok(!list.body.includes('whsec_'))
+
+    // Its Location reads it back as the list shows it.
+    const read = await t.app.inject({ method: 'GET', url: response.headers.location, headers: agency.headers })
+    assert.equal(read.statusCode, 200, read.body)
+    assert.deepEqual(read.json<WebhookSubscription>(), listed)
+    assert.ok(!read.body.includes('whsec_'))
   })
 
   it('defaults description to null', async () => {
@@ -146,6 +153,7 @@ describe('webhook subscriptions', () => {
     const routes = [
       ['POST', '/webhooks'],
       ['GET', '/webhooks'],
+      ['GET', '/webhooks/1'],
       ['DELETE', '/webhooks/1'],
       ['POST', '/webhooks/1/test'],
       ['GET', '/webhooks/1/logs'],
@@ -165,6 +173,7 @@ describe('webhook subscriptions', () => {
     assert.deepEqual(theirs.json<WebhookSubscription[]>(), [])
     const sentBefore = receiver.requests.length
     for (const [method, url] of [
+      ['GET', `/webhooks/${mine.id}`],
       ['DELETE', `/webhooks/${mine.id}`],
       ['POST', `/webhooks/${mine.id}/test`],
       ['GET', `/webhooks/${mine.id}/logs`],
@@ -182,12 +191,16 @@ describe('webhook subscriptions', () => {
   it('refuses ids that are not whole numbers with 422, and finds none for ids no subscription can have', async () => {
     for (const [url, status] of [
       ['/webhooks/abc', 422],
+      ['GET /webhooks/abc', 422],
+      ['GET /webhooks/0', 404],
       ['/webhooks/1.5/test', 422],
       ['/webhooks/0/test', 404],
       ['/webhooks/-1/logs', 404],
     ] as const) {
-      const method = url.endsWith('test') ? 'POST' : url.endsWith('logs') ? 'GET' : 'DELETE'
-      const response = await t.app.inject({ method, url, headers: agency.headers })
+      const [method, path]: ['GET' | 'POST' | 'DELETE', string] = url.startsWith('GET ')
+        ? ['GET', url.slice(4)]
+        : [url.endsWith('test') ? 'POST' : url.endsWith('logs') ? 'GET' : 'DELETE', url]
+      const response = await t.app.inject({ method, url: path, headers: agency.headers })
       assert.equal(response.statusCode, status, url)
       if (status === 404) assert.deepEqual(response.json<ErrorBody>(), { detail: 'Webhook not found' })
     }
@@ -273,6 +286,66 @@ describe('webhook subscriptions', () => {
       const response = await t.app.inject({ method: 'GET', url: `/webhooks/${created.id}/logs${query}`, headers: agency.headers })
       assert.equal(response.statusCode, 422, query)
     }
+  })
+
+  it('logs any three-digit status a receiver answers, and an error naming a long host cut to fit the log', async () => {
+    // HTTP lets a server send any three digits; node:http would not, so the answer is written by hand.
+    const odd = createServer((socket) => {
+      socket.on('error', () => undefined)
+      socket.once('data', () => socket.end('HTTP/1.1 999 Odd\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok'))
+    })
+    await new Promise<void>((resolve) => odd.listen(0, '127.0.0.1', resolve))
+    try {
+      const created = await subscribe(t.app, agency, { url: `http://127.0.0.1:${(odd.address() as AddressInfo).port}/hooks`, events: ['mls.new_listing'] })
+      const response = await t.app.inject({ method: 'POST', url: `/webhooks/${created.id}/test`, headers: agency.headers })
+      assert.equal(response.statusCode, 200, response.body)
+      assert.equal(response.json<DeliveryLogEntry>().response_status_code, 999)
+      assert.equal(response.json<DeliveryLogEntry>().status, 'failed')
+      assert.equal((await deliveryLog(t.app, agency, created.id)).items[0]?.response_status_code, 999)
+    } finally {
+      await new Promise((resolve) => odd.close(resolve))
+    }
+
+    // A URL may be 2,048 characters long, and an error may name its host.
+    const host = Array.from({ length: 32 }, () => 'a'.repeat(62)).join('.')
+    const long = await subscribe(t.app, agency, { url: `http://${host}`.slice(0, 2000) + '/hooks', events: ['mls.new_listing'] })
+    const response = await t.app.inject({ method: 'POST', url: `/webhooks/${long.id}/test`, headers: agency.headers })
+    assert.equal(response.statusCode, 200, response.body.slice(0, 300))
+    const entry = response.json<DeliveryLogEntry>()
+    assert.equal(entry.status, 'failed')
+    assert.ok(entry.error!.length <= 2000 && entry.error!.endsWith('…'), entry.error!)
+    assert.equal((await t.app.inject({ url: `/webhooks/${long.id}/logs`, headers: agency.headers })).statusCode, 200)
+  })
+
+  it('answers a test event sent while its subscription is deleted 200 (sent first) or 404 (deleted first)', async () => {
+    const outcomes: number[] = []
+    for (let round = 0; round < 10; round++) {
+      const created = await subscribe(t.app, agency, { url: 'http://127.0.0.1:9/hooks', events: ['mls.new_listing'] })
+      const [test, removal] = await Promise.all([
+        t.app.inject({ method: 'POST', url: `/webhooks/${created.id}/test`, headers: agency.headers }),
+        t.app.inject({ method: 'DELETE', url: `/webhooks/${created.id}`, headers: agency.headers }),
+      ])
+      assert.equal(removal.statusCode, 204, removal.body)
+      outcomes.push(test.statusCode)
+    }
+    assert.deepEqual(
+      outcomes.filter((status) => status !== 200 && status !== 404),
+      [],
+      outcomes.join(', '),
+    )
+  })
+
+  it('keeps an agency to 20 subscriptions: a 21st is a 409 until one is deleted', async () => {
+    const busy = await createTenant(t.app)
+    const made = []
+    for (let index = 0; index < 20; index++) made.push(await subscribe(t.app, busy, { url: `${receiver.url}${index}`, events: ['mls.new_listing'] }))
+    const payload = { url: receiver.url, events: ['mls.new_listing'] }
+    const refused = await t.app.inject({ method: 'POST', url: '/webhooks', headers: busy.headers, payload })
+    assert.equal(refused.statusCode, 409, refused.body)
+    assert.deepEqual(refused.json<ErrorBody>(), { detail: 'An agency may have at most 20 webhook subscriptions; delete one first.' })
+    assert.equal((await t.app.inject({ url: '/webhooks', headers: busy.headers })).json<WebhookSubscription[]>().length, 20)
+    assert.equal((await t.app.inject({ method: 'DELETE', url: `/webhooks/${made[0]!.id}`, headers: busy.headers })).statusCode, 204)
+    assert.equal((await t.app.inject({ method: 'POST', url: '/webhooks', headers: busy.headers, payload })).statusCode, 201)
   })
 
   it('deletes a subscription (204), cancelling its pending deliveries; a second delete is a 404', async () => {

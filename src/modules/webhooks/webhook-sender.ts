@@ -10,6 +10,9 @@ import { Webhook } from 'standardwebhooks'
 import { OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 import type { SecretBox } from '../../lib/secrets.js'
 
+/** The longest `error` an attempt's log entry shows. */
+export const ERROR_MAX_LENGTH = 2000
+
 /** The most of a receiver's answer kept in the log. */
 export const RESPONSE_BODY_LIMIT = 4096
 
@@ -115,7 +118,9 @@ export class WebhookSender {
 }
 
 function failure(error: string, durationMs: number): AttemptOutcome {
-  return { succeeded: false, statusCode: null, responseBody: null, error, durationMs, retryAfterMs: undefined, gone: false }
+  // An error may repeat the URL (its host), which may be up to 2,048 characters long.
+  const shown = error.length > ERROR_MAX_LENGTH ? `${error.slice(0, ERROR_MAX_LENGTH - 1)}…` : error
+  return { succeeded: false, statusCode: null, responseBody: null, error: shown, durationMs, retryAfterMs: undefined, gone: false }
 }
 
 /** Text for the log: invalid UTF-8 replaced, and NUL removed (PostgreSQL text cannot hold it). */

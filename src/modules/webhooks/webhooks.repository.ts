@@ -13,11 +13,16 @@ export async function listSubscriptions(db: Database, tenantId: number): Promise
   return db.select().from(webhookSubscriptions).where(eq(webhookSubscriptions.tenantId, tenantId)).orderBy(webhookSubscriptions.id)
 }
 
-export async function findSubscription(db: Database, tenantId: number, id: number): Promise<SubscriptionRow | undefined> {
-  const [row] = await db
+/**
+ * The tenant's subscription; `kept`, it cannot be deleted until the transaction ends (rows
+ * about to refer to it need it).
+ */
+export async function findSubscription(db: Database, tenantId: number, id: number, kept = false): Promise<SubscriptionRow | undefined> {
+  const query = db
     .select()
     .from(webhookSubscriptions)
     .where(and(eq(webhookSubscriptions.tenantId, tenantId), eq(webhookSubscriptions.id, id)))
+  const [row] = kept ? await query.for('key share') : await query
   return row
 }
 

@@ -37,7 +37,7 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
             ...locationHeader('The new subscription, `/webhooks/{id}`.'),
             'Cache-Control': header('The answer carries the signing secret: never cached.', { type: 'string', enum: ['no-store'] }),
           }),
-          ...rateLimitedErrorResponses(400, 401, 413, 415, 422, 429),
+          ...rateLimitedErrorResponses(400, 401, 409, 413, 415, 422, 429),
         },
       },
     },
@@ -62,6 +62,21 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => app.services.webhooks.list(request.tenant.id),
+  )
+
+  app.get(
+    '/webhooks/:id',
+    {
+      schema: {
+        ...tenantRoute,
+        operationId: 'getWebhook',
+        summary: 'One of the agency’s subscriptions',
+        description: 'The subscription as `GET /webhooks` lists it, without its secret. Another agency’s subscription is a 404.',
+        params: WebhookIdParams,
+        response: { 200: rateLimited(WebhookSubscription), ...rateLimitedErrorResponses(401, 404, 422, 429) },
+      },
+    },
+    async (request) => app.services.webhooks.get(request.tenant.id, request.params.id),
   )
 
   app.patch(

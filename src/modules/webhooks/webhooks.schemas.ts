@@ -7,6 +7,7 @@ import { Id, Int32, Nullable, PageQuery, Page, StringEnum, Timestamp, Url, asSto
 import { WEBHOOK_NOT_FOUND } from '../../lib/errors.js'
 
 import { EVENT_TYPES, LISTING_REMOVED_REASONS, SUBSCRIBABLE_EVENTS } from '../events/event-types.js'
+import { ERROR_MAX_LENGTH } from './webhook-sender.js'
 
 export { EVENT_TYPES, SUBSCRIBABLE_EVENTS, type SubscribableEvent } from '../events/event-types.js'
 
@@ -111,11 +112,13 @@ export const DeliveryLogEntry = Type.Object(
       description:
         'This attempt’s own outcome. `succeeded`: a 2xx answer. `failed`: any other answer, a timeout or a connection error; `next_attempt_at` is when the delivery is tried again, null when it was given up (a test event is never tried again).',
     }),
-    response_status_code: Nullable(Int32({ minimum: 100, maximum: 599 })),
+    response_status_code: Nullable(
+      Int32({ minimum: 100, maximum: 999, description: 'The receiver’s status code: any three digits HTTP lets it send, not only those HTTP defines.' }),
+    ),
     response_body: Nullable(Type.String({ maxLength: 4096, description: 'The first 4 KiB of the answer.' })),
     error: Nullable(
       Type.String({
-        maxLength: 2000,
+        maxLength: ERROR_MAX_LENGTH,
         description: 'Why the attempt failed, starting with its kind: `http_status`, `timeout`, `connection`, `dns`, `blocked_address`, `invalid_url`.',
       }),
     ),

@@ -100,10 +100,7 @@ export class WebhooksService {
     const secret = `whsec_${randomBytes(SECRET_BYTES).toString('base64')}`
     const row = await this.db.transaction(async (tx) => {
       if ((await repository.countSubscriptionsLocked(tx, tenantId)) >= MAX_SUBSCRIPTIONS_PER_TENANT) {
-        throw ApiError.validation(
-          [{ loc: ['body'], msg: `an agency may have at most ${MAX_SUBSCRIPTIONS_PER_TENANT} subscriptions` }],
-          `An agency may have at most ${MAX_SUBSCRIPTIONS_PER_TENANT} webhook subscriptions; delete one first.`,
-        )
+        throw ApiError.conflict(`An agency may have at most ${MAX_SUBSCRIPTIONS_PER_TENANT} webhook subscriptions; delete one first.`)
       }
       // Fan-outs see the subscription whole or not at all, filter included (see lockOutFanOut).
       // After the agency's row, as a suspension takes them, so the two never wait on each other in a circle.
@@ -140,6 +137,10 @@ export class WebhooksService {
     return toSubscription(row)
   }
 
+  async get(tenantId: number, id: number): Promise<WebhookSubscription> {
+    return toSubscription(await this.find(tenantId, id))
+  }
+
   async list(tenantId: number): Promise<WebhookSubscription[]> {
     return (await repository.listSubscriptions(this.db, tenantId)).map(toSubscription)
   }
@@ -162,9 +163,11 @@ export class WebhooksService {
    * worker makes the attempt once the claim's lease runs out.
    */
   async test(tenantId: number, id: number): Promise<DeliveryLogEntry> {
-    const subscription = await this.find(tenantId, id)
     const leaseToken = randomUUID()
     const claimed = await this.db.transaction(async (tx): Promise<ClaimedDelivery> => {
+      // Kept until its delivery is written: a deletion meanwhile waits, or came first (a 404).
+      const subscription = await repository.findSubscription(tx, tenantId, id, true)
+      if (!subscription) throw ApiError.notFound(WEBHOOK_NOT_FOUND)
       const event = await this.events.recordDispatched(tx, {
         type: TEST_EVENT,
         tenantId,

@@ -406,8 +406,13 @@ async function updateSubscriptionHealth(tx: Database, subscriptionId: number, he
   }
 }
 
-/** Switches a subscription off and gives up its pending deliveries. */
+/**
+ * Switches a subscription off and gives up its pending deliveries, with no fan-out under way:
+ * one that read the subscription active before this commits would otherwise add deliveries
+ * after they were given up, and they would be sent.
+ */
 async function disableSubscription(tx: Database, subscriptionId: number, reason: string): Promise<void> {
+  await lockOutFanOut(tx)
   await tx
     .update(webhookSubscriptions)
     .set({ isActive: false, disabledReason: reason, disabledAt: sql`now()` })

@@ -55,7 +55,6 @@ export default fp(
         throw error
       }
       if (!authenticated) {
-        // A request that joined another's lookup of the same key has not taken its own yet.
         const failure = reservation ?? (await throttle.reserve(request))
         failure.keep()
         throw new ApiError('unauthorized', INVALID_API_KEY)

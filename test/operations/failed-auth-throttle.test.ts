@@ -205,6 +205,31 @@ for (const [setting, proxies] of [
   })
 }
 
+describe('a key looked up for two addresses at once', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_FAILURES_PER_MINUTE: '1' })
+  })
+  after(() => t.close())
+
+  it('answers it 200 from an address without failures, whatever the other address’s count', async () => {
+    const agency = await createTenant(t.app)
+    // A key this process has not looked up yet.
+    const created = await t.app.inject({ method: 'POST', url: '/tenants/me/api-keys', headers: agency.headers, payload: { name: 'Second office' } })
+    const key = created.json<{ key: string }>().key
+    const shared = '203.0.113.1' // a NAT, one of whose clients sends a wrong key
+    const [wrong, fromShared, fromClean] = await Promise.all([
+      wrongApiKey(t, shared),
+      t.app.inject({ url: '/tenants/me', headers: { 'x-api-key': key }, remoteAddress: shared }),
+      t.app.inject({ url: '/tenants/me', headers: { 'x-api-key': key }, remoteAddress: '198.51.100.7' }),
+    ])
+    // The shared address has one failure: whichever of its requests took it, the other waits or is refused.
+    assert.ok([401, 429].includes(wrong.statusCode), wrong.body)
+    assert.ok([200, 429].includes(fromShared.statusCode), fromShared.body)
+    assert.equal(fromClean.statusCode, 200, `a right key from an address without failures: ${fromClean.body}`)
+  })
+})
+
 describe('the failure throttle switched off with the rate limits', () => {
   let t: TestApp
   before(async () => {

@@ -80,13 +80,18 @@ export class TenantsService {
 
   /**
    * The agency whose API key this is, or undefined for a key that is unknown, revoked or
-   * expired, or whose agency is suspended: all are refused alike. `beforeLookup` runs before
-   * the database is asked (the failure throttle takes its point there); a key this process
-   * knows needs no lookup.
+   * expired, or whose agency is suspended: all are refused alike. `beforeLookup` runs for each
+   * request whose key must be looked up, before it waits for the database (the failure throttle
+   * takes its request's point there: what it throws is that request's alone, never that of
+   * another request sharing the lookup); a key this process knows needs no lookup.
    */
   async authenticate(apiKey: string, beforeLookup: () => Promise<void> = async () => {}): Promise<AuthenticatedKey | undefined> {
     const digest = digestSecret(apiKey)
-    const known = this.knownKeys.get(digest) ?? (await this.lookUp(digest, beforeLookup))
+    let known = this.knownKeys.get(digest)
+    if (!known) {
+      await beforeLookup()
+      known = await this.lookUp(digest)
+    }
     if (!known) return undefined
     this.recordUse(known.keyId)
     return known
@@ -97,12 +102,11 @@ export class TenantsService {
    * once (they join the one in flight, unless an eviction came since it started), remembered
    * for KEY_CACHE_TTL_MS unless an eviction came before it answered.
    */
-  private lookUp(digest: string, beforeLookup: () => Promise<void>): Promise<AuthenticatedKey | undefined> {
+  private lookUp(digest: string): Promise<AuthenticatedKey | undefined> {
     const evictions = this.evictions
     const inFlight = this.lookups.get(digest)
     if (inFlight?.evictions === evictions) return inFlight.found
     const found = (async () => {
-      await beforeLookup()
       const row = await repository.findActiveKeyByDigest(this.db, digest)
       if (!row) return undefined
       const known = { keyId: row.keyId, tenant: row.tenant }

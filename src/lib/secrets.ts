@@ -44,6 +44,15 @@ export class SecretBox {
     return ['v1', iv, cipher.getAuthTag(), ciphertext].map((part) => (typeof part === 'string' ? part : part.toString('base64url'))).join('.')
   }
 
+  /** The secret, or undefined when it was sealed with another key (or is not a sealed secret). */
+  tryOpen(sealed: string): string | undefined {
+    try {
+      return this.open(sealed)
+    } catch {
+      return undefined
+    }
+  }
+
   open(sealed: string): string {
     const [version, iv, tag, ciphertext] = sealed.split('.')
     if (version !== 'v1' || !iv || !tag || ciphertext === undefined) throw new Error('Unknown secret format')

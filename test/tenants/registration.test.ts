@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { eq } from 'drizzle-orm'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
 import { registrationRequests } from '../../src/db/schema.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import type { RegistrationStatus } from '../../src/modules/tenants/tenants.schemas.js'
@@ -181,6 +186,22 @@ describe('GET /tenants/register/{request_code}', () => {
     const response = await statusOf(tenant.requestCode, 'attacker@example.com')
     assert.equal(response.statusCode, 404)
     assert.ok(!response.body.includes(tenant.apiKey))
+  })
+
+  it('shows an approved request without its key on a server whose SECRET_KEY cannot read it', async () => {
+    const tenant = await createTenant(t.app)
+    // Another API process on the same database, started with another SECRET_KEY.
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'mls-other-key-'))
+    const config = loadConfig({ DATA_DIR: dataDir, SECRET_KEY: 'another-secret-key-that-is-long-enough-9876', RATE_LIMIT_ENABLED: 'false' })
+    const other = await buildApp({ config, database: t.database.handle, logger: false })
+    try {
+      const response = await other.inject({ url: `/tenants/register/${tenant.requestCode}`, query: { email: tenant.email } })
+      assert.equal(response.statusCode, 200, response.body)
+      assert.deepEqual(response.json<RegistrationStatus>(), { request_code: tenant.requestCode, status: 'approved', tenant_id: tenant.tenantId })
+    } finally {
+      await other.close()
+      rmSync(dataDir, { recursive: true, force: true })
+    }
   })
 
   it('answers 422 when the email query parameter is missing', async () => {

@@ -370,12 +370,13 @@ export class TenantsService {
   /**
    * The status as the applicant reads it. The key issued on approval is shown while it is
    * active (also while the agency is suspended: the key is not revoked, only refused meanwhile);
-   * `keyActive` when the caller knows.
+   * `keyActive` when the caller knows. A key sealed with another SECRET_KEY than this server's
+   * cannot be read, so it is not shown either (docs/operations.md#secrets).
    */
   private async statusOf(row: RegistrationRequestRow, keyActive?: boolean): Promise<RegistrationStatus> {
     if (row.status !== 'approved') return { request_code: row.requestCode, status: row.status }
-    const apiKey = this.secrets.open(row.apiKeyEncrypted!)
-    const shown = keyActive ?? (await repository.isKeyActive(this.db, digestSecret(apiKey)))
+    const apiKey = this.secrets.tryOpen(row.apiKeyEncrypted!)
+    const shown = apiKey !== undefined && (keyActive ?? (await repository.isKeyActive(this.db, digestSecret(apiKey))))
     return { request_code: row.requestCode, status: 'approved', tenant_id: row.tenantId!, ...(shown ? { api_key: apiKey } : {}) }
   }
 

@@ -19,7 +19,9 @@ export function isSupportedCountry(country: string): country is CountryCode {
  * starting with 8 into the +7 form, `8 (123) 456-78-90` included.
  */
 export function normalisePhone(raw: string, country: CountryCode): string | null {
-  const parsed = parsePhoneNumberFromString(raw, country)
+  // The whole text must be the number: libphonenumber otherwise finds one inside any sentence
+  // ("email me 89123456789@x.ru").
+  const parsed = parsePhoneNumberFromString(raw, { defaultCountry: country, extract: false })
   if (!parsed?.isPossible()) return null
   const national = parsed.nationalNumber
   if (national.length !== 10) return parsed.formatInternational()

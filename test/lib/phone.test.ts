@@ -39,7 +39,16 @@ describe('normalisePhone', () => {
   })
 
   it('refuses what cannot be a number of the country', () => {
-    for (const raw of ['', '12', 'телефон', '+7 912 345-67-8', '8 (912) 345-67-890']) {
+    for (const raw of [
+      '',
+      '12',
+      'телефон',
+      '+7 912 345-67-8',
+      '8 (912) 345-67-890',
+      'email me 89123456789@x.ru',
+      'abc 912 345 67 89',
+      'тел. 8 912 345 67 89',
+    ]) {
       assert.equal(normalisePhone(raw, 'RU'), null, raw)
     }
   })

@@ -58,6 +58,7 @@ describe('POST /tenants/register', () => {
     ['a lower-case country', { company_name: 'A', email: 'a@b.ru', country: 'ru' }, ['body', 'country']],
     ['an unknown country', { company_name: 'A', email: 'a@b.ru', country: 'XX' }, ['body', 'country']],
     ['an unparseable phone', { company_name: 'A', email: 'a@b.ru', phone: '12' }, ['body', 'phone']],
+    ['a number inside a sentence for phone', { company_name: 'A', email: 'a@b.ru', phone: 'email me 89123456789@x.ru' }, ['body', 'phone']],
     ['an empty company_name', { company_name: '', email: 'a@b.ru' }, ['body', 'company_name']],
     ['a company_name of spaces', { company_name: '   ', email: 'a@b.ru' }, ['body', 'company_name']],
     ['a number for company_name', { company_name: 42, email: 'a@b.ru' }, ['body', 'company_name']],

@@ -50,8 +50,9 @@ export function installErrorHandlers(app: FastifyInstance, availability: Databas
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0]!
     if (!app.findRoute({ method: request.method, url: path })) {
-      await app.failureThrottle.check(request)
-      await app.failureThrottle.record(request)
+      // Taken before answering, as a wrong key's is: a scan sent all at once is capped too.
+      const failure = await app.failureThrottle.reserve(request)
+      failure.keep()
     }
     return sendError(reply, 404, { detail: `There is no ${request.method} ${path} route.` })
   })

@@ -22,11 +22,9 @@ export interface FailureThrottle {
    * (once this process's reservations of the address have settled: see `reserve`).
    */
   check: (request: FastifyRequest) => Promise<void>
-  /** Counts one failure of the request's address. */
-  record: (request: FastifyRequest) => Promise<void>
   /**
-   * Takes one of the address's failures at once, before a key is looked up or compared, so
-   * that requests sent together cannot all pass `check` first; the reservation is then kept
+   * Takes one of the address's failures at once, before a key is looked up or compared (or an
+   * unknown route answered), so that requests sent together cannot all pass `check` first; the reservation is then kept
    * (the key was wrong) or refunded (it was right). When none is left but this process has
    * reservations of the address still out, it waits for them to settle first: they may be
    * right keys whose failures come back (an integrator's many agencies' keys, none cached
@@ -56,7 +54,7 @@ export default fp(
     if (!app.config.rateLimits.enabled) {
       const nothing = async () => {}
       const reservation: Reservation = { keep: () => {}, refund: nothing }
-      app.decorate('failureThrottle', { check: nothing, record: nothing, reserve: async () => reservation })
+      app.decorate('failureThrottle', { check: nothing, reserve: async () => reservation })
       return
     }
 
@@ -105,9 +103,6 @@ export default fp(
           if (!count || count.consumedPoints < limit) return
           await untilOneSettles(address, count)
         }
-      },
-      record: async (request: FastifyRequest) => {
-        await counted((limiter) => limiter.penalty(clientKey(request.ip)))
       },
       reserve: async (request: FastifyRequest) => {
         const address = clientKey(request.ip)

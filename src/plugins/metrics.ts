@@ -58,12 +58,13 @@ export default fp(
       app.get('/metrics', { schema: { hide: true }, config: { cors: false } }, async (request, reply) => {
         // Answered and counted as a URL no route serves would be; an address past its failures
         // is refused even the right token, or guessing would go on at full speed.
-        await app.failureThrottle.check(request)
+        const failure = await app.failureThrottle.reserve(request)
         const given = bearerToken(request)
         if (given === undefined || !secretsEqual(given, token)) {
-          await app.failureThrottle.record(request)
+          failure.keep()
           return reply.callNotFound()
         }
+        await failure.refund()
         return reply
           .type(registry.contentType)
           .header('cache-control', 'no-store')

@@ -136,6 +136,16 @@ describe('failed key checks and unknown routes, counted per client address', () 
     })
   }
 
+  it('answers at most RATE_LIMIT_FAILURES_PER_MINUTE unknown URLs sent at once with 404, the rest with 429', async () => {
+    const probes = 2 * LIMIT
+    const responses = await Promise.all(
+      Array.from({ length: probes }, (_, i) => t.app.inject({ url: `/wp-admin/probe-${i}.php`, remoteAddress: '203.0.113.65' })),
+    )
+    const counts = tally(responses)
+    assert.equal(counts[404], LIMIT, JSON.stringify(counts))
+    assert.equal(counts[429], probes - LIMIT, JSON.stringify(counts))
+  })
+
   it('answers a burst of a right key this process has not looked up yet with 200s: one lookup, its failure given back', async () => {
     const created = await t.app.inject({ method: 'POST', url: '/tenants/me/api-keys', headers: agency.headers, payload: { name: 'Новый' } })
     assert.equal(created.statusCode, 201, created.body)

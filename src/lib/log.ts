@@ -28,17 +28,22 @@ function serializeError(error: Error): SerializedError {
   return serialized
 }
 
-/** What Fastify's own serializer logs of a request. */
+/** What Fastify's own serializer logs of a request, and the route it found. */
 interface LoggedRequest {
   method?: string
   url?: string
   host?: string
   ip?: string
   socket?: { remotePort?: number }
+  routeOptions?: { url?: string }
 }
 
-/** A registration's lookup: its code with the e-mail in its query reads back the agency's API key. */
-const REGISTRATION_LOOKUP = /^\/tenants\/register\/[^/?#]+/
+/**
+ * A registration's lookup: its code with the e-mail in its query reads back the agency's API
+ * key. Told by the route the request found, so every spelling of its URL that reaches it
+ * (`/tenants/%72egister/…`) is told.
+ */
+export const REGISTRATION_LOOKUP_ROUTE = '/tenants/register/:request_code'
 
 /**
  * A request as Fastify logs it, but for a URL that would let a reader of the log act as its
@@ -48,7 +53,7 @@ const REGISTRATION_LOOKUP = /^\/tenants\/register\/[^/?#]+/
 function serializeRequest(request: LoggedRequest) {
   return {
     method: request.method,
-    url: request.url !== undefined && REGISTRATION_LOOKUP.test(request.url) ? '/tenants/register/{request_code}' : request.url,
+    url: request.routeOptions?.url === REGISTRATION_LOOKUP_ROUTE ? '/tenants/register/{request_code}' : request.url,
     host: request.host,
     remoteAddress: request.ip,
     remotePort: request.socket?.remotePort,

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { REGISTRATION_LOOKUP_ROUTE } from '../../lib/log.js'
 import { locationHeader, rateLimited, rateLimitedErrorResponses, header } from '../../lib/schemas.js'
 import { RegistrationCodeParams, RegistrationCreateBody, RegistrationCreated, RegistrationStatus, RegistrationStatusQuery } from './tenants.schemas.js'
 
@@ -30,7 +31,7 @@ const registrationRoutes: FastifyPluginAsyncTypebox = async (app) => {
   )
 
   app.get(
-    '/tenants/register/:request_code',
+    REGISTRATION_LOOKUP_ROUTE,
     {
       config: { rateLimit: app.rateLimitFor('registrationStatus') },
       schema: {

@@ -4,6 +4,8 @@ import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
 import { ApiError } from '../lib/errors.js'
 
+const CONNECT_TIMEOUT_MS = 500
+
 /** Limits that apply to one route each (docs/api.md#rate-limits). */
 export type RateLimitPolicy = 'registration' | 'registrationStatus'
 
@@ -31,7 +33,7 @@ export default fp(
     // A command that gets no answer (a Redis frozen, a network partition) fails after
     // commandTimeout, and the request goes on uncounted, rather than waiting with it.
     const redis = app.config.redisUrl
-      ? new Redis(app.config.redisUrl, { connectTimeout: 500, commandTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false })
+      ? new Redis(app.config.redisUrl, { connectTimeout: CONNECT_TIMEOUT_MS, commandTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false })
       : undefined
     app.decorate('rateLimitRedis', redis)
     if (redis) {
@@ -51,6 +53,7 @@ export default fp(
       app.addHook('onClose', async () => {
         redis.disconnect()
       })
+      await connectedOrFailed(redis)
     }
 
     await app.register(rateLimit, {
@@ -84,3 +87,23 @@ export default fp(
   },
   { name: 'rate-limit', decorators: { fastify: ['config'] } },
 )
+
+/**
+ * Waits until Redis has answered, or failed to, before the service takes requests: until then
+ * a command fails at once (no offline queue) and the request would go on uncounted, so a burst
+ * at start would pass its limit while Redis is up.
+ */
+function connectedOrFailed(redis: Redis): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      redis.off('ready', done)
+      redis.off('error', done)
+      resolve()
+    }
+    // An unreachable Redis has reported an error by then.
+    const timer = setTimeout(done, 2 * CONNECT_TIMEOUT_MS)
+    redis.once('ready', done)
+    redis.once('error', done)
+  })
+}

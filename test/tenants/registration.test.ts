@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -272,5 +273,28 @@ describe('rate limits shared through Redis', { skip: !process.env.REDIS_URL && '
     assert.equal((await lookup(apps[0]!)).statusCode, 404)
     assert.equal((await lookup(apps[1]!)).statusCode, 404)
     assert.equal((await lookup(apps[0]!)).statusCode, 429)
+  })
+
+  it('counts from the first request a service just started answers', async () => {
+    // Counts stay in Redis between runs: a prefix of its own keeps this run's apart.
+    const fresh = await buildTestApp({
+      RATE_LIMIT_ENABLED: 'true',
+      RATE_LIMIT_REGISTRATION_PER_HOUR: '2',
+      REDIS_URL: process.env.REDIS_URL!,
+      REDIS_KEY_PREFIX: `test-${randomUUID()}:`,
+    })
+    try {
+      // Ready means Redis has answered: until then a request would go on uncounted.
+      assert.equal(fresh.app.rateLimitRedis?.status, 'ready')
+      const statuses = []
+      for (let i = 0; i < 3; i++) {
+        statuses.push(
+          (await fresh.app.inject({ method: 'POST', url: '/tenants/register', payload: registrationBody(), remoteAddress: '198.51.100.77' })).statusCode,
+        )
+      }
+      assert.deepEqual(statuses, [201, 201, 429])
+    } finally {
+      await fresh.close()
+    }
   })
 })

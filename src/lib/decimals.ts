@@ -7,3 +7,9 @@ export function decimalPlaces(value: number): number {
   const fraction = mantissa.split('.')[1]?.length ?? 0
   return Math.max(0, fraction - Number(exponent))
 }
+
+/**
+ * A number as a path or a query writes it: decimal digits, a point and an exponent at most, as
+ * people and clients write it. What JavaScript would also read (`0x10`, ` 5`, `+5`, `.5`) is not.
+ */
+export const DECIMAL_NUMBER_TEXT = /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/

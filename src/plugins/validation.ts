@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance, FastifyRequest, FastifySchemaValidationError } from 'fastify'
-import { decimalPlaces } from '../lib/decimals.js'
+import { DECIMAL_NUMBER_TEXT, decimalPlaces } from '../lib/decimals.js'
 import { ApiError, describeFieldErrors, type FieldError } from '../lib/errors.js'
 
 // ajv-formats is CommonJS with a default export.
@@ -75,7 +75,7 @@ interface TextPartSchema {
  */
 const decimalText = {
   integer: { pattern: /^-?\d+$/, message: 'must be an integer in decimal digits' },
-  number: { pattern: /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/, message: 'must be a number in decimal digits' },
+  number: { pattern: DECIMAL_NUMBER_TEXT, message: 'must be a number in decimal digits' },
 } as const
 
 /** The compiled validator of a path or query schema, after a check of its numbers as written. */

@@ -215,6 +215,13 @@ describe('the catalogue on the map', () => {
       ['bbox=1,2,3,4,5', 'bbox'],
       ['bbox=1,,3,4', 'bbox'],
       ['bbox=Infinity,0,1,1', 'bbox'],
+      // Written as every query number must be (docs/api.md#input): no sign but a minus, no blanks, digits before a point.
+      ['bbox=%2B37,55,38,56', 'bbox'],
+      ['bbox=%2037,55,38,56', 'bbox'],
+      ['bbox=37,55,38,.56', 'bbox'],
+      ['bbox=37,55,38.,56', 'bbox'],
+      ['near=%2B55.7,37.6&radius_m=1000', 'near'],
+      ['near=55.7,%2037.6&radius_m=1000', 'near'],
       ['bbox=-181,0,1,1', 'bbox'],
       ['bbox=0,-91,1,1', 'bbox'],
       ['bbox=0,0,181,1', 'bbox'],

@@ -4,7 +4,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
-import { sql } from 'drizzle-orm'
+import { sql, type SQL } from 'drizzle-orm'
 import { readMigrationFiles } from 'drizzle-orm/migrator'
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres'
 import { migrate as migratePostgres } from 'drizzle-orm/node-postgres/migrator'
@@ -243,6 +243,35 @@ describe('the published time of every published listing (migration 0031)', () =>
   })
 })
 
+describe('map filters written as every query number is (migration 0032)', () => {
+  it('rewrites a stored bbox and near with a plus sign, blanks or a bare point to the same numbers', async () => {
+    const t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true' })
+    try {
+      const agency = await createTenant(t.app)
+      const created = await t.app.inject({
+        method: 'POST',
+        url: '/webhooks',
+        headers: agency.headers,
+        payload: { url: 'http://127.0.0.1:9/hooks', events: ['mls.new_listing'], filter: { bbox: '37,55,38,56', city_id: 1 } },
+      })
+      assert.equal(created.statusCode, 201, created.body)
+      const { id } = created.json<{ id: number }>()
+      await rewindBefore(t, 'map_filters_written_as_query_numbers')
+      // As a release that read them loosely stored them.
+      await t.db.execute(
+        sql`update webhook_subscriptions set filter = jsonb_build_object('bbox', ' +37.5, 55., -.5 ,56e0', 'near', '+55.7, 37.', 'radius_m', 500, 'city_id', 1) where id = ${id}::int`,
+      )
+
+      await migrateDatabase(t.database.handle)
+
+      const read = await t.app.inject({ url: `/webhooks/${id}`, headers: agency.headers })
+      assert.deepEqual(read.json<{ filter: unknown }>().filter, { bbox: '37.5,55,-0.5,56e0', near: '55.7,37', radius_m: 500, city_id: 1 })
+    } finally {
+      await t.close()
+    }
+  })
+})
+
 /**
  * Takes a migrated database back to before the migration tagged `…_<name>`, as far as the
  * migrations after it need: their records go, so they run again, and what they add that would
@@ -253,5 +282,13 @@ async function rewindBefore(t: TestApp, name: string): Promise<void> {
   const from = entries.find((entry) => entry.tag.endsWith(`_${name}`))
   assert.ok(from, `no migration named ${name}`)
   await t.db.execute(sql`delete from drizzle.__drizzle_migrations where created_at >= ${from.when}`)
-  await t.db.execute(sql`alter table properties drop constraint if exists properties_published_has_published_at_check`)
+  for (const entry of entries.filter((entry) => entry.when >= from.when)) {
+    const undo = UNDO[entry.tag.replace(/^\d+_/, '')]
+    if (undo) await t.db.execute(undo)
+  }
+}
+
+/** What a migration adds that it would not add twice, taken away so that it can run again. */
+const UNDO: Record<string, SQL> = {
+  published_has_published_at: sql`alter table properties drop constraint properties_published_has_published_at_check`,
 }

@@ -2,6 +2,7 @@
  * The catalogue's map parameters, parsed and checked: pure functions, shared by every caller
  * that takes the catalogue's filters (a search, clusters, a filtered subscription).
  */
+import { DECIMAL_NUMBER_TEXT } from '../../lib/decimals.js'
 import { ApiError } from '../../lib/errors.js'
 
 /** An area on the map, edges inclusive, in degrees: west ≤ east and south ≤ north. */
@@ -50,10 +51,10 @@ export class GeoParameterError extends Error {
 
 const problem = (parameter: string, message: string) => new GeoParameterError([{ parameter, message }])
 
-/** Numbers separated by commas, exactly `count` of them, each finite. */
+/** Numbers separated by commas, exactly `count` of them, each finite and written as every query number is. */
 function numbersOf(text: string, count: number, parameter: string, shape: string): number[] {
   const parts = text.split(',')
-  const values = parts.map((part) => (/^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(part) ? Number(part) : NaN))
+  const values = parts.map((part) => (DECIMAL_NUMBER_TEXT.test(part) ? Number(part) : NaN))
   if (parts.length !== count || values.some((value) => !Number.isFinite(value))) {
     throw problem(parameter, `must be ${count} numbers separated by commas: ${shape}`)
   }

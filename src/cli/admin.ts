@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util'
 import { ApiError } from '../lib/errors.js'
+import { MAX_REJECT_REASON_LENGTH } from '../modules/tenants/tenants.schemas.js'
 import type { TenantsService } from '../modules/tenants/tenants.service.js'
 
 const usage = `Operator commands (the same service code as the /admin routes, straight on the database):
@@ -102,9 +103,11 @@ function commandOf(): Command | undefined {
     case 'approve':
       return requestCode ? (tenants) => tenants.approve(requestCode) : undefined
     default: {
-      // As the route: a rejection says why.
+      // As the route: a rejection says why, in at most its 2,000 characters.
       const reason = values.reason?.trim()
-      return requestCode && reason ? (tenants) => tenants.reject(requestCode, reason) : undefined
+      if (!reason) throw new UsageError('registrations reject takes --reason "why": a rejection says why, and it may not be blank.')
+      if (values.reason!.length > MAX_REJECT_REASON_LENGTH) throw new Error(`--reason must be at most ${MAX_REJECT_REASON_LENGTH} characters`)
+      return (tenants) => tenants.reject(requestCode!, reason)
     }
   }
 }

@@ -161,9 +161,16 @@ describe('npm run admin -- registrations', () => {
     assert.equal(noValue.code, 2, noValue.stderr)
     assert.match(noValue.stderr, /--reason/)
     // A rejection says why, as the route requires.
-    const noReason = await admin('registrations', 'reject', 'reg_unknown')
-    assert.equal(noReason.code, 2, noReason.stderr)
-    assert.match(noReason.stdout, /reject <request_code> --reason "why"/)
+    for (const blank of [[], ['--reason', '  ']]) {
+      const noReason = await admin('registrations', 'reject', 'reg_unknown', ...blank)
+      assert.equal(noReason.code, 2, noReason.stderr)
+      assert.match(noReason.stderr, /registrations reject takes --reason "why": a rejection says why, and it may not be blank/)
+      assert.match(noReason.stdout, /reject <request_code> --reason "why"/)
+    }
+    // As the route answers 422 to it: a reason of at most 2,000 characters.
+    const tooLong = await admin('registrations', 'reject', 'reg_unknown', '--reason', 'x'.repeat(2001))
+    assert.equal(tooLong.code, 1, tooLong.stderr)
+    assert.match(tooLong.stderr, /--reason must be at most 2000 characters/)
     const unknown = await admin('registrations', 'approve', 'reg_unknown')
     assert.equal(unknown.code, 1)
     assert.match(unknown.stderr, /Registration request not found/)

@@ -3,6 +3,9 @@ import { Id, Int32, Nullable, OneOf, Page, PageQuery, Timestamp, PathId } from '
 import { API_KEY_NOT_FOUND, TENANT_NOT_FOUND, REGISTRATION_NOT_FOUND } from '../../lib/errors.js'
 import { API_KEY_PREFIX } from '../../lib/secrets.js'
 
+/** The longest reason an operator may give a rejection. */
+export const MAX_REJECT_REASON_LENGTH = 2000
+
 export const RegistrationStatusValue = Type.Enum(['pending', 'approved', 'rejected'], {
   type: 'string',
   title: 'RegistrationState',
@@ -113,7 +116,7 @@ export const AdminRegistration = Type.Object(
     contact_name: Nullable(Type.String({ maxLength: 200 })),
     phone: Nullable(Phone),
     tenant_id: Nullable(Id),
-    reject_reason: Nullable(Type.String({ maxLength: 2000 })),
+    reject_reason: Nullable(Type.String({ maxLength: MAX_REJECT_REASON_LENGTH })),
     created_at: Timestamp,
     decided_at: Nullable(Timestamp),
   },
@@ -125,7 +128,7 @@ export const AdminRegistrationPage = Page(AdminRegistration, 'AdminRegistrationP
 
 export const RejectBody = Type.Object(
   {
-    reason: Type.String({ minLength: 1, maxLength: 2000, description: 'Why; kept for the operators. Not blank.' }),
+    reason: Type.String({ minLength: 1, maxLength: MAX_REJECT_REASON_LENGTH, description: 'Why; kept for the operators. Not blank.' }),
   },
   { title: 'RegistrationRejection', additionalProperties: false },
 )

@@ -33,7 +33,7 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Publishes the listing whatever the check found, and announces it in the same transaction: `mls.new_listing` to the MLS, `property.published` to its agency. For a published listing with a revision waiting (`GET /admin/properties?status_id=2&revision=pending_review`), the revision becomes the listing the catalogue shows, announced as `mls.listing_updated`. Only a listing in status 1 or such a revision can be decided, and only one with a location: the catalogue lists every listing under its city (otherwise 409). Answers with the listing as `GET /admin/properties` shows it, once decided.',
         params: ListingIdParams,
-        response: { 200: ListingUnderReview, ...errorResponses(401, 404, 409, 422), 429: failureThrottleResponse },
+        response: { 200: ListingUnderReview, ...errorResponses(400, 401, 404, 409, 413, 415, 422), 429: failureThrottleResponse },
       },
     },
     async (request) => app.services.moderation.approve(request.params.id),
@@ -51,7 +51,7 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Moves the listing to status 3 with the check’s findings and a `rejected_by_moderator` reason carrying `reason`, and sends `property.rejected` to its agency. A published listing’s waiting revision is rejected instead, and the listing stays published as it was. The body is optional. Only a listing in status 1 or such a revision can be decided, and not while its agency is suspended: it receives no event then, so the rejection would never reach it (otherwise 409). Answers with the listing as `GET /admin/properties` shows it, once decided.',
         params: ListingIdParams,
         body: ListingRejection,
-        response: { 200: ListingUnderReview, ...errorResponses(400, 401, 404, 409, 415, 422), 429: failureThrottleResponse },
+        response: { 200: ListingUnderReview, ...errorResponses(400, 401, 404, 409, 413, 415, 422), 429: failureThrottleResponse },
       },
     },
     async (request) => app.services.moderation.reject(request.params.id, request.body.reason),

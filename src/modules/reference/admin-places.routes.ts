@@ -5,7 +5,7 @@ import { adminKeySecurity } from '../../plugins/auth.js'
 import { City, CityCreateBody, District, DistrictCreateBody, ResidentialComplex, ResidentialComplexCreateBody } from './reference.schemas.js'
 
 const admin = { tags: ['Admin'], security: adminKeySecurity }
-const failures = { ...errorResponses(400, 401, 409, 415, 422), 429: failureThrottleResponse }
+const failures = { ...errorResponses(400, 401, 409, 413, 415, 422), 429: failureThrottleResponse }
 const created = <T extends TSchema>(schema: T, path: string) => withResponseHeaders(schema, locationHeader(`The new place, \`${path}\`.`))
 
 /** Operators add places the shipped reference data lacks. Registered behind `authenticateAdmin`. */

@@ -36,7 +36,7 @@ const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
           200: withResponseHeaders(RegistrationStatus, {
             'Cache-Control': header('The answer carries an API key: never cached.', { type: 'string', enum: ['no-store'] }),
           }),
-          ...errorResponses(401, 404, 409, 422),
+          ...errorResponses(400, 401, 404, 409, 413, 415, 422),
           429: failureThrottleResponse,
         },
       },
@@ -57,7 +57,7 @@ const registrationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: 'The `reason` is required and kept for the operators; the applicant sees only `rejected`. A request already decided is a 409.',
         params: RegistrationCodeParams,
         body: RejectBody,
-        response: { 200: RegistrationStatus, ...errorResponses(400, 401, 404, 409, 415, 422), 429: failureThrottleResponse },
+        response: { 200: RegistrationStatus, ...errorResponses(400, 401, 404, 409, 413, 415, 422), 429: failureThrottleResponse },
       },
     },
     async (request) => app.services.tenants.reject(request.params.request_code, request.body.reason),

@@ -11,7 +11,7 @@ import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { adminHeaders, createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import { waitFor } from '../helpers/webhooks.js'
-import type { ListingUnderReview, ListingUnderReviewPage } from '../helpers/responses.js'
+import type { ErrorBody, ListingUnderReview, ListingUnderReviewPage } from '../helpers/responses.js'
 
 describe('the internal check (auto mode)', () => {
   let t: TestApp
@@ -245,5 +245,38 @@ describe('the internal check (manual mode) and the admin decisions', () => {
     assert.equal((await admin(`/admin/properties/${good.id}/reject`, { why: 'x' })).statusCode, 422)
     assert.equal((await t.app.inject({ method: 'GET', url: '/admin/properties?status_id=9', headers: adminHeaders })).statusCode, 422)
     assert.equal((await t.app.inject({ method: 'POST', url: `/admin/properties/${good.id}/approve` })).statusCode, 401)
+  })
+
+  it('never publishes contacts, whoever approves: a description holding them is a 409, before the check and after', async () => {
+    const refusal = {
+      detail:
+        'The description contains a phone number, an e-mail address or a messenger contact, so it cannot be published: the public catalogue never carries contacts. The agency must remove them first.',
+    }
+    // The owner's own phone, and an e-mail address.
+    const withPhone = await submitProperty(t.app, agency, { description: 'Звоните: 8 912 345 67 89, хозяин' })
+    const withEmail = await submitProperty(t.app, agency, { description: 'Пишите на ivan.petrov@mail.ru' })
+    const beforeCheck = await admin(`/admin/properties/${withPhone.id}/approve`)
+    assert.equal(beforeCheck.statusCode, 409, beforeCheck.body)
+    assert.deepEqual(beforeCheck.json<ErrorBody>(), refusal)
+    await runInternalCheck(t.app)
+    assert.equal((await get(withEmail.id)).moderation?.reasons[0]?.code, 'contacts_in_description')
+    assert.deepEqual((await admin(`/admin/properties/${withEmail.id}/approve`)).json<ErrorBody>(), refusal)
+    for (const id of [withPhone.id, withEmail.id]) {
+      assert.equal((await get(id)).status_id, 1)
+      assert.equal((await t.app.inject(`/mls/properties/${id}`)).statusCode, 404)
+    }
+
+    // A published listing's revision alike: the catalogue keeps the approved description.
+    const published = await submitProperty(t.app, agency, { description: 'Светлая квартира' })
+    assert.equal((await admin(`/admin/properties/${published.id}/approve`)).statusCode, 200)
+    const edited = await t.app.inject({
+      method: 'PATCH',
+      url: `/properties/${published.id}`,
+      headers: agency.headers,
+      payload: { description: 'Telegram: @ivan_flat' },
+    })
+    assert.equal(edited.statusCode, 200, edited.body)
+    assert.deepEqual((await admin(`/admin/properties/${published.id}/approve`)).json<ErrorBody>(), refusal)
+    assert.equal((await t.app.inject(`/mls/properties/${published.id}`)).json<{ description: string }>().description, 'Светлая квартира')
   })
 })

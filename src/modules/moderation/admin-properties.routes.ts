@@ -31,7 +31,7 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'approveListing',
         summary: 'Publish a listing, or a published listing’s change, waiting for review',
         description:
-          'Publishes the listing whatever the check found, and announces it in the same transaction: `mls.new_listing` to the MLS, `property.published` to its agency. For a published listing with a revision waiting (`GET /admin/properties?status_id=2&revision=pending_review`), the revision becomes the listing the catalogue shows, announced as `mls.listing_updated`. Only a listing in status 1 or such a revision can be decided, and only one with a location: the catalogue lists every listing under its city (otherwise 409). Answers with the listing as `GET /admin/properties` shows it, once decided.',
+          'Publishes the listing whatever the check found, and announces it in the same transaction: `mls.new_listing` to the MLS, `property.published` to its agency. For a published listing with a revision waiting (`GET /admin/properties?status_id=2&revision=pending_review`), the revision becomes the listing the catalogue shows, announced as `mls.listing_updated`. Only a listing in status 1 or such a revision can be decided, and only one with a location (the catalogue lists every listing under its city) whose description holds no contacts (the check’s `contacts_in_description`, which an operator cannot overrule: the public catalogue never carries contacts); otherwise 409. Answers with the listing as `GET /admin/properties` shows it, once decided.',
         params: ListingIdParams,
         response: { 200: ListingUnderReview, ...errorResponses(400, 401, 404, 409, 413, 415, 422), 429: failureThrottleResponse },
       },

@@ -13,7 +13,7 @@ import type { PropertyTypeName } from '../reference/attribute-catalogue.js'
 import type { ReferenceNames } from '../reference/reference-names.js'
 import type { TenantsService } from '../tenants/tenants.service.js'
 import type { ListingUnderReview } from './moderation.schemas.js'
-import { checkListing } from './rules.js'
+import { checkListing, descriptionHasContacts } from './rules.js'
 
 const propertyTypeNames = new Map<number, PropertyTypeName>(seedPropertyTypes.map((type) => [type.id, type.name]))
 
@@ -86,6 +86,15 @@ export class ModerationService {
       if (undecided.listing.cityId === null) {
         throw ApiError.conflict(
           'The listing has no location, so it cannot be published: the catalogue lists every listing under its city. The agency must give its location (with city_id) first.',
+        )
+      }
+      // An operator overrules the check's other findings, never this one: the public catalogue
+      // carries no contacts, whoever publishes it (read again now: the check may not have run
+      // on this version yet).
+      const { country, ownerPhone } = await this.properties.contactFactsOf(tx, undecided.listing)
+      if (descriptionHasContacts(undecided.listing.description, country, ownerPhone)) {
+        throw ApiError.conflict(
+          'The description contains a phone number, an e-mail address or a messenger contact, so it cannot be published: the public catalogue never carries contacts. The agency must remove them first.',
         )
       }
       await this.publishListing(tx, undecided)

@@ -74,7 +74,7 @@ export function checkListing({ listing, propertyType, country, ownerPhone, hasDu
     }
   }
 
-  if (listing.description && (containsContacts(listing.description, country) || containsPhone(listing.description, ownerPhone))) {
+  if (descriptionHasContacts(listing.description, country, ownerPhone)) {
     reason(
       'contacts_in_description',
       'description',
@@ -109,6 +109,11 @@ function containsPhone(description: string, phone: string | null): boolean {
   return asShown(description)
     .split(/\p{L}+/u)
     .some((stretch) => stretch.replace(/\D/g, '').includes(national))
+}
+
+/** Whether a description holds contacts the public catalogue must never carry: the rule `contacts_in_description`. */
+export function descriptionHasContacts(description: string | null, country: CountryCode, ownerPhone: string | null): boolean {
+  return description !== null && (containsContacts(description, country) || containsPhone(description, ownerPhone))
 }
 
 function containsContacts(description: string, country: CountryCode): boolean {

@@ -400,6 +400,13 @@ export async function findOwnerPhones(tx: Database, ids: number[]): Promise<Map<
   return new Map(rows.map((row) => [row.id, row.phone]))
 }
 
+/** What the contacts rule reads beside a listing's description: its agency's country and its owner's phone. */
+export async function findContactFacts(tx: Database, listing: PropertyRow): Promise<{ country: CountryCode; ownerPhone: string | null }> {
+  const [row] = await tx.select({ country: tenants.country }).from(tenants).where(eq(tenants.id, listing.tenantId))
+  const phones = await findOwnerPhones(tx, listing.ownerId === null ? [] : [listing.ownerId])
+  return { country: row!.country as CountryCode, ownerPhone: (listing.ownerId !== null && phones.get(listing.ownerId)) || null }
+}
+
 /** Any agency's listing, locked for an operator's decision. */
 export async function lockAnyTenantsProperty(tx: Database, id: number): Promise<PropertyRow | undefined> {
   const [row] = await tx.select().from(properties).where(eq(properties.id, id)).for('update')

@@ -554,6 +554,11 @@ export class PropertiesService {
     return checked.map((claim) => ({ ...claim, ownerPhone: (claim.listing.ownerId !== null && phones.get(claim.listing.ownerId)) || null }))
   }
 
+  /** The agency's country and the owner's phone of a listing, as the contacts rule reads them. */
+  contactFactsOf(tx: Database, listing: PropertyRow): Promise<{ country: CountryCode; ownerPhone: string | null }> {
+    return repository.findContactFacts(tx, listing)
+  }
+
   /** Whether the agency already has the same offer live; see the repository's hasLiveDuplicate. */
   hasLiveDuplicate(tx: Database, listing: PropertyRow): Promise<boolean> {
     return repository.hasLiveDuplicate(tx, listing)

@@ -70,6 +70,9 @@ describe('the internal check (auto mode)', () => {
     ['an e-mail with spaces around the @', { description: 'Пишите: owner @ mail.ru' }, 'contacts_in_description', 'description'],
     ['an e-mail with (at) and [dot]', { description: 'Пишите: owner(at)mail[dot]ru' }, 'contacts_in_description', 'description'],
     ['an e-mail with собака for the @', { description: 'почта owner собака mail.ru' }, 'contacts_in_description', 'description'],
+    ['an e-mail with a real @ and a [dot]', { description: 'Пишите: ivan.petrov@mail[dot]ru' }, 'contacts_in_description', 'description'],
+    ['an e-mail with a real @ and точка', { description: 'Пишите: ivan.petrov@mail точка ru' }, 'contacts_in_description', 'description'],
+    ['an e-mail with a real @ and (dot)', { description: 'Пишите: ivan@gmail (dot) com' }, 'contacts_in_description', 'description'],
     ['an e-mail with a full-width @', { description: 'Пишите: ivan＠mail.ru' }, 'contacts_in_description', 'description'],
     ['a phone in full-width digits', { description: 'Тел. ８ ９１２ ３４５ ６７ ８９' }, 'contacts_in_description', 'description'],
     // Characters a reader never sees, which leave the contact looking as it is.

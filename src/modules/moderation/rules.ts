@@ -15,10 +15,10 @@ export interface ListingUnderCheck {
 
 const EMAIL = /[\p{L}\p{N}._%+-]+\s*@\s*[\p{L}\p{N}.-]+\.\p{L}{2,}/u
 // An address with its @ or dots spelled out to slip past the pattern above ("ivan (at) mail
-// dot ru", "ivan собака mail.ru"). Addresses are written in Latin letters, and asking for them
-// keeps Russian prose ("собака лайка.Рядом") from looking like one; a bare "at" is left out,
-// English prose has too many ("look at home.Nice").
-const SPELLED_AT = String.raw`\s*[(\[{]\s*(?:at|собака)\s*[)\]}]\s*|\s+собака\s+`
+// dot ru", "ivan собака mail.ru", "ivan@mail[dot]ru"). Addresses are written in Latin letters,
+// and asking for them keeps Russian prose ("собака лайка.Рядом") from looking like one; a bare
+// "at" is left out, English prose has too many ("look at home.Nice").
+const SPELLED_AT = String.raw`\s*@\s*|\s*[(\[{]\s*(?:at|собака)\s*[)\]}]\s*|\s+собака\s+`
 const SPELLED_DOT = String.raw`\.|\s*[(\[{]\s*(?:dot|точка)\s*[)\]}]\s*|\s+(?:dot|точка)\s+`
 const SPELLED_EMAIL = new RegExp(String.raw`[a-z0-9._%+-]+(?:${SPELLED_AT})[a-z0-9-]+(?:(?:${SPELLED_DOT})[a-z0-9-]+)*(?:${SPELLED_DOT})[a-z]{2,}`, 'i')
 // Ten or more digits in a row, whatever separates them: a phone number written to slip past

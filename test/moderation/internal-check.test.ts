@@ -250,6 +250,27 @@ describe('the internal check (manual mode) and the admin decisions', () => {
     assert.equal((await t.app.inject({ method: 'POST', url: `/admin/properties/${good.id}/approve` })).statusCode, 401)
   })
 
+  it('keeps the queue of changes waiting for a decision oldest first, and their updated_at, once the check has recorded its findings', async () => {
+    const [first, second] = [await submitProperty(t.app, agency), await submitProperty(t.app, agency)]
+    for (const listing of [first, second]) assert.equal((await admin(`/admin/properties/${listing.id}/approve`)).statusCode, 200)
+    // The first listing's change is made first, so it has waited longest.
+    for (const listing of [first, second]) {
+      const changed = await t.app.inject({ method: 'PATCH', url: `/properties/${listing.id}`, headers: agency.headers, payload: { price: 7_900_000 } })
+      assert.equal(changed.statusCode, 200, changed.body)
+    }
+    const queue = async () =>
+      (await t.app.inject({ url: '/admin/properties?status_id=2&revision=pending_review&limit=100', headers: adminHeaders }))
+        .json<ListingUnderReviewPage>()
+        .items.map((item) => item.id)
+        .filter((id) => id === first.id || id === second.id)
+    const updatedAt = async () => [(await get(first.id)).updated_at, (await get(second.id)).updated_at]
+    assert.deepEqual(await queue(), [first.id, second.id], 'before the check')
+    const changedAt = await updatedAt()
+    await runInternalCheck(t.app)
+    assert.deepEqual(await queue(), [first.id, second.id], 'after the check recorded its findings')
+    assert.deepEqual(await updatedAt(), changedAt, 'findings are no change of the agency’s')
+  })
+
   it('never publishes contacts, whoever approves: a description holding them is a 409, before the check and after', async () => {
     const refusal = {
       detail:

@@ -438,6 +438,17 @@ export async function recordDecision(
 }
 
 /**
+ * A published listing's revision has been checked (its findings are on the revision): the
+ * listing no longer waits for the check. Nothing the agency sees of it changes (`updated_at` stays).
+ */
+export async function recordRevisionChecked(tx: Database, tenantId: number, id: number): Promise<void> {
+  await tx
+    .update(properties)
+    .set({ reviewRequestedAt: null })
+    .where(and(eq(properties.tenantId, tenantId), eq(properties.id, id)))
+}
+
+/**
  * An agency's suspension: its published listings are withdrawn, out of the catalogue, and
  * remember that they were published. Nothing the agency sees changes (`updated_at` stays), so
  * giving them back leaves them as they were.
@@ -467,7 +478,7 @@ export function listByStatus(db: Database, statusId: number, page: { limit: numb
       ? undefined
       : sql`exists (select 1 from ${propertyRevisions} where ${propertyRevisions.propertyId} = ${properties.id} and ${propertyRevisions.status} = ${revision})`,
   )
-  const rows = db.select().from(properties).where(where).orderBy(asc(properties.updatedAt), desc(properties.id)).limit(page.limit).offset(page.offset)
+  const rows = db.select().from(properties).where(where).orderBy(asc(properties.updatedAt), asc(properties.id)).limit(page.limit).offset(page.offset)
   return rowsWithTotal(db, rows, properties, where)
 }
 

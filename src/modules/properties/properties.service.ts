@@ -595,7 +595,7 @@ export class PropertiesService {
       return
     }
     await repository.recordRevisionFindings(tx, listing.id, findings, false)
-    await repository.updateProperty(tx, listing.tenantId, listing.id, { reviewRequestedAt: null })
+    await repository.recordRevisionChecked(tx, listing.tenantId, listing.id)
   }
 
   /**

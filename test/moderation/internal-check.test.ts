@@ -171,6 +171,31 @@ describe('the internal check (auto mode)', () => {
     assert.equal((await get(newer.id)).status_id, 2)
   })
 
+  it('of a new listing and an older one edited into a copy of it after, both waiting, rejects the edited one', async () => {
+    const same = { location: { city_id: 1, address: 'Москва, ул. Арбат, д. 10, кв. 5' }, attributes: { area: '61' } }
+    const older = await submitProperty(t.app, agency, { ...same, description: 'Пишите: ivan@example.com' })
+    await runInternalCheck(t.app)
+    assert.equal((await get(older.id)).status_id, 3)
+    // The offer submitted again as a new listing, then the old one edited into the same offer:
+    // both wait for the check, the edited one sent to it last.
+    const newer = await submitProperty(t.app, agency, same)
+    const edited = await t.app.inject({
+      method: 'PATCH',
+      url: `/properties/${older.id}`,
+      headers: agency.headers,
+      payload: { description: 'Светлая квартира.' },
+    })
+    assert.equal(edited.json<Property>().status_id, 1, edited.body)
+    await runInternalCheck(t.app)
+    assert.equal((await get(newer.id)).status_id, 2)
+    const rejected = await get(older.id)
+    assert.equal(rejected.status_id, 3)
+    assert.deepEqual(
+      rejected.moderation?.reasons.map((reason) => reason.code),
+      ['duplicate_listing'],
+    )
+  })
+
   it('runs in the background worker and publishes within seconds', async () => {
     const worker = new Worker({ services: t.app.services, config: t.config, log: pino({ level: 'silent' }) }, workerJobs(t.config))
     worker.start()

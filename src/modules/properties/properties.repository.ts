@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, getTableColumns, inArray, isNotNull, isNull, lt, ne, or, sql, type AnyColumn, type SQL } from 'drizzle-orm'
+import { and, asc, count, desc, eq, getTableColumns, inArray, isNotNull, isNull, ne, or, sql, type AnyColumn, type SQL } from 'drizzle-orm'
 import type { CountryCode } from 'libphonenumber-js'
 import { queryRows, type Database, type PipelinedDatabase } from '../../db/client.js'
 import { rowsWithTotal } from '../../db/paging.js'
@@ -334,7 +334,7 @@ export async function listTenantProperties(db: Database, tenantId: number, filte
  * published one always counts, whichever is older (an old listing resubmitted or edited into a
  * copy of a newer one is the duplicate); one on review counts only if submitted earlier, so of
  * two identical submissions checked in turn the first passes and the second then meets it
- * published. The database narrows the candidates to the agency's same offers; their addresses
+ * published (submitted: sent for review by its last change, whatever its id). The database narrows the candidates to the agency's same offers; their addresses
  * are compared here, where case folding does not depend on the database's locale.
  */
 export async function hasLiveDuplicate(db: Database, listing: PropertyRow): Promise<boolean> {
@@ -347,7 +347,15 @@ export async function hasLiveDuplicate(db: Database, listing: PropertyRow): Prom
       and(
         eq(properties.tenantId, listing.tenantId),
         ne(properties.id, listing.id),
-        or(eq(properties.statusId, ListingStatus.Published), and(eq(properties.statusId, ListingStatus.PendingReview), lt(properties.id, listing.id))),
+        or(
+          eq(properties.statusId, ListingStatus.Published),
+          // Submitted for review earlier: its last change came first (an old listing resubmitted
+          // or edited is as new as that change), in the database's own precision.
+          and(
+            eq(properties.statusId, ListingStatus.PendingReview),
+            sql`(${properties.updatedAt}, ${properties.id}) < (select updated_at, id from ${properties} where id = ${listing.id})`,
+          ),
+        ),
         eq(properties.propertyTypeId, listing.propertyTypeId),
         eq(properties.dealTypeId, listing.dealTypeId),
         listing.cityId === null ? sql`${properties.cityId} is null` : eq(properties.cityId, listing.cityId),

@@ -145,6 +145,9 @@ describe('POST /properties', () => {
     ['a number attribute that is not a number', { attributes: { area: 'много' } }, ['body', 'attributes', 'area']],
     ['a number with a decimal comma', { attributes: { area: '54,5' } }, ['body', 'attributes', 'area']],
     ['an area finer than the hundredth', { attributes: { area: '54.555' } }, ['body', 'attributes', 'area']],
+    // Judged as written, not after rounding to a double: these are 55 and the maximum once rounded.
+    ['an area finer than the hundredth in many digits', { attributes: { area: '54.999999999999999999' } }, ['body', 'attributes', 'area']],
+    ['a decimal above the maximum by a fraction', { attributes: { ceiling_height: '1000000000.0000000000000001' } }, ['body', 'attributes', 'ceiling_height']],
     ['a kitchen area finer than the hundredth, as a number', { attributes: { kitchen_area: 10.125 } }, ['body', 'attributes', 'kitchen_area']],
     ['an integer attribute with a fraction', { attributes: { rooms: '2.5' } }, ['body', 'attributes', 'rooms']],
     ['a negative integer attribute', { attributes: { rooms: '-1' } }, ['body', 'attributes', 'rooms']],

@@ -51,8 +51,12 @@ function parseValue(definition: AttributeDefinition, raw: unknown): string | num
       if (!Number.isFinite(value) || (isInteger && !Number.isInteger(value))) {
         return { problem: isInteger ? 'must be a whole number, e.g. "3"' : 'must be a decimal number with a dot, e.g. "54.5"' }
       }
-      if (value < min || value > max) return { problem: `must be from ${min} to ${max}` }
-      if (definition.decimals !== undefined && decimalPlaces(value) > definition.decimals) {
+      // Text is judged as written: Number() rounds "54.999999999999999999" to 55, and
+      // "1000000000.0000000000000001" to the maximum, before either could be counted.
+      const [whole = '', fraction = ''] = typeof raw === 'string' ? raw.split('.') : []
+      const places = typeof raw === 'string' ? fraction.replace(/0+$/, '').length : decimalPlaces(value)
+      if (value < min || value > max || (places > 0 && Number(whole) >= max)) return { problem: `must be from ${min} to ${max}` }
+      if (definition.decimals !== undefined && places > definition.decimals) {
         return { problem: `must have at most ${definition.decimals} decimal places` }
       }
       return value

@@ -290,7 +290,7 @@ function messageFor(findings: ErrorObject[]): string {
     // A branch of the value's own type that failed a bound (a text too long for `string | null`)
     // says what is wrong; the other branches' types would only mislead.
     const bound = findings.find((finding) => !['anyOf', 'type', 'const'].includes(finding.keyword))
-    if (bound?.message) return bound.message
+    if (bound?.message) return inWords(bound)
     const alternatives = findings.flatMap((finding) => {
       const params = finding.params as Record<string, unknown>
       if (finding.keyword === 'type') return [String(params.type)]
@@ -299,5 +299,12 @@ function messageFor(findings: ErrorObject[]): string {
     })
     return alternatives.length > 0 ? `must be ${[...new Set(alternatives)].join(' or ')}` : 'has an invalid value'
   }
-  return first.message ?? 'is invalid'
+  return inWords(first)
+}
+
+/** ajv's message, but a pattern's own words where its schema gives them: ajv would quote the regular expression. */
+function inWords(finding: ErrorObject): string {
+  const words: unknown = finding.parentSchema?.['x-message']
+  if (finding.keyword === 'pattern' && typeof words === 'string') return words
+  return finding.message ?? 'is invalid'
 }

@@ -121,6 +121,14 @@ describe('the agency’s own ids: external_id, and PUT/GET/DELETE /properties/by
             ['body.external_id'],
             JSON.stringify(bad),
           )
+          // Its rule in words, never the regular expression that checks it.
+          if (bad.length > 0 && bad.length <= 100) {
+            assert.equal(
+              response.json<ValidationErrorBody>().errors[0]?.msg,
+              'must be 1 to 100 characters, without control characters, and must not begin or end with a space',
+              JSON.stringify(bad),
+            )
+          }
         }
       }
       // 100 characters of any script, spaces inside, slashes: all fine.

@@ -53,11 +53,31 @@ export class ApiError extends Error {
     return new ApiError('gone', message)
   }
 
-  /** A 422 with field errors; `detail` summarises them so a person sees the problem at once. */
+  /**
+   * A 422 with field errors; `detail` summarises them so a person sees the problem at once.
+   * What a request wrote (an unknown field's name can be any length) is cut to the lengths the
+   * OpenAPI document declares for them; the error handler cuts `detail`.
+   */
   static validation(errors: FieldError[], summary?: string): ApiError {
-    return new ApiError('validation_failed', summary ?? describeFieldErrors(errors), { errors })
+    const shown = shownFieldErrors(errors)
+    return new ApiError('validation_failed', summary ?? describeFieldErrors(shown), { errors: shown })
   }
 }
+
+/** Field errors cut to the lengths the document declares: a `loc` may name what a request wrote, of any length. */
+export function shownFieldErrors(errors: FieldError[]): FieldError[] {
+  return errors.map(({ loc, msg }) => ({
+    loc: loc.map((part) => (typeof part === 'string' ? cut(part, MAX_LOC_PART_LENGTH) : part)),
+    msg: cut(msg, MAX_TEXT_LENGTH),
+  }))
+}
+
+/** The longest `detail` and `msg`, and `loc` part, of an error body (lib/schemas.ts). */
+export const MAX_TEXT_LENGTH = 2000
+export const MAX_LOC_PART_LENGTH = 1000
+
+/** The text, cut to `length` characters with an ellipsis if it is longer. */
+export const cut = (text: string, length: number) => (text.length > length ? `${text.slice(0, length - 1)}…` : text)
 
 export const INVALID_API_KEY = 'Invalid or missing API key'
 /** The detail of a missing property, in the catalogue and for another tenant's too (never a 403). */

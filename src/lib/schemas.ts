@@ -1,4 +1,5 @@
 import { Type, type Static, type TLiteral, type TObject, type TProperties, type TSchema, type TUnion } from 'typebox'
+import { MAX_LOC_PART_LENGTH, MAX_TEXT_LENGTH } from './errors.js'
 
 /**
  * Schema pieces every module shares: the `{detail}` error bodies, pagination, ids, timestamps.
@@ -41,24 +42,24 @@ export const asStoredText = <T extends TSchema>(schema: T) => Type.Unsafe<string
 export const Url = (description: string) => Type.String({ format: 'uri', maxLength: 2048, description })
 
 export const ErrorBody = Type.Object(
-  { detail: Type.String({ maxLength: 2000, description: 'What went wrong, as a sentence a person understands.' }) },
+  { detail: Type.String({ maxLength: MAX_TEXT_LENGTH, description: 'What went wrong, as a sentence a person understands.' }) },
   { title: 'Error', additionalProperties: true, examples: [{ detail: 'Invalid or missing API key' }] },
 )
 
 export const FieldErrorSchema = Type.Object(
   {
-    loc: Type.Array(Type.Union([Type.String({ maxLength: 1000 }), Int32({ minimum: 0 })]), {
+    loc: Type.Array(Type.Union([Type.String({ maxLength: MAX_LOC_PART_LENGTH }), Int32({ minimum: 0 })]), {
       maxItems: 100,
       description: 'Where the problem is: the request part ("body", "query", "path", "header"), then the field path.',
     }),
-    msg: Type.String({ maxLength: 2000 }),
+    msg: Type.String({ maxLength: MAX_TEXT_LENGTH }),
   },
   { title: 'FieldError' },
 )
 
 export const ValidationErrorBody = Type.Object(
   {
-    detail: Type.String({ maxLength: 2000 }),
+    detail: Type.String({ maxLength: MAX_TEXT_LENGTH }),
     errors: Type.Array(FieldErrorSchema, { description: 'Every problem found, one per field.' }),
   },
   {

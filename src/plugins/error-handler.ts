@@ -3,7 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { isDatabaseUnavailable, type DatabaseAvailability } from '../db/availability.js'
 import { isTransactionConflict } from '../db/conflicts.js'
 import { clientHasGone } from '../lib/client-connection.js'
-import { ApiError, errorStatus } from '../lib/errors.js'
+import { ApiError, cut, errorStatus, MAX_TEXT_LENGTH } from '../lib/errors.js'
 import { RAW_SECURITY_HEADER_LINES } from './browser-policy.js'
 import { closeLingering, isAnsweredAndClosing } from './connection-closing.js'
 import { describeValidationFailure, notFoundInPath } from './validation.js'
@@ -121,13 +121,15 @@ function isClientDisconnect(request: FastifyRequest, error: FastifyError): boole
 }
 
 function sendError(reply: FastifyReply, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) {
+  // A detail may repeat what the request wrote (a path, a name): cut to the length the document declares.
+  const detail = typeof body.detail === 'string' ? cut(body.detail, MAX_TEXT_LENGTH) : body.detail
   // Plain JSON.stringify: a route's response schema must never strip `errors` or other extras.
   return reply
     .code(status)
     .headers(headers)
     .type('application/json; charset=utf-8')
     .serializer((payload) => JSON.stringify(payload))
-    .send(body)
+    .send({ ...body, detail })
 }
 
 interface ErrorDescription {

@@ -2,7 +2,7 @@ import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import { DECIMAL_NUMBER_TEXT, decimalPlaces } from '../lib/decimals.js'
-import { ApiError, describeFieldErrors, type FieldError } from '../lib/errors.js'
+import { ApiError, describeFieldErrors, shownFieldErrors, type FieldError } from '../lib/errors.js'
 
 // ajv-formats is CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
@@ -258,7 +258,7 @@ export function describeValidationFailure(validation: FastifySchemaValidationErr
       !group.findings.some((finding) => finding.keyword === 'anyOf') ||
       !groups.some((other) => other !== group && other.loc.length > group.loc.length && group.loc.every((part, i) => other.loc[i] === part)),
   )
-  const errors = explained.map(({ loc, findings }) => ({ loc, msg: messageFor(findings) }))
+  const errors = shownFieldErrors(explained.map(({ loc, findings }) => ({ loc, msg: messageFor(findings) })))
   return { detail: describeFieldErrors(errors), errors }
 }
 

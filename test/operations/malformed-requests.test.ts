@@ -62,6 +62,28 @@ describe('malformed requests', () => {
     assert.equal(named.statusCode, 422, named.body)
   })
 
+  it('keeps an error within the lengths the document declares, whatever the request wrote (a name of 5,000 characters)', async () => {
+    const name = 'a'.repeat(5000)
+    const answers = [
+      await t.app.inject({ method: 'POST', url: '/properties', headers: agency.headers, payload: { ...propertyBody(), attributes: { [name]: '1' } } }),
+      await t.app.inject({ method: 'POST', url: '/properties', headers: agency.headers, payload: { ...propertyBody(), [name]: 1 } }),
+      await t.app.inject({ url: `/${name}` }),
+    ]
+    assert.deepEqual(
+      answers.map((answer) => answer.statusCode),
+      [422, 422, 404],
+    )
+    for (const answer of answers) {
+      const body = answer.json<Partial<ValidationErrorBody>>()
+      assert.ok(body.detail!.length <= 2000, `detail of ${body.detail!.length} characters`)
+      for (const error of body.errors ?? []) {
+        assert.ok(error.msg.length <= 2000, `msg of ${error.msg.length} characters`)
+        for (const part of error.loc) assert.ok(typeof part !== 'string' || part.length <= 1000, `loc part of ${String(part).length} characters`)
+        assert.ok(String(error.loc.at(-1)).startsWith('aaaa') && String(error.loc.at(-1)).endsWith('…'), 'the name, cut')
+      }
+    }
+  })
+
   it('walks a deeply nested body without overflowing the stack', async () => {
     const property = await submitProperty(t.app, agency)
     const nested = `${'['.repeat(5000)}"\\u0000"${']'.repeat(5000)}`

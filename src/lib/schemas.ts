@@ -41,6 +41,20 @@ export const asStoredText = <T extends TSchema>(schema: T) => Type.Unsafe<string
 /** A URL the service hands out or was given (photos, webhook receivers). */
 export const Url = (description: string) => Type.String({ format: 'uri', maxLength: 2048, description })
 
+/**
+ * A URL a client gives for the service to reach (a webhook, a feed, a photo). URL parsers drop
+ * blanks at either end and line breaks and tabs inside, so such a URL would work while being
+ * stored, and shown back, as it was written: refused instead.
+ */
+export const GivenUrl = (description: string) =>
+  Type.String({
+    minLength: 1,
+    maxLength: 2048,
+    pattern: String.raw`^\S(?:[^\t\n\r]*\S)?$`,
+    'x-message': 'must be a URL without blanks at either end, and without line breaks or tabs',
+    description,
+  })
+
 export const ErrorBody = Type.Object(
   { detail: Type.String({ maxLength: MAX_TEXT_LENGTH, description: 'What went wrong, as a sentence a person understands.' }) },
   { title: 'Error', additionalProperties: true, examples: [{ detail: 'Invalid or missing API key' }] },

@@ -94,6 +94,7 @@ describe('feeds', () => {
       [{ url: 'not a url', format: 'yandex_realty' }, 'url'],
       [{ url: 'ftp://example.com/feed.xml', format: 'yandex_realty' }, 'url'],
       [{ url: 'https://user:pass@example.com/feed.xml', format: 'yandex_realty' }, 'url'],
+      [{ url: 'https://example.com/feed.xml ', format: 'yandex_realty' }, 'url'],
     ]
     for (const [payload, field] of cases) {
       const response = await t.app.inject({ method: 'POST', url: '/feeds', headers: agency.headers, payload })

@@ -88,6 +88,9 @@ describe('webhook subscriptions', () => {
       [{ url: 'not a url', events: ['mls.new_listing'] }, 'url'],
       [{ url: 'ftp://example.com/hooks', events: ['mls.new_listing'] }, 'url'],
       [{ url: 'https://user:pass@example.com/hooks', events: ['mls.new_listing'] }, 'url'],
+      // A parser would drop these, and the URL be stored and shown as written.
+      [{ url: ` ${receiver.url}`, events: ['mls.new_listing'] }, 'url'],
+      [{ url: `${receiver.url}\n`, events: ['mls.new_listing'] }, 'url'],
     ]
     for (const [payload, field] of cases) {
       const response = await t.app.inject({ method: 'POST', url: '/webhooks', headers: agency.headers, payload })

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { feedRunStatuses, feedRunTriggers } from '../../db/schema.js'
-import { Id, Int32, Nullable, Page, PageQuery, StringEnum, Timestamp, Url, asStoredText, PathId } from '../../lib/schemas.js'
+import { GivenUrl, Id, Int32, Nullable, Page, PageQuery, StringEnum, Timestamp, Url, asStoredText, PathId } from '../../lib/schemas.js'
 import { FEED_NOT_FOUND, FEED_RUN_NOT_FOUND } from '../../lib/errors.js'
 
 /** Minutes between scheduled runs: at least every quarter of an hour, at most a week apart. */
@@ -27,11 +27,7 @@ const massWithdrawalField = Type.Boolean({
 
 export const FeedCreate = Type.Object(
   {
-    url: Type.String({
-      minLength: 1,
-      maxLength: 2048,
-      description: 'Where the file is downloaded from: `https` (plain `http` only with ALLOW_PRIVATE_NETWORK), no credentials, a public host.',
-    }),
+    url: GivenUrl('Where the file is downloaded from: `https` (plain `http` only with ALLOW_PRIVATE_NETWORK), no credentials, a public host.'),
     format: FeedFormat,
     schedule: Type.Optional(scheduleField),
     allow_mass_withdrawal: Type.Optional(massWithdrawalField),

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { Id, Int32, Url, PathId } from '../../lib/schemas.js'
+import { GivenUrl, Id, Int32, Url, PathId } from '../../lib/schemas.js'
 import { IMAGE_NOT_FOUND } from '../../lib/errors.js'
 
 /** A sort_order is a 32-bit integer (the column's range). */
@@ -48,7 +48,7 @@ export const ImageIdParams = Type.Object({ image_id: PathId(IMAGE_NOT_FOUND) })
 export const ImageByUrl = Type.Object(
   {
     property_id: Id,
-    url: Type.String({ minLength: 1, maxLength: 2048, description: 'A public http(s) address of a JPEG, PNG or WebP photo.' }),
+    url: GivenUrl('A public http(s) address of a JPEG, PNG or WebP photo.'),
     sort_order: Type.Optional(SortOrder),
   },
   { title: 'ImageFromUrl', additionalProperties: false },

@@ -3,7 +3,7 @@ import { CatalogueDetail, CatalogueItem } from '../catalogue/catalogue.schemas.j
 import { ListingFilter } from '../catalogue/listing-filter.js'
 import { FeedRunSummary } from '../feeds/feeds.schemas.js'
 import { ExternalId, ModerationReasonSchema } from '../properties/properties.schemas.js'
-import { Id, Int32, Nullable, PageQuery, Page, StringEnum, Timestamp, Url, asStoredText, PathId } from '../../lib/schemas.js'
+import { GivenUrl, Id, Int32, Nullable, PageQuery, Page, StringEnum, Timestamp, Url, asStoredText, PathId } from '../../lib/schemas.js'
 import { WEBHOOK_NOT_FOUND } from '../../lib/errors.js'
 
 import { EVENT_TYPES, LISTING_REMOVED_REASONS, SUBSCRIBABLE_EVENTS } from '../events/event-types.js'
@@ -19,11 +19,7 @@ const DeliveredEventType = StringEnum('DeliveredEventType', [...EVENT_TYPES], 'T
 
 export const WebhookCreate = Type.Object(
   {
-    url: Type.String({
-      minLength: 1,
-      maxLength: 2048,
-      description: 'Where deliveries are POSTed: `https` (plain `http` only with ALLOW_PRIVATE_NETWORK), no credentials, a public host.',
-    }),
+    url: GivenUrl('Where deliveries are POSTed: `https` (plain `http` only with ALLOW_PRIVATE_NETWORK), no credentials, a public host.'),
     events: Type.Array(WebhookEventType, {
       minItems: 1,
       maxItems: SUBSCRIBABLE_EVENTS.length * 4,

@@ -50,15 +50,16 @@ describe('event retention', () => {
   /** Fans out the new events and makes one attempt of every due delivery, as the worker's jobs would. */
   async function deliverOnce(): Promise<void> {
     await t.app.services.webhooks.fanOut(100)
-    const claimed = await t.app.services.webhooks.claimDue({ limit: 100, perSubscription: 100, busySubscriptions: [] })
+    const claimed = await t.app.services.webhooks.claimDue({ limit: 100, perSubscription: 100, inFlight: new Map() })
     await Promise.all(claimed.map((delivery) => t.app.services.webhooks.attempt(delivery)))
   }
 
-  /** Moves events, and the deliveries fanned out from them, `days` into the past. */
+  /** Moves events, the deliveries fanned out from them and their attempts, `days` into the past. */
   async function backdate(eventIds: number[], days: number): Promise<void> {
     const ids = `{${eventIds.join(',')}}`
     await t.db.execute(sql`update events set created_at = now() - ${days}::int * interval '1 day' where id = any(${ids}::bigint[])`)
     await t.db.execute(sql`update webhook_deliveries set created_at = now() - ${days}::int * interval '1 day' where event_id = any(${ids}::bigint[])`)
+    await t.db.execute(sql`update webhook_attempts set created_at = now() - ${days}::int * interval '1 day' where event_id = any(${ids}::bigint[])`)
   }
 
   const eventIdsOf = async (table: 'events' | 'webhook_deliveries' | 'webhook_attempts') => {
@@ -132,8 +133,8 @@ describe('event retention', () => {
         select ${hook!.id}::int, id, 'succeeded', 1, now() - interval '40 days' from written
         returning id, event_id
       )
-      insert into webhook_attempts (delivery_id, subscription_id, event_id, event_type, trigger, attempt, status, response_status_code, duration_ms)
-      select id, ${hook!.id}::int, event_id, 'property.published', 'event', 1, 'succeeded', 202, 5 from deliveries`)
+      insert into webhook_attempts (delivery_id, subscription_id, event_id, event_type, trigger, attempt, status, response_status_code, duration_ms, created_at)
+      select id, ${hook!.id}::int, event_id, 'property.published', 'event', 1, 'succeeded', 202, 5, now() - interval '40 days' from deliveries`)
     const [before] = await queryRows<{ events: number }>(t.db, sql`select count(*)::int as events from events`)
 
     const half = RETENTION_BATCH / 2

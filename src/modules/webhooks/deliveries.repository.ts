@@ -140,16 +140,19 @@ export async function insertClaimedTestDelivery(
 }
 
 /**
- * Claims up to `limit` due deliveries, at most `perSubscription` of any one subscription and
- * none of `busySubscriptions` (those this worker already has enough of in flight), so one
+ * Claims up to `limit` due deliveries, so that no subscription has more than `perSubscription`
+ * in flight with this worker, counting those it already has (`inFlight`, by subscription): one
  * slow receiver cannot take every slot.
  */
 export async function claimDeliveries(
   db: Database,
-  options: { limit: number; perSubscription: number; busySubscriptions: readonly number[]; leaseMs: number },
+  options: { limit: number; perSubscription: number; inFlight: ReadonlyMap<number, number>; leaseMs: number },
 ): Promise<ClaimedDelivery[]> {
   const token = randomUUID()
-  const busy = `{${options.busySubscriptions.join(',')}}`
+  const inFlight = [...options.inFlight]
+  const asArray = (values: number[]) => `{${values.join(',')}}`
+  const busy = asArray(inFlight.filter(([, count]) => count >= options.perSubscription).map(([id]) => id))
+  const [flightIds, flightCounts] = [asArray(inFlight.map(([id]) => id)), asArray(inFlight.map(([, count]) => count))]
   const rows = await queryRows<{
     id: number
     subscription_id: number
@@ -165,7 +168,8 @@ export async function claimDeliveries(
     event_data: unknown
   }>(
     db,
-    sql`with candidates as (
+    sql`with in_flight as (select * from unnest(${flightIds}::int[], ${flightCounts}::int[]) as f (subscription_id, attempts)),
+        candidates as (
           select id, subscription_id,
                  row_number() over (partition by subscription_id order by next_attempt_at, id) as rank
           from (
@@ -178,7 +182,10 @@ export async function claimDeliveries(
         ),
         claimed as (
           select d.id from webhook_deliveries d
-          where d.id in (select id from candidates where rank <= ${options.perSubscription}::int)
+          where d.id in (
+                  select c.id from candidates c left join in_flight f using (subscription_id)
+                  where c.rank <= ${options.perSubscription}::int - coalesce(f.attempts, 0)
+                )
             and d.status = 'pending' and d.next_attempt_at <= now()
           order by d.next_attempt_at, d.id
           limit ${options.limit}::int
@@ -211,8 +218,9 @@ export async function claimDeliveries(
 }
 
 /**
- * Deletes up to `limit` finished deliveries older than `days`, oldest first, with their attempts
- * (the foreign key cascades), when no delivery of their event is pending any more; how many.
+ * Deletes up to `limit` deliveries done more than `days` ago (their last attempt), oldest first,
+ * with their attempts (the foreign key cascades), when no delivery of their event is pending any
+ * more; how many.
  * A delivery is never pending again once it has succeeded or been given up, so the check holds;
  * it has at most one attempt per entry of the retry schedule, plus one, which bounds the statement.
  * A delivery is fanned out after its event, so its event is older than `days` too.
@@ -225,6 +233,8 @@ export async function deleteFinishedDeliveries(db: Database, days: number, limit
           where d.created_at < now() - ${days}::int * interval '1 day'
             and d.status <> 'pending'
             and not exists (select 1 from webhook_deliveries p where p.event_id = d.event_id and p.status = 'pending')
+            -- Counted from when it was done, its last attempt: retries may have gone on for days.
+            and not exists (select 1 from webhook_attempts a where a.delivery_id = d.id and a.created_at >= now() - ${days}::int * interval '1 day')
           order by d.created_at
           limit ${limit}::int
           for update skip locked

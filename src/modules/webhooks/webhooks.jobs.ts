@@ -65,17 +65,19 @@ export class WebhookDeliveryJob implements Job {
       await Promise.race(this.running)
       return 1
     }
-    const busy = [...this.perSubscription].filter(([, count]) => count >= DELIVERY_PER_SUBSCRIPTION).map(([id]) => id)
     const claimed = await context.services.webhooks.claimDue({
       limit: this.concurrency - this.running.size,
       perSubscription: DELIVERY_PER_SUBSCRIPTION,
-      busySubscriptions: busy,
+      inFlight: this.perSubscription,
     })
     for (const delivery of claimed) this.start(delivery, context)
     if (claimed.length > 0 || this.running.size === 0) return claimed.length
-    // Nothing more may be claimed while these run (their subscriptions are at their share):
-    // the next claim is worth making as soon as one ends, not after the idle pause.
-    await Promise.race(this.running)
+    // Nothing more may be claimed while these run (their subscriptions are at their share): the
+    // next claim is worth making as soon as one ends, or after the idle pause for work of other
+    // subscriptions, whichever comes first. A receiver holding its attempts holds nothing else.
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([...this.running, new Promise((resolve) => (timer = setTimeout(resolve, this.idleDelayMs)))])
+    clearTimeout(timer)
     return 1
   }
 

@@ -42,13 +42,15 @@ export default fp(
 
 /**
  * The same policy as header lines, for the few answers written straight to the socket before
- * Fastify has a request (clientErrorHandler): every answer carries it.
+ * Fastify has a request (clientErrorHandler): every answer carries it. Which route the request
+ * was for is not known then, so the resource policy is the stricter one.
  */
 export const RAW_SECURITY_HEADER_LINES = [
   "Content-Security-Policy: default-src 'none'; frame-ancestors 'none'",
   'X-Content-Type-Options: nosniff',
   'X-Frame-Options: DENY',
   'Referrer-Policy: no-referrer',
+  'Cross-Origin-Resource-Policy: same-origin',
 ]
 
 function securityHeaders(config: Config): FastifyHelmetOptions {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { isDatabaseUnavailable, type DatabaseAvailability } from '../db/availability.js'
@@ -100,6 +101,8 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
   const headers = [
     `Content-Length: ${Buffer.byteLength(body)}`,
     'Content-Type: application/json; charset=utf-8',
+    // A request id of its own: the caller's, if it sent one, was never read.
+    `X-Request-Id: ${randomUUID()}`,
     ...RAW_SECURITY_HEADER_LINES,
     'Connection: close',
   ]

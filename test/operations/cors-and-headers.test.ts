@@ -287,6 +287,9 @@ describe('security headers on answers written before Fastify sees a request', ()
       assert.equal(headers.get('x-frame-options'), 'DENY', answer)
       assert.match(headers.get('content-security-policy') ?? '', /default-src 'none'; ?frame-ancestors 'none'/, answer)
       assert.equal(headers.get('referrer-policy'), 'no-referrer', answer)
+      // Its route is not known: the stricter resource policy, and a request id of its own.
+      assert.equal(headers.get('cross-origin-resource-policy'), 'same-origin', answer)
+      assert.match(headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/, answer)
     })
   }
 })

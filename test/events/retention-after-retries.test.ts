@@ -2,19 +2,10 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
-import { createTenant, type Tenant } from '../helpers/factories.js'
+import { createTenant } from '../helpers/factories.js'
 import { eventRetentionJob } from '../../src/modules/events/event-retention.job.js'
 import { jobContext, runWhileWorkRemains } from '../helpers/jobs.js'
-import { deliveryLog, startReceiver, startWebhookWorker, subscribe, waitForOutboxDrained } from '../helpers/webhooks.js'
-
-/** `count` property.published events of the tenant in the outbox, as publications write them. */
-async function writeEvents(t: TestApp, tenant: Tenant, count: number): Promise<void> {
-  await t.db.execute(
-    sql`insert into events (type, tenant_id, data)
-        select 'property.published', ${tenant.tenantId}::int, jsonb_build_object('property_id', n)
-        from generate_series(1, ${count}::int) as n`,
-  )
-}
+import { deliveryLog, startReceiver, startWebhookWorker, subscribe, waitForOutboxDrained, writePublishedEvents } from '../helpers/webhooks.js'
 
 describe('event retention counts its days from when nothing is pending any more', () => {
   let t: TestApp
@@ -38,7 +29,7 @@ describe('event retention counts its days from when nothing is pending any more'
       await receiver.close()
       await worker.stop()
     })
-    await writeEvents(t, agency, 1)
+    await writePublishedEvents(t.db, agency, 1)
     await waitForOutboxDrained(t.db, 30_000)
     assert.deepEqual(
       (await deliveryLog(t.app, agency, hook.id)).items.map((entry) => entry.status),

@@ -172,3 +172,12 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, timeo
     await sleep(20)
   }
 }
+
+/** `count` property.published events of the tenant in the outbox, as publications write them. */
+export async function writePublishedEvents(db: Database, tenant: Tenant, count: number): Promise<void> {
+  await db.execute(
+    sql`insert into events (type, tenant_id, data)
+        select 'property.published', ${tenant.tenantId}::int, jsonb_build_object('property_id', n)
+        from generate_series(1, ${count}::int) as n`,
+  )
+}

@@ -6,8 +6,8 @@ import { after, before, describe, it, type TestContext } from 'node:test'
 import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
-import { createTenant, type Tenant } from '../helpers/factories.js'
-import { startReceiver, startWebhookWorker, subscribe, waitFor, type RunningWorker } from '../helpers/webhooks.js'
+import { createTenant } from '../helpers/factories.js'
+import { startReceiver, startWebhookWorker, subscribe, waitFor, type RunningWorker, writePublishedEvents } from '../helpers/webhooks.js'
 
 /**
  * A receiver whose requests stay unanswered until the test answers them, one by one: it knows
@@ -50,15 +50,6 @@ async function startHoldingReceiver() {
   }
 }
 
-/** `count` property.published events of the tenant in the outbox, as publications write them. */
-async function writeEvents(t: TestApp, tenant: Tenant, count: number): Promise<void> {
-  await t.db.execute(
-    sql`insert into events (type, tenant_id, data)
-        select 'property.published', ${tenant.tenantId}::int, jsonb_build_object('property_id', n)
-        from generate_series(1, ${count}::int) as n`,
-  )
-}
-
 describe('the delivery job: a slow receiver holds its own slots, never the queue', () => {
   let t: TestApp
   let agencies = 0
@@ -96,11 +87,11 @@ describe('the delivery job: a slow receiver holds its own slots, never the queue
     await subscribe(t.app, fastAgency, { url: fast.url, events: ['property.published'] })
     startWorker(test, slow, fast)
 
-    await writeEvents(t, slowAgency, 1)
+    await writePublishedEvents(t.db, slowAgency, 1)
     await waitFor(() => slow.held() === 1, 20_000, 'the slow receiver to hold the first attempt')
 
     const written = Date.now()
-    await writeEvents(t, fastAgency, 1)
+    await writePublishedEvents(t.db, fastAgency, 1)
     // The fast receiver gets its event, before the held attempt times out or after.
     await waitFor(() => fast.requests.length > 0, 30_000, 'a delivery to the fast receiver')
     const abandoned = slow.firstAbandonedAt()
@@ -120,10 +111,10 @@ describe('the delivery job: a slow receiver holds its own slots, never the queue
     startWorker(test, receiver)
 
     // Five attempts in flight, held by the receiver.
-    await writeEvents(t, agency, 5)
+    await writePublishedEvents(t.db, agency, 5)
     await waitFor(() => receiver.held() === 5, 20_000, 'five attempts held')
     // Ten more events for the same subscription, fanned out while those five are held.
-    await writeEvents(t, agency, 10)
+    await writePublishedEvents(t.db, agency, 10)
     await waitFor(
       async () => {
         const [row] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from webhook_deliveries where subscription_id = ${hook.id}::int`)

@@ -50,7 +50,7 @@ describe('event retention', () => {
   /** Fans out the new events and makes one attempt of every due delivery, as the worker's jobs would. */
   async function deliverOnce(): Promise<void> {
     await t.app.services.webhooks.fanOut(100)
-    const claimed = await t.app.services.webhooks.claimDue({ limit: 100, perSubscription: 100, inFlight: new Map() })
+    const claimed = await t.app.services.webhooks.claimDue({ limit: 100, perSubscription: 100, busySubscriptions: [] })
     await Promise.all(claimed.map((delivery) => t.app.services.webhooks.attempt(delivery)))
   }
 

@@ -336,7 +336,7 @@ describe('webhook log entries of deliveries given up with their subscription', (
       /** Fans out new events and makes one attempt of every due delivery, as the worker's jobs would. */
       const deliverOnce = async () => {
         await t.app.services.webhooks.fanOut(100)
-        const claimed = await t.app.services.webhooks.claimDue({ limit: 100, perSubscription: 100, inFlight: new Map() })
+        const claimed = await t.app.services.webhooks.claimDue({ limit: 100, perSubscription: 100, busySubscriptions: [] })
         await Promise.all(claimed.map((delivery) => t.app.services.webhooks.attempt(delivery)))
         return claimed.length
       }

@@ -120,7 +120,7 @@ describe('several webhook workers on one database', () => {
     await writeEvents(t, agency, 5)
     await t.app.services.webhooks.fanOut(100)
     // A worker claims them and dies before sending: nothing more happens on its side.
-    const lost = await t.app.services.webhooks.claimDue({ limit: 100, perSubscription: 100, inFlight: new Map() })
+    const lost = await t.app.services.webhooks.claimDue({ limit: 100, perSubscription: 100, busySubscriptions: [] })
     assert.equal(lost.length, 5)
     const claimedAt = Date.now()
 
@@ -254,7 +254,7 @@ describe('attempts recorded in one batch', () => {
     await t.db.execute(sql`update webhook_subscriptions set failing_since = now() - interval '5 days 1 minute' where id = ${id('too long')}::int`)
     await writeEvents(t, agency, 3)
     await t.app.services.webhooks.fanOut(100)
-    const claimed = await t.app.services.webhooks.claimDue({ limit: 100, perSubscription: 100, inFlight: new Map() })
+    const claimed = await t.app.services.webhooks.claimDue({ limit: 100, perSubscription: 100, busySubscriptions: [] })
     assert.equal(claimed.length, names.length * 3)
     const of = (name: Name) => claimed.filter((delivery) => delivery.subscriptionId === id(name))
 

@@ -140,19 +140,16 @@ export async function insertClaimedTestDelivery(
 }
 
 /**
- * Claims up to `limit` due deliveries, so that no subscription has more than `perSubscription`
- * in flight with this worker, counting those it already has (`inFlight`, by subscription): one
+ * Claims up to `limit` due deliveries, at most `perSubscription` of any one subscription and
+ * none of `busySubscriptions` (those this worker already has enough of in flight), so one
  * slow receiver cannot take every slot.
  */
 export async function claimDeliveries(
   db: Database,
-  options: { limit: number; perSubscription: number; inFlight: ReadonlyMap<number, number>; leaseMs: number },
+  options: { limit: number; perSubscription: number; busySubscriptions: readonly number[]; leaseMs: number },
 ): Promise<ClaimedDelivery[]> {
   const token = randomUUID()
-  const inFlight = [...options.inFlight]
-  const asArray = (values: number[]) => `{${values.join(',')}}`
-  const busy = asArray(inFlight.filter(([, count]) => count >= options.perSubscription).map(([id]) => id))
-  const [flightIds, flightCounts] = [asArray(inFlight.map(([id]) => id)), asArray(inFlight.map(([, count]) => count))]
+  const busy = `{${options.busySubscriptions.join(',')}}`
   const rows = await queryRows<{
     id: number
     subscription_id: number
@@ -168,8 +165,7 @@ export async function claimDeliveries(
     event_data: unknown
   }>(
     db,
-    sql`with in_flight as (select * from unnest(${flightIds}::int[], ${flightCounts}::int[]) as f (subscription_id, attempts)),
-        candidates as (
+    sql`with candidates as (
           select id, subscription_id,
                  row_number() over (partition by subscription_id order by next_attempt_at, id) as rank
           from (
@@ -182,10 +178,7 @@ export async function claimDeliveries(
         ),
         claimed as (
           select d.id from webhook_deliveries d
-          where d.id in (
-                  select c.id from candidates c left join in_flight f using (subscription_id)
-                  where c.rank <= ${options.perSubscription}::int - coalesce(f.attempts, 0)
-                )
+          where d.id in (select id from candidates where rank <= ${options.perSubscription}::int)
             and d.status = 'pending' and d.next_attempt_at <= now()
           order by d.next_attempt_at, d.id
           limit ${options.limit}::int

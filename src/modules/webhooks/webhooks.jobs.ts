@@ -65,10 +65,11 @@ export class WebhookDeliveryJob implements Job {
       await Promise.race(this.running)
       return 1
     }
+    const busy = [...this.perSubscription].filter(([, count]) => count >= DELIVERY_PER_SUBSCRIPTION).map(([id]) => id)
     const claimed = await context.services.webhooks.claimDue({
       limit: this.concurrency - this.running.size,
       perSubscription: DELIVERY_PER_SUBSCRIPTION,
-      inFlight: this.perSubscription,
+      busySubscriptions: busy,
     })
     for (const delivery of claimed) this.start(delivery, context)
     if (claimed.length > 0 || this.running.size === 0) return claimed.length

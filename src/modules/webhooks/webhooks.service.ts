@@ -227,7 +227,7 @@ export class WebhooksService {
    * Claims up to `limit` due deliveries for this worker, at most `perSubscription` of any one
    * subscription and none of `busySubscriptions`; each is held for a lease.
    */
-  claimDue(options: { limit: number; perSubscription: number; inFlight: ReadonlyMap<number, number> }): Promise<ClaimedDelivery[]> {
+  claimDue(options: { limit: number; perSubscription: number; busySubscriptions: readonly number[] }): Promise<ClaimedDelivery[]> {
     return deliveries.claimDeliveries(this.db, { ...options, leaseMs: this.leaseMs })
   }
 

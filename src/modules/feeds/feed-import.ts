@@ -53,6 +53,11 @@ export interface FeedImportInput {
   read(): AsyncIterable<Buffer>
   /** Throws once the run's lease is lost, so a run another worker took over stops here. */
   stillHeld(): void
+  /**
+   * Asks the database whether the run is still this worker's, and throws as stillHeld does if
+   * not: its feed deleted (with its runs) or its lease taken over since the last renewal.
+   */
+  confirmHeld(): Promise<void>
 }
 
 type Counts = RunOutcome['counts']
@@ -150,7 +155,9 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
     )
   }
 
-  // Pass 2: each offer mapped and applied, a few at once.
+  // Pass 2: each offer mapped and applied, a few at once; the run confirmed as still held before
+  // it starts and at every batch, so a feed deleted meanwhile makes at most a batch more.
+  await input.confirmHeld()
   const [cities, districts, elsewhere] = await Promise.all([
     deps.reference.cities(),
     deps.reference.districts(),
@@ -172,6 +179,7 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
     for await (const offer of readYandexRealtyOffers(input.read())) {
       if (failure !== undefined) break
       input.stillHeld()
+      if (counts.offers > 0 && counts.offers % OFFER_BATCH === 0) await input.confirmHeld()
       counts.offers++
       const mapped = mapOffer(offer, places, agency.country)
       // Pass 1's ids are let go as their offers are met: an id already gone is a repeat, and the

@@ -1,5 +1,6 @@
 import { and, asc, count, desc, eq, getTableColumns, inArray, sql } from 'drizzle-orm'
 import { queryRows, type Database } from '../../db/client.js'
+import { cut, MAX_TEXT_LENGTH } from '../../lib/errors.js'
 import { ListingStatus } from '../properties/listing-status.js'
 import { rowsWithTotal } from '../../db/paging.js'
 import { feedOffers, feedRunProblems, feedRuns, feeds, properties, tenants } from '../../db/schema.js'
@@ -183,7 +184,8 @@ export async function finishRun(tx: Database, runId: number, owner: string, outc
     .update(feedRuns)
     .set({
       status: outcome.status,
-      detail: outcome.detail,
+      // A reason may quote the file or a server (a name, a header) at any length.
+      detail: outcome.detail === null ? null : cut(outcome.detail, MAX_TEXT_LENGTH),
       failureCode: outcome.failureCode,
       ...outcome.counts,
       finishedAt: new Date(),
@@ -199,15 +201,21 @@ export async function finishRun(tx: Database, runId: number, owner: string, outc
  * What the next run compares the file with (a 304, or the same bytes, is `unchanged`): the file
  * this run imported, or nothing (null) so that the next run reads the file again whatever it holds.
  */
+/**
+ * Keeps what tells the file read from `url` unchanged next time (its validators and digest), or
+ * forgets them (null). Only while the feed still reads `url`: a new address, set while the run
+ * went on, is downloaded whole at the next run.
+ */
 export async function rememberImportedFile(
   tx: Database,
   feedId: number,
+  url: string,
   file: { etag: string | null; lastModified: string | null; digest: string } | null,
 ): Promise<void> {
   await tx
     .update(feeds)
     .set({ etag: file?.etag ?? null, lastModified: file?.lastModified ?? null, contentDigest: file?.digest ?? null })
-    .where(eq(feeds.id, feedId))
+    .where(and(eq(feeds.id, feedId), eq(feeds.url, url)))
 }
 
 export async function findRun(db: Database, tenantId: number, feedId: number, runId: number): Promise<RunRow | undefined> {

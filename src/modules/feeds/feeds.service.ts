@@ -219,12 +219,24 @@ export class FeedsService {
       )
     }, RUN_LEASE_MS / 3)
     renewal.unref()
+    const confirmHeld = async () => {
+      if (!letGo.signal.aborted && !(await repository.renewLease(this.db, run.id, owner, RUN_LEASE_MS))) {
+        lost = true
+        letGo.abort()
+      }
+      if (letGo.signal.aborted) throw new LeaseLost()
+    }
     try {
       // An earlier holder's partial report is dropped: the run starts over (every step is idempotent).
       await repository.forgetProblems(this.db, run.id)
-      const outcome = await this.carryOut(run, letGo.signal, () => {
-        if (letGo.signal.aborted) throw new LeaseLost()
-      })
+      const outcome = await this.carryOut(
+        run,
+        letGo.signal,
+        () => {
+          if (letGo.signal.aborted) throw new LeaseLost()
+        },
+        confirmHeld,
+      )
       await this.finish(run, owner, outcome)
     } catch (error) {
       // Whatever the stop broke (a download cut short shows as its failure) is not the run's outcome.
@@ -254,7 +266,8 @@ export class FeedsService {
     run: RunRow,
     stopped: AbortSignal,
     stillHeld: () => void,
-  ): Promise<RunOutcome & { file?: { etag: string | null; lastModified: string | null; digest: string } }> {
+    confirmHeld: () => Promise<void>,
+  ): Promise<RunOutcome & { file?: { url: string; etag: string | null; lastModified: string | null; digest: string } }> {
     const failed = (failure: FeedRunFailure): RunOutcome => ({
       status: 'failed',
       detail: failure.message,
@@ -290,9 +303,9 @@ export class FeedsService {
             photos: this.options.feeds.photos,
             photosPerListing: this.options.photosPerListing,
           },
-          { feed, runId: run.id, runStartedAt: run.startedAt, agency, read: () => download.read(), stillHeld },
+          { feed, runId: run.id, runStartedAt: run.startedAt, agency, read: () => download.read(), stillHeld, confirmHeld },
         )
-        return { ...outcome, file: { etag: download.etag, lastModified: download.lastModified, digest: download.digest } }
+        return { ...outcome, file: { url: feed.url, etag: download.etag, lastModified: download.lastModified, digest: download.digest } }
       } finally {
         await download.discard()
       }
@@ -307,7 +320,7 @@ export class FeedsService {
   private async finish(
     run: RunRow,
     owner: string,
-    outcome: RunOutcome & { file?: { etag: string | null; lastModified: string | null; digest: string } },
+    outcome: RunOutcome & { file?: { url: string; etag: string | null; lastModified: string | null; digest: string } },
   ): Promise<void> {
     await this.db.transaction(async (tx) => {
       const finished = await repository.finishRun(tx, run.id, owner, outcome)
@@ -315,7 +328,7 @@ export class FeedsService {
       // A file imported whole is not read again until it changes. One with problems is: an offer
       // refused for a city the service did not know, or a photo that failed, is tried again at the
       // next run even if the file stays the same.
-      if (outcome.file) await repository.rememberImportedFile(tx, run.feedId, outcome.status === 'succeeded' ? outcome.file : null)
+      if (outcome.file) await repository.rememberImportedFile(tx, run.feedId, outcome.file.url, outcome.status === 'succeeded' ? outcome.file : null)
       await this.events.record(tx, { type: 'feed.run_finished', tenantId: run.tenantId, data: toRunSummary(finished) })
     })
   }

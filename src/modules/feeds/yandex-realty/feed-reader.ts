@@ -6,6 +6,7 @@
  */
 import { TextDecoder } from 'node:util'
 import { SaxesParser, type SaxesTagPlain } from 'saxes'
+import { cut } from '../../../lib/errors.js'
 
 export const FEED_NAMESPACE = 'http://webmaster.yandex.ru/schemas/feed/realty/2010-06'
 
@@ -43,6 +44,9 @@ export class FeedFormatError extends Error {
  * So is anything else the parser must hold whole, a text or a comment, of this length.
  */
 export const MAX_OFFER_CHARACTERS = 1024 * 1024
+
+/** How deep elements may nest, the root at 1: a feed's offers nest four or five. */
+export const MAX_DEPTH = 100
 
 /**
  * The document goes to the parser in pieces of this length, and after each the lengths above
@@ -111,10 +115,14 @@ export async function* readYandexRealtyOffers(source: AsyncIterable<Buffer | str
   parser.on('opentag', (tag: SaxesTagPlain) => {
     const name = localName(tag.name)
     depth += 1
+    // The parser holds every open element, however short its tag: a few hundred bytes each.
+    if (depth > MAX_DEPTH) {
+      throw new FeedFormatError('offer_too_large', `The feed nests elements over ${MAX_DEPTH} deep at line ${parser.line}; the file is not a feed of listings.`)
+    }
     if (!rootSeen) {
       rootSeen = true
       if (name !== ROOT)
-        throw new FeedFormatError('wrong_root', `The document's root element is <${tag.name}>, not <${ROOT}>: this is not a Yandex.Realty feed.`)
+        throw new FeedFormatError('wrong_root', `The document's root element is <${cut(tag.name, 100)}>, not <${ROOT}>: this is not a Yandex.Realty feed.`)
       return
     }
     progress()
@@ -152,7 +160,7 @@ export async function* readYandexRealtyOffers(source: AsyncIterable<Buffer | str
 
   // Saxes reports "line:column: message"; say it as a sentence, with the place in words.
   parser.on('error', (error: Error) => {
-    const reason = error.message.replace(/^\d+:\d+: /, '').replace(/\.$/, '')
+    const reason = cut(error.message.replace(/^\d+:\d+: /, '').replace(/\.$/, ''), 500)
     throw new FeedFormatError('not_xml', `The feed is not well-formed XML at line ${parser.line}, column ${parser.column}: ${reason}.`)
   })
 

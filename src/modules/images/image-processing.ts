@@ -129,8 +129,8 @@ export class ImageProcessor {
     const { width = 0, height = 0 } = metadata
     if (width * height > this.limits.maxPixels) {
       throw ApiError.validation(
-        [{ loc: ['body', 'file'], msg: `is ${width}×${height} pixels; at most ${Math.floor(this.limits.maxPixels / 1e6)} megapixels are accepted` }],
-        `The photo is ${width}×${height} pixels; at most ${Math.floor(this.limits.maxPixels / 1e6)} megapixels are accepted.`,
+        [{ loc: ['body', 'file'], msg: `is ${width}×${height} pixels; at most ${pixelsInWords(this.limits.maxPixels)} are accepted` }],
+        `The photo is ${width}×${height} pixels; at most ${pixelsInWords(this.limits.maxPixels)} are accepted.`,
       )
     }
     const { encode, extension } = ACCEPTED_TYPES[contentType]
@@ -184,6 +184,11 @@ export class ImageProcessor {
     if (metadata.icc === undefined || (metadata.space !== 'srgb' && metadata.space !== 'rgb16')) return decoded
     return sharp(await decoded.keepIccProfile().tiff({ compression: 'none' }).toBuffer())
   }
+}
+
+/** IMAGE_MAX_PIXELS as a refusal says it: "50 megapixels", or "2,500,000 pixels" where megapixels would round it. */
+function pixelsInWords(pixels: number): string {
+  return pixels % 1_000_000 === 0 ? `${pixels / 1_000_000} megapixels` : `${pixels.toLocaleString('en-US')} pixels`
 }
 
 export function tooLarge(maxBytes: number): ApiError {

@@ -38,7 +38,10 @@ export async function readUploadForm(request: FastifyRequest, maxBytes: number):
   const errors: FieldError[] = []
   try {
     for await (const part of request.parts()) {
-      if (!UPLOAD_FIELDS.has(part.fieldname)) {
+      if (typeof part.fieldname !== 'string' || part.fieldname === '') {
+        errors.push({ loc: ['body'], msg: 'has a part without a name (Content-Disposition: form-data; name="…")' })
+        if (part.type === 'file') part.file.resume()
+      } else if (!UPLOAD_FIELDS.has(part.fieldname)) {
         errors.push({ loc: ['body', part.fieldname], msg: 'is not a field of this form' })
         if (part.type === 'file') part.file.resume()
       } else if (part.type === 'file') {
@@ -48,6 +51,9 @@ export async function readUploadForm(request: FastifyRequest, maxBytes: number):
         // Cut at the form's field size: read as it is, "0000…5" would be stored as 0.
         errors.push({ loc: ['body', part.fieldname], msg: 'is too long for this field' })
         truncated.add(part.fieldname)
+      } else if (fields.has(part.fieldname)) {
+        // Either value could be the one meant: the photo is not stored on a guess.
+        errors.push({ loc: ['body', part.fieldname], msg: 'is given more than once' })
       } else {
         fields.set(part.fieldname, String(part.value))
       }

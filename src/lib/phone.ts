@@ -1,4 +1,4 @@
-import { getCountries, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max'
+import { getCountries, getCountryCallingCode, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max'
 
 const supportedCountries = new Set<string>(getCountries())
 
@@ -21,8 +21,16 @@ export function isSupportedCountry(country: string): country is CountryCode {
 export function normalisePhone(raw: string, country: CountryCode): string | null {
   // The whole text must be the number: libphonenumber otherwise finds one inside any sentence
   // ("email me 89123456789@x.ru").
-  const parsed = parsePhoneNumberFromString(raw, { defaultCountry: country, extract: false })
-  if (!parsed?.isPossible()) return null
+  let parsed = parsePhoneNumberFromString(raw, { defaultCountry: country, extract: false })
+  if (!parsed?.isPossible()) {
+    // Written with the country's code but no plus ("7 912 345-67-89"): libphonenumber takes the
+    // code off only where the rest is a number of that very country, so a Kazakh agency's Russian
+    // number, code 7 as its own, would be refused where a Russian agency's Kazakh one is not.
+    const international = parsePhoneNumberFromString(`+${raw.trim()}`, { extract: false })
+    if (international?.countryCallingCode !== getCountryCallingCode(country)) return null
+    parsed = international
+  }
+  if (!parsed.isPossible()) return null
   const national = parsed.nationalNumber
   if (national.length !== 10) return parsed.formatInternational()
   return `+${parsed.countryCallingCode} ${national.slice(0, 3)} ${national.slice(3, 6)}-${national.slice(6, 8)}-${national.slice(8)}`

@@ -22,6 +22,12 @@ describe('normalisePhone', () => {
     assert.equal(normalisePhone('8 701 234 5678', 'KZ'), '+7 701 234-56-78')
   })
 
+  it('reads a number written with its country’s code and no plus, in any of the code’s ranges', () => {
+    assert.equal(normalisePhone('7 (912) 345-67-89', 'KZ'), '+7 912 345-67-89')
+    assert.equal(normalisePhone('77011234567', 'RU'), '+7 701 123-45-67')
+    assert.equal(normalisePhone('79123456789', 'US'), null)
+  })
+
   it('gives any country’s ten-digit numbers the same form, however they are written', () => {
     assert.equal(normalisePhone('(212) 736-5000', 'US'), '+1 212 736-50-00')
     assert.equal(normalisePhone('+1 212 736 5000', 'RU'), '+1 212 736-50-00')

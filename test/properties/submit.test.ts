@@ -113,6 +113,19 @@ describe('POST /properties', () => {
     assert.equal(berliner?.phone, '+49 30 1234567')
   })
 
+  it('takes a +7 number written with its 7 and no plus from a Kazakh agency, whatever its range, as from a Russian one', async () => {
+    // interface.md §2.2: any format, read as the agency's country's; Kazakhstan's code is 7 too.
+    const kazakh = await createTenant(t.app, { country: 'KZ', email: 'kz-seven@agency.example' })
+    for (const [phone, expected] of [
+      ['7 (912) 345-67-89', '+7 912 345-67-89'],
+      ['74951234567', '+7 495 123-45-67'],
+      ['77011234567', '+7 701 123-45-67'],
+    ] as const) {
+      const created = await submitProperty(t.app, kazakh, { owner: { name: 'Айгерим', phone }, location: { city_id: 17 } })
+      assert.equal(created.owner?.phone, expected, phone)
+    }
+  })
+
   it('takes any price in whole kopecks, however its binary fraction rounds', async () => {
     // 1234567.89 / 0.01 is 123456788.99999999 in binary: a multipleOf check would refuse it.
     for (const price of [1234567.89, 0.07, '0.29', 9_999_999_999_999.99, '9999999999999.99']) {

@@ -8,6 +8,16 @@ export function isSupportedCountry(country: string): country is CountryCode {
 }
 
 /**
+ * Phones normalised lately, by country and text: parsing is most of what an owner costs, and the
+ * same text comes back (a feed's offer is checked, then submitted; an agency's agents recur).
+ * Forgotten all at once when full, so a stream of new numbers costs what it did; a text longer
+ * than any way of writing a number is not kept.
+ */
+const recentlyNormalised = new Map<string, string | null>()
+const REMEMBERED_PHONES = 10_000
+const REMEMBERED_PHONE_LENGTH = 64
+
+/**
  * Turns a phone written any usual way into the international form the API stores and shows,
  * reading national numbers as the given country's. A number of ten national digits, the
  * pattern's 3 + 3 + 2 + 2, takes that form in every country: `8 (912) 345-67-89` →
@@ -19,6 +29,18 @@ export function isSupportedCountry(country: string): country is CountryCode {
  * starting with 8 into the +7 form, `8 (123) 456-78-90` included.
  */
 export function normalisePhone(raw: string, country: CountryCode): string | null {
+  if (raw.length > REMEMBERED_PHONE_LENGTH) return parsePhone(raw, country)
+  const key = `${country}\u0000${raw}`
+  let normalised = recentlyNormalised.get(key)
+  if (normalised === undefined) {
+    if (recentlyNormalised.size >= REMEMBERED_PHONES) recentlyNormalised.clear()
+    normalised = parsePhone(raw, country)
+    recentlyNormalised.set(key, normalised)
+  }
+  return normalised
+}
+
+function parsePhone(raw: string, country: CountryCode): string | null {
   // The whole text must be the number: libphonenumber otherwise finds one inside any sentence
   // ("email me 89123456789@x.ru").
   let parsed = parsePhoneNumberFromString(raw, { defaultCountry: country, extract: false })

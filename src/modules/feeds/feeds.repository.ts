@@ -336,19 +336,28 @@ function isListingGone(error: unknown): boolean {
   return cause?.code === '23503' && cause.constraint === 'feed_offers_property_id_properties_id_fk'
 }
 
-function insertFeedOffers(db: Database, rows: (typeof feedOffers.$inferInsert)[]) {
-  return db
-    .insert(feedOffers)
-    .values(rows)
-    .onConflictDoUpdate({
-      target: [feedOffers.feedId, feedOffers.internalId],
-      set: {
-        propertyId: sql`excluded.property_id`,
-        contentDigest: sql`excluded.content_digest`,
-        lastRunId: sql`excluded.last_run_id`,
-        withdrawnByFeed: sql`excluded.withdrawn_by_feed`,
-      },
-    })
+/**
+ * The rows travel as one JSON text, read back by json_to_recordset: a batch is one parameter
+ * whatever its size, not six a row, each bound and typed in turn.
+ */
+async function insertFeedOffers(db: Database, rows: (typeof feedOffers.$inferInsert)[]): Promise<void> {
+  const records = rows.map((row) => ({
+    feed_id: row.feedId,
+    internal_id: row.internalId,
+    property_id: row.propertyId,
+    content_digest: row.contentDigest,
+    last_run_id: row.lastRunId,
+    withdrawn_by_feed: row.withdrawnByFeed ?? false,
+  }))
+  await db.execute(sql`insert into feed_offers (feed_id, internal_id, property_id, content_digest, last_run_id, withdrawn_by_feed)
+    select feed_id, internal_id, property_id, content_digest, last_run_id, withdrawn_by_feed
+    from json_to_recordset(${JSON.stringify(records)}::json)
+      as offer(feed_id int, internal_id text, property_id int, content_digest text, last_run_id int, withdrawn_by_feed boolean)
+    on conflict (feed_id, internal_id) do update set
+      property_id = excluded.property_id,
+      content_digest = excluded.content_digest,
+      last_run_id = excluded.last_run_id,
+      withdrawn_by_feed = excluded.withdrawn_by_feed`)
 }
 
 export async function markWithdrawnByFeed(db: Database, feedId: number, internalId: string, runId: number): Promise<void> {

@@ -82,16 +82,38 @@ export function feedPlaces(cities: readonly FeedCity[], districts: readonly { id
   for (const district of districts) {
     for (const abbreviation of okrugAbbreviations(district.name)) remember(district.city_id, abbreviation, { id: district.id, name: district.name })
   }
+  // A feed names its few places in every offer: each spelling is folded once.
+  const cityKeyOf = remembered(cityKey)
+  const districtKeyOf = remembered(districtKey)
+  const regionKeyOf = remembered(foldPlaceName)
   return {
     cityByName: (name, region) => {
-      const candidates = citiesByKey.get(cityKey(name)) ?? []
+      const candidates = citiesByKey.get(cityKeyOf(name)) ?? []
       // Two cities of one name (Кировск of two regions): the region tells them apart; without it, the first added.
-      const inRegion = region ? candidates.find((city) => city.region !== undefined && foldPlaceName(city.region) === foldPlaceName(region)) : undefined
+      const inRegion = region ? candidates.find((city) => city.region !== undefined && regionKeyOf(city.region) === regionKeyOf(region)) : undefined
       return inRegion ?? candidates[0] ?? null
     },
     districtByName: (cityId, name) => {
-      const key = districtKey(name)
+      const key = districtKeyOf(name)
       return key === '' ? null : (districtsByKey.get(`${cityId}\u0000${key}`) ?? null)
     },
+  }
+}
+
+const REMEMBERED_SPELLINGS = 10_000
+const REMEMBERED_SPELLING_LENGTH = 200
+
+/** `fold` with its answers kept, up to a bound (then forgotten all at once); long texts are folded each time. */
+function remembered(fold: (name: string) => string): (name: string) => string {
+  const folded = new Map<string, string>()
+  return (name) => {
+    if (name.length > REMEMBERED_SPELLING_LENGTH) return fold(name)
+    let key = folded.get(name)
+    if (key === undefined) {
+      if (folded.size >= REMEMBERED_SPELLINGS) folded.clear()
+      key = fold(name)
+      folded.set(name, key)
+    }
+    return key
   }
 }

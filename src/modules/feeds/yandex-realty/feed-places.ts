@@ -104,7 +104,7 @@ const REMEMBERED_SPELLINGS = 10_000
 const REMEMBERED_SPELLING_LENGTH = 200
 
 /** `fold` with its answers kept, up to a bound (then forgotten all at once); long texts are folded each time. */
-function remembered(fold: (name: string) => string): (name: string) => string {
+export function remembered(fold: (name: string) => string): (name: string) => string {
   const folded = new Map<string, string>()
   return (name) => {
     if (name.length > REMEMBERED_SPELLING_LENGTH) return fold(name)

@@ -9,7 +9,7 @@ import { attributesByName } from '../../reference/attribute-catalogue.js'
 import { EXTERNAL_ID_MAX_LENGTH, externalIdPattern, type PropertySubmission } from '../../properties/properties.schemas.js'
 import { parseAttributes } from '../../properties/attributes.js'
 import type { FeedOffer, XmlElement } from './feed-reader.js'
-import { foldPlaceName, type FeedPlaces } from './feed-places.js'
+import { foldPlaceName, remembered, type FeedPlaces } from './feed-places.js'
 import { isRefusal, type OfferProblem, type OfferProblemCodeName } from './offer-problems.js'
 
 export { feedPlaces, type FeedCity, type FeedPlaces } from './feed-places.js'
@@ -34,7 +34,8 @@ const MAX_APARTMENT = 50
 const MAX_OWNER_NAME = 200
 const MAX_PRICE = 9_999_999_999_999.99
 
-const fold = foldPlaceName
+/** Values written by hand (a building's type, a balcony), folded once per spelling: a feed repeats a few. */
+const fold = remembered(foldPlaceName)
 
 const quoted = (value: string) => `«${value.length > 80 ? `${value.slice(0, 80)}…` : value}»`
 
@@ -276,10 +277,18 @@ function childrenNamed(element: XmlElement, name: string): XmlElement[] {
   return element.children.filter((candidate) => candidate.name === name)
 }
 
+/** A path's names, split once: the paths are this module's own, a few dozen. */
+const pathSteps = new Map<string, string[]>()
+function stepsOf(path: string): string[] {
+  let steps = pathSteps.get(path)
+  if (!steps) pathSteps.set(path, (steps = path.split('/')))
+  return steps
+}
+
 /** The trimmed text of the element at the path, or null when it is absent or blank. */
 function textAt(element: XmlElement | undefined, path: string): string | null {
   let current = element
-  for (const name of path.split('/')) current = child(current, name)
+  for (const name of stepsOf(path)) current = child(current, name)
   const text = current?.text.trim()
   return text ? text : null
 }

@@ -278,6 +278,29 @@ describe('revisions at their edges (MODERATION_MODE=auto)', () => {
     assert.deepEqual(again.updated_at, first.updated_at)
   })
 
+  it('renames the owner of a listing with a pending revision at once, moving updated_at and leaving the revision as it was', async () => {
+    // docs/api.md#revisions: changes of the owner's name and notes apply at once.
+    const id = await publish()
+    const revised = await patch(id, { price: 2_300_000 })
+    // Stored to the microsecond: the answers' milliseconds may not tell two quick requests apart.
+    const updatedAt = async () =>
+      (
+        await t.db
+          .select({ at: sql<string>`${properties.updatedAt}::text` })
+          .from(properties)
+          .where(eq(properties.id, id))
+      )[0]!.at
+    const before = await updatedAt()
+    const renamed = await patch(id, { owner: { name: 'Новое имя владельца', phone: revised.owner!.phone } })
+    assert.equal(renamed.owner?.name, 'Новое имя владельца')
+    assert.deepEqual(renamed.revision, revised.revision)
+    const [{ moved }] = (await t.db
+      .select({ moved: sql<boolean>`${properties.updatedAt} > ${before}::timestamptz` })
+      .from(properties)
+      .where(eq(properties.id, id))) as [{ moved: boolean }]
+    assert.ok(moved, `updated_at ${before} → ${await updatedAt()}`)
+  })
+
   it('close with a pending revision: out of the catalogue as closed; the revision is the closed listing’s fields', async () => {
     const id = await publish()
     await patch(id, { price: 1_100_000 })

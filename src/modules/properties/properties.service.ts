@@ -443,8 +443,10 @@ export class PropertiesService {
     }
     if (revision && sameFields(fields, revision.fields)) {
       // The version the check has (or has rejected) again: only the owner's row changed, the same
-      // owner renamed, which the check does not look at. Checking it again would decide the same.
-      return { property: await this.view(withRevision(approved, fields), ownerView, tx, undefined, revision), changed: true }
+      // owner renamed, which the check does not look at. Checking it again would decide the same;
+      // the listing was still updated (its owner, at once).
+      const updated = await repository.updateProperty(tx, tenant.id, id, {})
+      return { property: await this.view(withRevision(updated, fields), ownerView, tx, undefined, revision), changed: true }
     }
     const saved = await repository.saveRevision(tx, tenant.id, id, fields)
     const updated = await repository.updateProperty(tx, tenant.id, id, { reviewRequestedAt: new Date() })

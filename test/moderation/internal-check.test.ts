@@ -85,6 +85,9 @@ describe('the internal check (auto mode)', () => {
     // The owner's own number (the factory's 8 (912) 345-67-89), however it is written.
     ['the owner’s phone with commas', { description: 'Владелец: 8,912,345,67,89' }, 'contacts_in_description', 'description'],
     ['the owner’s phone with slashes and dots', { description: 'Владелец: +7/912.345/67.89!' }, 'contacts_in_description', 'description'],
+    // Anyone's number: a phone's groups of two and three digits are no amounts.
+    ['a phone with commas', { description: 'Звоните агенту: 8,999,111,22,33' }, 'contacts_in_description', 'description'],
+    ['a phone with slashes', { description: 'Звоните агенту: 8/999/111/22/33' }, 'contacts_in_description', 'description'],
     ['a Telegram handle', { description: 'Вопросы в telegram @ivanrealty' }, 'contacts_in_description', 'description'],
     ['a handle named with its messenger', { description: 'Связь: tg: ivanrealty' }, 'contacts_in_description', 'description'],
     ['a handle with an underscore', { description: 'Пишите @ivan_realty' }, 'contacts_in_description', 'description'],
@@ -126,6 +129,25 @@ describe('the internal check (auto mode)', () => {
     assert.equal((await get(priced.id)).status_id, 2)
     assert.equal((await get(land.id)).status_id, 2)
   })
+
+  // Ten digits and more that read as amounts and dates (docs/api.md#the-internal-check).
+  const amounts = [
+    'Цена 12 500 000 (250 000 за м²), торг.',
+    'Цена: 5 500 000 (5 300 000 при ипотеке).',
+    'Участок 10 соток, цена 850 000 (85 000 за сотку).',
+    'Цена 8 500 000 - 300 000 торг, 5 500 000,00 с мебелью',
+    'Показы 10.06.2024 - 20.06.2024, ремонт 2015, 2016, 2017',
+    'Цена 1 250 000 000 руб.',
+  ]
+  for (const description of amounts) {
+    it(`publishes a listing whose description gives amounts and dates: ${description}`, async () => {
+      const created = await submitProperty(t.app, agency, { description })
+      await runInternalCheck(t.app)
+      const listing = await get(created.id)
+      assert.deepEqual(listing.moderation?.reasons, [])
+      assert.equal(listing.status_id, 2)
+    })
+  }
 
   it('rejects a duplicate of the agency’s live listing but not the original, nor another agency’s copy', async () => {
     const address = 'Москва, Ленинский проспект, 10'

@@ -13,17 +13,30 @@ export interface ListingUnderCheck {
   hasDuplicate: boolean
 }
 
-const EMAIL = /[\p{L}\p{N}._%+-]+\s*@\s*[\p{L}\p{N}.-]+\.\p{L}{2,}/u
+// Each address is looked for from where its local part starts (the lookbehind): tried from
+// every character of a long run of them, "1-1-1-…" or "a.a.a.…", the search took a quadratic
+// half second for a description of 10,000 characters.
+const EMAIL = /(?<![\p{L}\p{N}._%+-])[\p{L}\p{N}._%+-]+\s*@\s*[\p{L}\p{N}.-]+\.\p{L}{2,}/u
 // An address with its @ or dots spelled out to slip past the pattern above ("ivan (at) mail
 // dot ru", "ivan собака mail.ru", "ivan@mail[dot]ru"). Addresses are written in Latin letters,
 // and asking for them keeps Russian prose ("собака лайка.Рядом") from looking like one; a bare
 // "at" is left out, English prose has too many ("look at home.Nice").
 const SPELLED_AT = String.raw`\s*@\s*|\s*[(\[{]\s*(?:at|собака)\s*[)\]}]\s*|\s+собака\s+`
 const SPELLED_DOT = String.raw`\.|\s*[(\[{]\s*(?:dot|точка)\s*[)\]}]\s*|\s+(?:dot|точка)\s+`
-const SPELLED_EMAIL = new RegExp(String.raw`[a-z0-9._%+-]+(?:${SPELLED_AT})[a-z0-9-]+(?:(?:${SPELLED_DOT})[a-z0-9-]+)*(?:${SPELLED_DOT})[a-z]{2,}`, 'i')
+const SPELLED_EMAIL = new RegExp(
+  String.raw`(?<![a-z0-9._%+-])[a-z0-9._%+-]+(?:${SPELLED_AT})[a-z0-9-]+(?:(?:${SPELLED_DOT})[a-z0-9-]+)*(?:${SPELLED_DOT})[a-z]{2,}`,
+  'i',
+)
 // Ten or more digits in a row, whatever separates them: a phone number written to slip past
-// a parser ("8 9I2..." aside). Prices ("8 500 000") and areas have fewer.
-const LONG_DIGIT_RUN = /(?:\d[\s\-()._*]*){10,}/
+// a parser ("8 9I2..." aside). A price ("8 500 000") or an area has fewer; two of them, or a
+// price of billions, may not, so a run that reads as amounts and dates joined by brackets,
+// dashes, slashes or commas is not taken for one: "12 500 000 (250 000 за м²)", "8 500 000 -
+// 300 000", "10.06.2024 - 20.06.2024", "1 250 000 000". A phone's groups of two or three
+// digits are no amounts: "8 (912) 345-67-89", "8,999,111,22,33" and "8/999/111/22/33" are runs.
+const DIGIT_RUN = /(?:\d[\s\-()._*,/]*){10,}/g
+const AMOUNT = String.raw`(?:(?:\d{1,3}(?:(?: \d{3})+|(?:\.\d{3})+|(?:,\d{3})+)|\d{4,9})(?:[.,]\d{1,2})?|\d{1,2}\.\d{1,2}\.(?:\d{4}|\d{2}))`
+const AMOUNTS = new RegExp(String.raw`^${AMOUNT}(?:\s*[-()/,][\s\-()/,]*${AMOUNT})*[\s\-()._*,/]*$`)
+const hasLongDigitRun = (text: string) => [...text.matchAll(DIGIT_RUN)].some(([run]) => !AMOUNTS.test(run))
 // Messenger contacts, as much contacts as a phone: a link that opens a chat or a profile
 // (t.me/…, wa.me/…, vk.com/…); a handle named with its messenger ("telegram @ivan",
 // "tg: ivanrealty", "инстаграм @ivan"); or an @handle that only a handle looks like, with a
@@ -124,7 +137,7 @@ function containsContacts(description: string, country: CountryCode): boolean {
     CHAT_LINK.test(text) ||
     NAMED_HANDLE.test(text) ||
     MARKED_HANDLE.test(text) ||
-    LONG_DIGIT_RUN.test(text) ||
+    hasLongDigitRun(text) ||
     findPhoneNumbersInText(text, country).length > 0
   )
 }

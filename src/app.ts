@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { Config } from './config.js'
 import type { DatabaseHandle } from './db/client.js'
+import { ApiError } from './lib/errors.js'
 import { logSerializers } from './lib/log.js'
 import catalogueChangesRoutes from './modules/catalogue/catalogue-changes.routes.js'
 import catalogueRoutes from './modules/catalogue/catalogue.routes.js'
@@ -73,6 +74,8 @@ export async function buildApp({ config, database, services, logger }: AppOption
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1200 },
     frameworkErrors,
     clientErrorHandler,
+    // Answered below instead, in the service's shape (refuseWhileClosing).
+    return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   installValidators(app)
@@ -93,6 +96,8 @@ export async function buildApp({ config, database, services, logger }: AppOption
 
   await app.register(metricsPlugin)
   await app.register(browserPolicyPlugin)
+  // After the browser policy's hooks, whose headers this answer carries too.
+  refuseWhileClosing(app)
   await app.register(rateLimitPlugin)
   await app.register(failureThrottlePlugin)
   await app.register(authPlugin)
@@ -135,4 +140,20 @@ export async function buildApp({ config, database, services, logger }: AppOption
   })
 
   return app
+}
+
+/**
+ * A request that arrives once the app is closing, on a connection kept alive (a load balancer's
+ * pooled one, behind a request still in flight), is a 503 with Retry-After, through the hooks and
+ * the error handler like any answer: a detail, its X-Request-Id, the browser policy's headers.
+ * Fastify's own answer had none of them. Fastify closes the connection after it.
+ */
+function refuseWhileClosing(app: FastifyInstance): void {
+  let closing = false
+  app.addHook('preClose', async () => {
+    closing = true
+  })
+  app.addHook('onRequest', async () => {
+    if (closing) throw new ApiError('unavailable', 'The service is shutting down; retry on another instance or shortly.', {}, { 'retry-after': '5' })
+  })
 }

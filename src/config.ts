@@ -147,7 +147,7 @@ export function loadConfig(env: Env = process.env): Config {
     try {
       return parse(raw.trim())
     } catch (error) {
-      problems.push(`${name}=${JSON.stringify(raw)}: ${(error as Error).message}`)
+      problems.push(`${shownSetting(name, raw)}: ${(error as Error).message}`)
       return fallback
     }
   }
@@ -356,6 +356,28 @@ function isCidr(text: string): boolean {
   const [address = '', bits, ...rest] = text.split('/')
   if (rest.length > 0 || bits === undefined || !/^\d{1,3}$/.test(bits) || !isAddress(address)) return false
   return Number(bits) <= (ipaddr.IPv4.isValidFourPartDecimal(address) ? 32 : 128)
+}
+
+/** Variables whose value is a secret: a configuration error names them without it. */
+const SECRET_VARIABLES = new Set(['SECRET_KEY', 'ADMIN_API_KEY', 'METRICS_TOKEN', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'])
+/** Variables whose value is an address that may carry a password. */
+const ADDRESS_VARIABLES = new Set(['DATABASE_URL', 'REDIS_URL'])
+
+/**
+ * A variable as a configuration error shows it: `NAME="value"`, but never a secret (the message
+ * goes to the process's output, and from there to whatever collects its logs), nor the password
+ * of an address, nor an address that cannot be read to hide it.
+ */
+function shownSetting(name: string, raw: string): string {
+  if (SECRET_VARIABLES.has(name)) return `${name} (its value not shown)`
+  if (!ADDRESS_VARIABLES.has(name)) return `${name}=${JSON.stringify(raw)}`
+  try {
+    const url = new URL(raw.trim())
+    if (url.password !== '') url.password = '***'
+    return `${name}=${JSON.stringify(url.href)}`
+  } catch {
+    return `${name} (its value not shown)`
+  }
 }
 
 function minLength(length: number) {

@@ -167,11 +167,36 @@ describe('configuration', () => {
           'IMAGE_MAX_EDGE',
           'IMAGE_PROCESSING_NICENESS',
         ]) {
-          assert.match(error.message, new RegExp(`${name}=`))
+          assert.match(error.message, new RegExp(`${name}[= ]`))
         }
         assert.match(error.message, /expected one of auto, manual/)
         assert.match(error.message, /IMAGE_MAX_EDGE="399": expected a whole number from 400 to 16383/)
         assert.match(error.message, /"https:\/\/agency\.example\/app" is not an origin: write the scheme, host and port only, as https:\/\/agency\.example/)
+        return true
+      },
+    )
+  })
+
+  it('names a bad secret without its value, and a bad address without its password', () => {
+    // The message goes to the process's output, and from there to whatever collects its logs.
+    assert.throws(
+      () =>
+        loadConfig({
+          DATA_DIR: '/tmp/mls-config-secrets',
+          SECRET_KEY: 'short-secret-key-value',
+          ADMIN_API_KEY: 'admin-key-15chr',
+          METRICS_TOKEN: 'metrics-tok-15c',
+          DATABASE_URL: 'postgress://mls:hunter2-password@db.internal/mls',
+          REDIS_URL: 'redis//:hunter3-password@cache',
+        }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError)
+        for (const name of ['SECRET_KEY', 'ADMIN_API_KEY', 'METRICS_TOKEN', 'REDIS_URL'])
+          assert.match(error.message, new RegExp(`${name} \\(its value not shown\\)`))
+        assert.match(error.message, /DATABASE_URL="postgress:\/\/mls:\*\*\*@db\.internal\/mls": expected a postgres:\/\/ URL/)
+        for (const secret of ['short-secret-key-value', 'admin-key-15chr', 'metrics-tok-15c', 'hunter2-password', 'hunter3-password']) {
+          assert.ok(!error.message.includes(secret), `${secret} in ${error.message}`)
+        }
         return true
       },
     )

@@ -3313,6 +3313,8 @@ export interface operations {
             /** @description OK. */
             200: {
                 headers: {
+                    /** @description The feed’s end moves: never cached. */
+                    "Cache-Control"?: "no-store";
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -3352,6 +3354,8 @@ export interface operations {
             /** @description OK. */
             200: {
                 headers: {
+                    /** @description The feed’s end moves: never cached. */
+                    "Cache-Control"?: "no-store";
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];

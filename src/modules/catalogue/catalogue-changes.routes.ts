@@ -1,14 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { rateLimited, rateLimitedErrorResponses } from '../../lib/schemas.js'
+import { header, rateLimited, rateLimitedErrorResponses } from '../../lib/schemas.js'
 import { ChangesPage, ChangesQuery, ChangesSnapshot } from './catalogue-changes.schemas.js'
 
 const changes = { tags: ['Catalogue'] }
+const noStore = { 'Cache-Control': header('The feed’s end moves: never cached.', { type: 'string', enum: ['no-store'] }) }
 
 /** The catalogue's change feed: public like the catalogue, never cached (its end moves). */
 const catalogueChangesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.addHook('onRequest', app.catalogueRateLimit)
   app.addHook('onSend', async (_request, reply, payload) => {
-    reply.header('cache-control', 'no-store')
+    if (reply.statusCode === 200) reply.header('cache-control', 'no-store')
     return payload
   })
 
@@ -25,7 +26,7 @@ const catalogueChangesRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Read on with `after=<next_cursor>`; a reader never misses a change that commits while it reads. ' +
           'Removals are kept CHANGE_RETENTION_DAYS (90 by default): a cursor older than the removals kept answers 410, and the mirror starts again from the beginning.',
         querystring: ChangesQuery,
-        response: { 200: rateLimited(ChangesPage), ...rateLimitedErrorResponses(410, 422, 429) },
+        response: { 200: rateLimited(ChangesPage, noStore), ...rateLimitedErrorResponses(410, 422, 429) },
       },
     },
     // Sent as JSON.stringify writes it: the page is built to the schema, and the serializer
@@ -46,7 +47,7 @@ const catalogueChangesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'A starting cursor for a mirror that copies the catalogue first',
         description:
           'The feed’s position now. Take it before copying the catalogue (`GET /mls/properties`, `GET /mls/properties/{id}`), then read `GET /mls/changes?after=<cursor>`: the changes made while copying come again, and applying them twice changes nothing.',
-        response: { 200: rateLimited(ChangesSnapshot), ...rateLimitedErrorResponses(429) },
+        response: { 200: rateLimited(ChangesSnapshot, noStore), ...rateLimitedErrorResponses(429) },
       },
     },
     async () => app.services.changes.snapshot(),

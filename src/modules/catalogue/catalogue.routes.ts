@@ -1,4 +1,3 @@
-import etag from '@fastify/etag'
 import fresh from 'fresh'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
@@ -31,7 +30,7 @@ const NotModified = {
   headers: { ...cachingHeaders, ...rateLimitHeaders },
 }
 
-/** An answer as it was serialised, with its ETag (which @fastify/etag then honours for 304). */
+/** An answer as it was serialised, with its ETag (which the hook below honours for 304). */
 function send(reply: FastifyReply, answer: CatalogueAnswer): Buffer {
   reply.header('etag', answer.etag).type('application/json; charset=utf-8')
   return answer.body
@@ -39,10 +38,9 @@ function send(reply: FastifyReply, answer: CatalogueAnswer): Buffer {
 
 /** The public MLS catalogue: published listings only, no key, no owner data. */
 const catalogueRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  // ETag on every answer of this scope. @fastify/etag compares If-None-Match with it as one
-  // value only; `fresh` (as Express and `send` use it) matches as RFC 9110 says: any tag of a
-  // list, weakly, or `*`. A fresh 200 becomes a 304 with no body.
-  await app.register(etag, { replyWith304: false })
+  // Every 200 of this scope carries its answer's ETag (send), and errors none. `fresh` (as Express
+  // and `send` use it) matches If-None-Match as RFC 9110 says: any tag of a list, weakly, or `*`.
+  // A fresh 200 becomes a 304 with no body.
   app.addHook('onRequest', app.catalogueRateLimit)
   app.addHook('onSend', async (request, reply, payload) => {
     if (reply.statusCode !== 200) return payload

@@ -71,7 +71,7 @@ function filterOf(query: CatalogueQuery | ClustersQuery, sort?: CatalogueSort): 
 /** A mean coordinate from the sum of `count` coordinates in millionths of a degree, to the stored precision (numeric(9,6)). */
 const meanOf = (microdegreesSum: number, count: number) => Math.round(microdegreesSum / count) / 1e6
 
-/** Serialises a value once, with its ETag (the SHA-1 that @fastify/etag would compute), to be kept for `cityId`. */
+/** Serialises a value once, with its ETag (a SHA-1 of the bytes), to be kept for `cityId`. */
 function answerOf(serialize: Serialize, payload: CataloguePage | CatalogueDetail | MapClusters, cityId: number | undefined): Kept<CatalogueAnswer> {
   const body = Buffer.from(serialize(payload))
   return { value: { body, etag: `"${hash('sha1', body, 'base64')}"` }, bytes: body.length, cityId }

@@ -51,9 +51,10 @@ const registrationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
+      const status = await app.services.tenants.statusForApplicant(request.params.request_code, request.query.email)
       // The answer may carry an API key: never let a cache keep it.
       reply.header('cache-control', 'no-store')
-      return app.services.tenants.statusForApplicant(request.params.request_code, request.query.email)
+      return status
     },
   )
 }

@@ -88,6 +88,9 @@ describe('the internal check (auto mode)', () => {
     // Anyone's number: a phone's groups of two and three digits are no amounts.
     ['a phone with commas', { description: 'Звоните агенту: 8,999,111,22,33' }, 'contacts_in_description', 'description'],
     ['a phone with slashes', { description: 'Звоните агенту: 8/999/111/22/33' }, 'contacts_in_description', 'description'],
+    // Read one way only: a pattern that could split "123,123,…" into amounts in many ways took
+    // time exponential in its length, and never ended on a description this long.
+    ['a phone after many groups of three', { description: `Цены: ${'123,'.repeat(200)}1234567890` }, 'contacts_in_description', 'description'],
     ['a Telegram handle', { description: 'Вопросы в telegram @ivanrealty' }, 'contacts_in_description', 'description'],
     ['a handle named with its messenger', { description: 'Связь: tg: ivanrealty' }, 'contacts_in_description', 'description'],
     ['a handle with an underscore', { description: 'Пишите @ivan_realty' }, 'contacts_in_description', 'description'],

@@ -34,9 +34,42 @@ const SPELLED_EMAIL = new RegExp(
 // 300 000", "10.06.2024 - 20.06.2024", "1 250 000 000". A phone's groups of two or three
 // digits are no amounts: "8 (912) 345-67-89", "8,999,111,22,33" and "8/999/111/22/33" are runs.
 const DIGIT_RUN = /(?:\d[\s\-()._*,/]*){10,}/g
-const AMOUNT = String.raw`(?:(?:\d{1,3}(?:(?: \d{3})+|(?:\.\d{3})+|(?:,\d{3})+)|\d{4,9})(?:[.,]\d{1,2})?|\d{1,2}\.\d{1,2}\.(?:\d{4}|\d{2}))`
-const AMOUNTS = new RegExp(String.raw`^${AMOUNT}(?:\s*[-()/,][\s\-()/,]*${AMOUNT})*[\s\-()._*,/]*$`)
-const hasLongDigitRun = (text: string) => [...text.matchAll(DIGIT_RUN)].some(([run]) => !AMOUNTS.test(run))
+const hasLongDigitRun = (text: string) => [...text.matchAll(DIGIT_RUN)].some(([run]) => !readsAsAmounts(run))
+/** What may join two amounts: brackets, dashes, slashes or commas, with blanks (two tests, each linear). */
+const isJoiner = (separator: string) => /^[\s\-()/,]+$/.test(separator) && /[-()/,]/.test(separator)
+
+/**
+ * Whether a run of DIGIT_RUN reads as amounts and dates, each one of: a date (`10.06.2024`,
+ * `1.6.24`), thousands in groups of three (`12 500 000`, `1.250.000`, `5,500,000`), or four to nine
+ * digits (`2015`, `12500000`), each with decimals (`,00`) or not, joined by a joiner, blanks or
+ * separators after the last. Read left to right in one way only: a pattern that could split the
+ * run in many ways took time exponential in its length.
+ */
+function readsAsAmounts(run: string): boolean {
+  const parts = run.match(/\d+|\D+/g)!
+  const digitsAt = (i: number) => (parts[i] !== undefined && /^\d/.test(parts[i]) ? parts[i].length : 0)
+  let i = 0
+  while (i < parts.length) {
+    const digits = digitsAt(i)
+    if (digits <= 2 && parts[i + 1] === '.' && digitsAt(i + 2) >= 1 && digitsAt(i + 2) <= 2 && parts[i + 3] === '.' && [2, 4].includes(digitsAt(i + 4))) {
+      i += 5
+    } else if (digits <= 3 && [' ', '.', ','].includes(parts[i + 1] ?? '') && digitsAt(i + 2) === 3) {
+      const separator = parts[i + 1]
+      i += 1
+      while (parts[i] === separator && digitsAt(i + 1) === 3) i += 2
+    } else if (digits >= 4 && digits <= 9) {
+      i += 1
+    } else {
+      return false
+    }
+    if ((parts[i] === '.' || parts[i] === ',') && digitsAt(i + 1) >= 1 && digitsAt(i + 1) <= 2) i += 2
+    // What follows the last amount is the run's end; between two, a joiner.
+    if (i >= parts.length - 1) return true
+    if (!isJoiner(parts[i]!)) return false
+    i += 1
+  }
+  return true
+}
 // Messenger contacts, as much contacts as a phone: a link that opens a chat or a profile
 // (t.me/…, wa.me/…, vk.com/…); a handle named with its messenger ("telegram @ivan",
 // "tg: ivanrealty", "инстаграм @ivan"); or an @handle that only a handle looks like, with a

@@ -60,13 +60,19 @@ export class ApiError extends Error {
    */
   static validation(errors: FieldError[], summary?: string): ApiError {
     const shown = shownFieldErrors(errors)
-    return new ApiError('validation_failed', summary ?? describeFieldErrors(shown), { errors: shown })
+    return new ApiError('validation_failed', summary ?? describeFieldErrors(shown, errors.length), { errors: shown })
   }
 }
 
-/** Field errors cut to the lengths the document declares: a `loc` may name what a request wrote, of any length. */
+/** The most problems a 422 lists: a body may hold a hundred thousand bad items, and its answer need not. The detail counts them all. */
+export const MAX_FIELD_ERRORS = 100
+
+/**
+ * Field errors as the document declares them: the first MAX_FIELD_ERRORS, cut to the lengths it
+ * gives (a `loc` may name what a request wrote, of any length).
+ */
 export function shownFieldErrors(errors: FieldError[]): FieldError[] {
-  return errors.map(({ loc, msg }) => ({
+  return errors.slice(0, MAX_FIELD_ERRORS).map(({ loc, msg }) => ({
     loc: loc.map((part) => (typeof part === 'string' ? cut(part, MAX_LOC_PART_LENGTH) : part)),
     msg: cut(msg, MAX_TEXT_LENGTH),
   }))
@@ -101,11 +107,12 @@ export const HELD_BY_SUSPENSION = 'The agency is suspended: its listings are hel
 /** A change to a listing whose deal is closed, to its fields or its photos: a closed deal is final. */
 export const DEAL_CLOSED = 'This listing’s deal is closed; it can no longer be changed.'
 
-export function describeFieldErrors(errors: FieldError[]): string {
-  const [first, ...rest] = errors
+export function describeFieldErrors(errors: FieldError[], total = errors.length): string {
+  const [first] = errors
   if (!first) return 'The request is not valid.'
   const where = first.loc.join('.')
-  const more = rest.length === 0 ? '' : ` (and ${rest.length} more problem${rest.length === 1 ? '' : 's'})`
+  const others = total - 1
+  const more = others === 0 ? '' : ` (and ${others} more problem${others === 1 ? '' : 's'})`
   return `Invalid ${where}: ${first.msg}${more}.`
 }
 

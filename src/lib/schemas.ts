@@ -1,5 +1,5 @@
 import { Type, type Static, type TLiteral, type TObject, type TProperties, type TSchema, type TUnion } from 'typebox'
-import { MAX_LOC_PART_LENGTH, MAX_TEXT_LENGTH } from './errors.js'
+import { MAX_FIELD_ERRORS, MAX_LOC_PART_LENGTH, MAX_TEXT_LENGTH } from './errors.js'
 
 /**
  * Schema pieces every module shares: the `{detail}` error bodies, pagination, ids, timestamps.
@@ -74,7 +74,10 @@ export const FieldErrorSchema = Type.Object(
 export const ValidationErrorBody = Type.Object(
   {
     detail: Type.String({ maxLength: MAX_TEXT_LENGTH }),
-    errors: Type.Array(FieldErrorSchema, { description: 'Every problem found, one per field.' }),
+    errors: Type.Array(FieldErrorSchema, {
+      maxItems: MAX_FIELD_ERRORS,
+      description: `Every problem found, one per field: the first ${MAX_FIELD_ERRORS} (the detail counts them all).`,
+    }),
   },
   {
     title: 'ValidationError',

@@ -84,6 +84,19 @@ describe('malformed requests', () => {
     }
   })
 
+  it('lists the first 100 problems of a body with 20,000, and counts them all in the detail', async () => {
+    // Each an item of a union (an event's name is one of several): worded once each, not compared
+    // with every other, and not all sent back.
+    const payload = { url: 'https://example.com/hook', events: Array<string>(20_000).fill('no.such_event') }
+    const response = await t.app.inject({ method: 'POST', url: '/webhooks', headers: agency.headers, payload })
+    assert.equal(response.statusCode, 422)
+    const body = response.json<ValidationErrorBody>()
+    assert.equal(body.errors.length, 100)
+    assert.deepEqual(body.errors[0], { loc: ['body', 'events'], msg: 'must NOT have more than 24 items' })
+    assert.deepEqual(body.errors[99]!.loc, ['body', 'events', 98])
+    assert.equal(body.detail, 'Invalid body.events: must NOT have more than 24 items (and 20000 more problems).')
+  })
+
   it('walks a deeply nested body without overflowing the stack', async () => {
     const property = await submitProperty(t.app, agency)
     const nested = `${'['.repeat(5000)}"\\u0000"${']'.repeat(5000)}`

@@ -1379,7 +1379,7 @@ export interface components {
          */
         ValidationError: {
             detail: string;
-            /** @description Every problem found, one per field. */
+            /** @description Every problem found, one per field: the first 100 (the detail counts them all). */
             errors: components["schemas"]["FieldError"][];
         };
         /** District */

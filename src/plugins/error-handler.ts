@@ -55,7 +55,9 @@ export function installErrorHandlers(app: FastifyInstance, availability: Databas
       const failure = await app.failureThrottle.reserve(request)
       failure.keep()
     }
-    return sendError(reply, 404, { detail: `There is no ${request.method} ${path} route.` })
+    const detail = `There is no ${request.method} ${path} route.`
+    request.log.info({ status: 404, detail }, 'request rejected')
+    return sendError(reply, 404, { detail })
   })
 }
 

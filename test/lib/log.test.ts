@@ -53,6 +53,28 @@ describe('the log of a failed statement', () => {
 })
 
 describe('the log of a request', () => {
+  it('logs a 4xx at info with its detail, an unknown route’s too', async () => {
+    const lines: string[] = []
+    const logger = createLogger({ level: 'info' }, { write: (line: string) => void lines.push(line) })
+    const t = await buildTestApp({}, { logger })
+    try {
+      assert.equal((await t.app.inject({ url: '/no/such/route' })).statusCode, 404)
+      assert.equal((await t.app.inject({ url: '/mls/properties?limit=0' })).statusCode, 422)
+      const rejected = lines
+        .map((line) => JSON.parse(line) as { level: number; msg: string; status?: number; detail?: string })
+        .filter((line) => line.msg === 'request rejected')
+      assert.deepEqual(
+        rejected.map(({ level, status, detail }) => ({ level, status, detail })),
+        [
+          { level: 30, status: 404, detail: 'There is no GET /no/such/route route.' },
+          { level: 30, status: 422, detail: 'Invalid query.limit: must be >= 1.' },
+        ],
+      )
+    } finally {
+      await t.close()
+    }
+  })
+
   it('leaves out the registration code and e-mail that read back an agency’s key, and keeps other URLs whole', async () => {
     const lines: string[] = []
     const logger = createLogger({ level: 'info' }, { write: (line: string) => void lines.push(line) })

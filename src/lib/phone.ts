@@ -1,4 +1,5 @@
 import { getCountries, getCountryCallingCode, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max'
+import { remembered } from './remembered.js'
 
 const supportedCountries = new Set<string>(getCountries())
 
@@ -8,14 +9,11 @@ export function isSupportedCountry(country: string): country is CountryCode {
 }
 
 /**
- * Phones normalised lately, by country and text: parsing is most of what an owner costs, and the
- * same text comes back (a feed's offer is checked, then submitted; an agency's agents recur).
- * Forgotten all at once when full, so a stream of new numbers costs what it did; a text longer
- * than any way of writing a number is not kept.
+ * Phones normalised lately, by country and text (`RU:8 912 …`; the codes are two letters):
+ * parsing is most of what an owner costs, and the same text comes back (a feed's offer is
+ * checked, then submitted; an agency's agents recur).
  */
-const recentlyNormalised = new Map<string, string | null>()
-const REMEMBERED_PHONES = 10_000
-const REMEMBERED_PHONE_LENGTH = 64
+const normaliseRemembered = remembered((key) => parsePhone(key.slice(3), key.slice(0, 2) as CountryCode), 10_000, 67)
 
 /**
  * Turns a phone written any usual way into the international form the API stores and shows,
@@ -29,15 +27,7 @@ const REMEMBERED_PHONE_LENGTH = 64
  * starting with 8 into the +7 form, `8 (123) 456-78-90` included.
  */
 export function normalisePhone(raw: string, country: CountryCode): string | null {
-  if (raw.length > REMEMBERED_PHONE_LENGTH) return parsePhone(raw, country)
-  const key = `${country}\u0000${raw}`
-  let normalised = recentlyNormalised.get(key)
-  if (normalised === undefined) {
-    if (recentlyNormalised.size >= REMEMBERED_PHONES) recentlyNormalised.clear()
-    normalised = parsePhone(raw, country)
-    recentlyNormalised.set(key, normalised)
-  }
-  return normalised
+  return normaliseRemembered(`${country}:${raw}`)
 }
 
 function parsePhone(raw: string, country: CountryCode): string | null {

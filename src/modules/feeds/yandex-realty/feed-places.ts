@@ -1,3 +1,5 @@
+import { remembered } from '../../../lib/remembered.js'
+
 /**
  * Finds the reference city and district a feed names. CRMs write places by hand: "г. Москва",
  * "САНКТ-ПЕТЕРБУРГ", "Дёмский" as "Демский", "Центральный район", "ЦАО". Names are compared
@@ -97,23 +99,5 @@ export function feedPlaces(cities: readonly FeedCity[], districts: readonly { id
       const key = districtKeyOf(name)
       return key === '' ? null : (districtsByKey.get(`${cityId}\u0000${key}`) ?? null)
     },
-  }
-}
-
-const REMEMBERED_SPELLINGS = 10_000
-const REMEMBERED_SPELLING_LENGTH = 200
-
-/** `fold` with its answers kept, up to a bound (then forgotten all at once); long texts are folded each time. */
-export function remembered(fold: (name: string) => string): (name: string) => string {
-  const folded = new Map<string, string>()
-  return (name) => {
-    if (name.length > REMEMBERED_SPELLING_LENGTH) return fold(name)
-    let key = folded.get(name)
-    if (key === undefined) {
-      if (folded.size >= REMEMBERED_SPELLINGS) folded.clear()
-      key = fold(name)
-      folded.set(name, key)
-    }
-    return key
   }
 }

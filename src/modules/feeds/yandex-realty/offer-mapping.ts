@@ -5,11 +5,12 @@
  */
 import type { CountryCode } from 'libphonenumber-js/max'
 import { normalisePhone } from '../../../lib/phone.js'
+import { remembered } from '../../../lib/remembered.js'
 import { attributesByName } from '../../reference/attribute-catalogue.js'
 import { EXTERNAL_ID_MAX_LENGTH, externalIdPattern, type PropertySubmission } from '../../properties/properties.schemas.js'
 import { parseAttributes } from '../../properties/attributes.js'
 import type { FeedOffer, XmlElement } from './feed-reader.js'
-import { foldPlaceName, remembered, type FeedPlaces } from './feed-places.js'
+import { foldPlaceName, type FeedPlaces } from './feed-places.js'
 import { isRefusal, type OfferProblem, type OfferProblemCodeName } from './offer-problems.js'
 
 export { feedPlaces, type FeedCity, type FeedPlaces } from './feed-places.js'

@@ -25,7 +25,7 @@ import authPlugin from './plugins/auth.js'
 import browserPolicyPlugin, { limitToListedOrigins } from './plugins/browser-policy.js'
 import { installConnectionClosing } from './plugins/connection-closing.js'
 import docsPlugin, { adminDocsPlugin } from './plugins/docs.js'
-import { clientErrorHandler, frameworkErrors, installErrorHandlers } from './plugins/error-handler.js'
+import { clientErrorHandler, frameworkErrors, installErrorHandlers, RETRY_AFTER_S } from './plugins/error-handler.js'
 import failureThrottlePlugin from './plugins/failure-throttle.js'
 import { installJsonBodyParser } from './plugins/json-body.js'
 import keyRevocationsPlugin from './plugins/key-revocations.js'
@@ -154,6 +154,7 @@ function refuseWhileClosing(app: FastifyInstance): void {
     closing = true
   })
   app.addHook('onRequest', async () => {
-    if (closing) throw new ApiError('unavailable', 'The service is shutting down; retry on another instance or shortly.', {}, { 'retry-after': '5' })
+    if (closing)
+      throw new ApiError('unavailable', 'The service is shutting down; retry on another instance or shortly.', {}, { 'retry-after': String(RETRY_AFTER_S) })
   })
 }

@@ -177,7 +177,7 @@ function describeError(error: FastifyError, consumes: string[] | undefined): Err
 
 export const SERVICE_UNAVAILABLE = 'Service temporarily unavailable'
 /** What a 503 asks a client to wait: the outage is probed every second, and recovery takes a few. */
-const RETRY_AFTER_S = 5
+export const RETRY_AFTER_S = 5
 
 function describeDatabaseError(error: Error): ErrorDescription | undefined {
   // Drizzle wraps driver errors; the SQLSTATE is on the cause.

@@ -207,23 +207,17 @@ export class FeedsService {
     const onStop = () => letGo.abort()
     signal?.addEventListener('abort', onStop, { once: true })
     if (signal?.aborted) letGo.abort()
-    const renewal = setInterval(() => {
-      repository.renewLease(this.db, run.id, owner, RUN_LEASE_MS).then(
-        (held) => {
-          if (held) return
-          lost = true
-          letGo.abort()
-        },
-        // A renewal that fails is tried again at the next tick; the lease outlasts two of them.
-        () => undefined,
-      )
-    }, RUN_LEASE_MS / 3)
+    const renew = async () => {
+      if (await repository.renewLease(this.db, run.id, owner, RUN_LEASE_MS)) return
+      lost = true
+      letGo.abort()
+    }
+    // A renewal that fails is tried again at the next tick; the lease outlasts two of them.
+    const renewal = setInterval(() => void renew().catch(() => undefined), RUN_LEASE_MS / 3)
     renewal.unref()
+    // Renewed at once where a step must know the run is still this worker's (see FeedImportInput).
     const confirmHeld = async () => {
-      if (!letGo.signal.aborted && !(await repository.renewLease(this.db, run.id, owner, RUN_LEASE_MS))) {
-        lost = true
-        letGo.abort()
-      }
+      if (!letGo.signal.aborted) await renew()
       if (letGo.signal.aborted) throw new LeaseLost()
     }
     try {

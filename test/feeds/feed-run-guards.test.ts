@@ -11,11 +11,8 @@ import { FeedRunJob } from '../../src/modules/feeds/feed-runs.job.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, type Tenant } from '../helpers/factories.js'
 import { startFeedServer, type FeedServer } from '../helpers/feed-server.js'
-import { createFeed, feedXml, listingByExternalId, runFeedNow, type TestOffer } from '../helpers/feeds.js'
+import { createFeed, feedXml, listingByExternalId, runFeedNow, numberedOffers as offers } from '../helpers/feeds.js'
 import { capturedLog, jobContext } from '../helpers/jobs.js'
-
-const offers = (count: number, prefix: string, extra: Partial<TestOffer> = {}): TestOffer[] =>
-  Array.from({ length: count }, (_, i) => ({ id: `${prefix}-${i + 1}`, price: 5_000_000 + i * 1000, ...extra }))
 
 describe('feed runs against hostile files and changes made meanwhile', () => {
   let t: TestApp
@@ -41,15 +38,6 @@ describe('feed runs against hostile files and changes made meanwhile', () => {
     return feed
   }
 
-  /** Starts a run by hand and lets a worker carry out every run waiting; the run's id. */
-  async function startAndWork(tenant: Tenant, feedId: number): Promise<number> {
-    const started = await t.app.inject({ method: 'POST', url: `/feeds/${feedId}/runs`, headers: tenant.headers })
-    assert.equal(started.statusCode, 202, started.body)
-    const job = new FeedRunJob({ pollIntervalMs: 50 })
-    for (let i = 0; i < 20 && (await job.runOnce(context())) > 0; i++);
-    return started.json<FeedRunSummary>().id
-  }
-
   async function assertRunReadable(tenant: Tenant, feedId: number, runId: number, failureCode: string): Promise<void> {
     const report = await t.app.inject({ method: 'GET', url: `/feeds/${feedId}/runs/${runId}`, headers: tenant.headers })
     const feed = await t.app.inject({ method: 'GET', url: `/feeds/${feedId}`, headers: tenant.headers })
@@ -73,7 +61,7 @@ describe('feed runs against hostile files and changes made meanwhile', () => {
     const name = `x${'a'.repeat(5_000)}`
     server.serve('/long-root.xml', { body: `<?xml version="1.0" encoding="UTF-8"?>\n<${name}><offer internal-id="1"/></${name}>` })
     const feed = await feedAt(tenant, '/long-root.xml')
-    const runId = await startAndWork(tenant, feed.id)
+    const { id: runId } = await runFeedNow(t.app, context(), tenant, feed.id)
     await assertRunReadable(tenant, feed.id, runId, 'wrong_root')
   })
 
@@ -85,7 +73,7 @@ describe('feed runs against hostile files and changes made meanwhile', () => {
       body: `<?xml version="1.0" encoding="UTF-8"?>\n<realty-feed><offer internal-id="1" ${name}="1" ${name}="2"/></realty-feed>`,
     })
     const feed = await feedAt(tenant, '/long-attribute.xml')
-    const runId = await startAndWork(tenant, feed.id)
+    const { id: runId } = await runFeedNow(t.app, context(), tenant, feed.id)
     await assertRunReadable(tenant, feed.id, runId, 'not_xml')
   })
 

@@ -10,13 +10,10 @@ import { queryRows } from '../../src/db/client.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { adminHeaders, createTenant, type Tenant } from '../helpers/factories.js'
 import { startFeedServer, type FeedServer } from '../helpers/feed-server.js'
-import { createFeed, feedXml, runFeedNow, runReport, type TestOffer, listingByExternalId } from '../helpers/feeds.js'
+import { createFeed, feedXml, runFeedNow, runReport, type TestOffer, listingByExternalId, numberedOffers as offers } from '../helpers/feeds.js'
 import { jobContext } from '../helpers/jobs.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import { photo } from '../helpers/photos.js'
-
-const offers = (count: number, prefix: string, extra: Partial<TestOffer> = {}): TestOffer[] =>
-  Array.from({ length: count }, (_, i) => ({ id: `${prefix}-${i + 1}`, price: 5_000_000 + i * 1000, ...extra }))
 
 describe('feed runs at their edges', () => {
   let t: TestApp

@@ -26,6 +26,10 @@ export interface TestOffer {
   agent?: { name: string; phone: string } | null
 }
 
+/** `count` offers `prefix-1`, `prefix-2`…, priced 5,000,000 up by a thousand each, with `extra`. */
+export const numberedOffers = (count: number, prefix: string, extra: Partial<TestOffer> = {}): TestOffer[] =>
+  Array.from({ length: count }, (_, i) => ({ id: `${prefix}-${i + 1}`, price: 5_000_000 + i * 1000, ...extra }))
+
 /** One `<offer>` of the Yandex.Realty format, as the public description writes it. */
 export function offerXml(offer: TestOffer): string {
   const lines = [`<offer internal-id="${escapeXml(offer.id)}">`, `<type>${offer.type ?? 'продажа'}</type>`, '<property-type>жилая</property-type>']

@@ -1,5 +1,6 @@
 import { getCountries, getCountryCallingCode, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max'
 import { remembered } from './remembered.js'
+import { trimmedText } from './text.js'
 
 const supportedCountries = new Set<string>(getCountries())
 
@@ -27,7 +28,8 @@ const normaliseRemembered = remembered((key) => parsePhone(key.slice(3), key.sli
  * starting with 8 into the +7 form, `8 (123) 456-78-90` included.
  */
 export function normalisePhone(raw: string, country: CountryCode): string | null {
-  return normaliseRemembered(`${country}:${raw}`)
+  // A number pasted from a spreadsheet or a chat brings a line break or a zero-width space along.
+  return normaliseRemembered(`${country}:${trimmedText(raw)}`)
 }
 
 function parsePhone(raw: string, country: CountryCode): string | null {
@@ -38,7 +40,7 @@ function parsePhone(raw: string, country: CountryCode): string | null {
     // Written with the country's code but no plus ("7 912 345-67-89"): libphonenumber takes the
     // code off only where the rest is a number of that very country, so a Kazakh agency's Russian
     // number, code 7 as its own, would be refused where a Russian agency's Kazakh one is not.
-    const international = parsePhoneNumberFromString(`+${raw.trim()}`, { extract: false })
+    const international = parsePhoneNumberFromString(`+${raw}`, { extract: false })
     if (international?.countryCallingCode !== getCountryCallingCode(country)) return null
     parsed = international
   }

@@ -1,11 +1,28 @@
 import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
+import formatsModule from 'ajv-formats/dist/formats.js'
+import { domainToASCII } from 'node:url'
 import type { FastifyInstance, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import { DECIMAL_NUMBER_TEXT, decimalPlaces } from '../lib/decimals.js'
 import { ApiError, describeFieldErrors, MAX_FIELD_ERRORS, shownFieldErrors, type FieldError } from '../lib/errors.js'
 
 // ajv-formats is CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
+const asciiEmail = formatsModule.fullFormats.email as RegExp
+
+/** Letters and digits beyond ASCII, which an internationalised e-mail's local part may hold. */
+const NON_ASCII_LETTER = /[^\p{ASCII}](?<=[\p{L}\p{M}\p{N}])/gu
+
+/**
+ * JSON Schema's `idn-email` (RFC 6531), which ajv-formats lacks: `email` with the domain in any
+ * script (`info@агентство.рф`, checked in its ASCII form `xn--…`) and letters of any script in
+ * the local part.
+ */
+function isIdnEmail(value: string): boolean {
+  const at = value.lastIndexOf('@')
+  const domain = domainToASCII(value.slice(at + 1))
+  return at > 0 && domain !== '' && asciiEmail.test(`${value.slice(0, at).replace(NON_ASCII_LETTER, 'a')}@${domain}`)
+}
 
 const commonOptions: Options = {
   allErrors: true, // a client fixing a form wants every problem at once
@@ -26,6 +43,7 @@ const commonOptions: Options = {
  * any row's can be in (see `notFoundInPath`).
  */
 function withKeywords(ajv: Ajv): Ajv {
+  ajv.addFormat('idn-email', { type: 'string', validate: isIdnEmail })
   ajv.addVocabulary(['x-message', 'x-not-found'])
   ajv.addKeyword({
     keyword: 'x-max-decimals',

@@ -147,6 +147,7 @@ describe('POST /properties', () => {
     ['an owner without phone', { owner: { name: 'Иван' } }, ['body', 'owner', 'phone']],
     ['an owner without name', { owner: { phone: '89123456789' } }, ['body', 'owner', 'name']],
     ['an owner whose name is blank', { owner: { name: '   ', phone: '89123456789' } }, ['body', 'owner', 'name']],
+    ['an owner whose name is a zero-width space', { owner: { name: '\u200b ', phone: '89123456789' } }, ['body', 'owner', 'name']],
     ['an unparseable owner phone', { owner: { name: 'Иван', phone: '12345' } }, ['body', 'owner', 'phone']],
     ['an unknown owner field', { owner: { name: 'Иван', phone: '89123456789', email: 'x@y.z' } }, ['body', 'owner', 'email']],
     ['a location without city_id', { location: { address: 'Где-то' } }, ['body', 'location', 'city_id']],

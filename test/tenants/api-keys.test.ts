@@ -232,6 +232,7 @@ describe('an agency’s API keys', () => {
     ['a name over 100 characters', { name: 'к'.repeat(101) }, ['body', 'name']],
     ['an empty name', { name: '' }, ['body', 'name']],
     ['a blank name', { name: '   ' }, ['body', 'name']],
+    ['a name of invisible characters', { name: '\u200b\ufeff' }, ['body', 'name']],
     ['zero days', { expires_in_days: 0 }, ['body', 'expires_in_days']],
     ['more than 3650 days', { expires_in_days: 3651 }, ['body', 'expires_in_days']],
     ['a fraction of a day', { expires_in_days: 1.5 }, ['body', 'expires_in_days']],

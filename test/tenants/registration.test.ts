@@ -45,6 +45,40 @@ describe('POST /tenants/register', () => {
     assert.equal(row?.country, 'KZ')
   })
 
+  it('takes a phone pasted with a line break or a zero-width space after it, as one with blanks', async () => {
+    for (const phone of ['8 912 345-67-89   ', '8 912 345-67-89\n', '8 912 345-67-89\u200b']) {
+      const { request_code: code } = await submitRegistration(t.app, { phone })
+      const [row] = await t.db.select().from(registrationRequests).where(eq(registrationRequests.requestCode, code))
+      assert.equal(row?.phone, '+7 912 345-67-89', JSON.stringify(phone))
+    }
+  })
+
+  it('takes an e-mail whose domain is written in Cyrillic, and finds the request by it in any letter case', async () => {
+    const { request_code: code } = await submitRegistration(t.app, { email: 'Info@Агентство.рф' })
+    const lookup = await t.app.inject({ url: `/tenants/register/${code}`, query: { email: 'info@АГЕНТСТВО.РФ' } })
+    assert.equal(lookup.statusCode, 200, lookup.body)
+    const [row] = await t.db.select().from(registrationRequests).where(eq(registrationRequests.requestCode, code))
+    assert.equal(row?.email, 'Info@Агентство.рф')
+    for (const email of ['info@агентство', 'info@агент ство.рф', '@агентство.рф']) {
+      const refused = await t.app.inject({ method: 'POST', url: '/tenants/register', payload: registrationBody({ email }) })
+      assert.equal(refused.statusCode, 422, `${email}: ${refused.body}`)
+    }
+  })
+
+  it('refuses names that are blank, invisible characters included, or more than one line, naming the field', async () => {
+    const cases: [field: string, value: string][] = [
+      ['contact_name', '   '],
+      ['company_name', '\u200b\u00a0'],
+      ['company_name', 'Агентство\n«Новый дом»'],
+      ['contact_name', 'Мария\u0007'],
+    ]
+    for (const [field, value] of cases) {
+      const response = await t.app.inject({ method: 'POST', url: '/tenants/register', payload: registrationBody({ [field]: value }) })
+      assert.equal(response.statusCode, 422, `${field} ${JSON.stringify(value)}: ${response.body}`)
+      assert.deepEqual(response.json<ValidationErrorBody>().errors[0]?.loc, ['body', field])
+    }
+  })
+
   it('gives every request a different code', async () => {
     const codes = new Set<string>()
     for (let i = 0; i < 5; i++) codes.add((await submitRegistration(t.app)).request_code)
@@ -136,6 +170,15 @@ describe('GET /tenants/register/{request_code}', () => {
     const { request_code: code } = await submitRegistration(t.app, { email: 'Case.Test@Example.COM' })
     const response = await statusOf(code, 'case.test@example.com')
     assert.equal(response.statusCode, 200)
+  })
+
+  it('finds a request by a plus-addressed e-mail written into the URL unencoded, its + read as a blank', async () => {
+    const { request_code: code } = await submitRegistration(t.app, { email: 'agency+mls@example.com' })
+    const unencoded = await t.app.inject({ url: `/tenants/register/${code}?email=agency+mls@example.com` })
+    assert.equal(unencoded.statusCode, 200, unencoded.body)
+    assert.equal((await statusOf(code, 'agency+mls@example.com')).statusCode, 200)
+    assert.equal((await statusOf(code, 'agency mls@example.com')).statusCode, 200)
+    assert.equal((await statusOf(code, 'agencymls@example.com')).statusCode, 404)
   })
 
   it('returns tenant_id and a working api_key once approved, on every lookup', async () => {

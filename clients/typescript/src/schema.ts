@@ -1429,8 +1429,8 @@ export interface components {
             /** @description The agency’s name. */
             company_name: string;
             /**
-             * Format: email
-             * @description Contact e-mail; needed to read the request’s status.
+             * Format: idn-email
+             * @description Contact e-mail; needed to read the request’s status. The domain may be written in any script.
              */
             email: string;
             /**
@@ -1592,7 +1592,7 @@ export interface components {
             /** Format: int32 */
             tenant_id: number;
             company_name: string;
-            /** Format: email */
+            /** Format: idn-email */
             email: string;
             /** @description ISO 3166-1 alpha-2. */
             country: string;

@@ -4,6 +4,7 @@ import type { ModerationReason, ModerationResult, RevisionStatus } from '../../d
 import { seedPropertyTypes } from '../../db/seed/dictionaries.js'
 import { ApiError } from '../../lib/errors.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
+import { trimmedText } from '../../lib/text.js'
 import { listingFactsOf } from '../catalogue/listing-facts.js'
 import type { CatalogueService } from '../catalogue/catalogue.service.js'
 import type { EventsService } from '../events/events.service.js'
@@ -115,7 +116,7 @@ export class ModerationService {
       const checked = waitingForCheck ? null : undecided.revision ? undecided.revision.moderation : undecided.listing.moderation
       await this.rejectListing(tx, undecided, [
         ...(checked?.reasons ?? []),
-        { code: 'rejected_by_moderator', field: null, message: reason?.trim() || 'Rejected by a moderator.' },
+        { code: 'rejected_by_moderator', field: null, message: trimmedText(reason ?? '') || 'Rejected by a moderator.' },
       ])
       return underReview(await this.properties.findDecided(tx, id))
     })

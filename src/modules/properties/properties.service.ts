@@ -7,6 +7,7 @@ import { decodeCursor, encodeCursor, idKey, refuseOffsetWithCursor, timestampKey
 import { ApiError, DEAL_CLOSED, HELD_BY_SUSPENSION, PROPERTY_NOT_FOUND, type FieldError } from '../../lib/errors.js'
 import { normalisePhone } from '../../lib/phone.js'
 import { digestSecret } from '../../lib/secrets.js'
+import { trimmedText } from '../../lib/text.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
 import type { CatalogueAnnouncements } from '../catalogue/catalogue-announcements.js'
 import type { ImagesService } from '../images/images.service.js'
@@ -731,7 +732,7 @@ export class PropertiesService {
     if (input.owner) {
       const phone = normalisePhone(input.owner.phone, tenant.country)
       if (!phone) errors.push({ loc: ['body', 'owner', 'phone'], msg: `is not a valid phone number for ${tenant.country}` })
-      const name = input.owner.name.trim()
+      const name = trimmedText(input.owner.name)
       if (name === '') errors.push({ loc: ['body', 'owner', 'name'], msg: 'must not be blank' })
       owner = { name, phone: phone ?? '', notes: input.owner.notes }
     }

@@ -145,15 +145,13 @@ export async function insertRegistrationRequest(db: Database, values: NewRegistr
 }
 
 /**
- * The request with this code *and* this e-mail (compared case-insensitively), in one query,
- * so an unknown code and a wrong e-mail take the same path and give the same answer.
+ * The request with this code *and* this e-mail (compared case-insensitively, in any script:
+ * here rather than with SQL's lower(), which under the C collation, PGlite's, folds only ASCII
+ * letters), so an unknown code and a wrong e-mail give the same answer.
  */
 export async function findRegistrationRequestForApplicant(db: Database, requestCode: string, email: string): Promise<RegistrationRequestRow | undefined> {
-  const [row] = await db
-    .select()
-    .from(registrationRequests)
-    .where(and(eq(registrationRequests.requestCode, requestCode), eq(sql`lower(${registrationRequests.email})`, email.toLowerCase())))
-  return row
+  const [row] = await db.select().from(registrationRequests).where(eq(registrationRequests.requestCode, requestCode))
+  return row && row.email.toLowerCase() === email.toLowerCase() ? row : undefined
 }
 
 /** Locks the request row for a decision, so two admins cannot approve it twice. */

@@ -15,13 +15,23 @@ export const RegistrationStatusValue = Type.Enum(['pending', 'approved', 'reject
 const Country = Type.String({ pattern: '^[A-Z]{2}$', maxLength: 2, description: 'ISO 3166-1 alpha-2.' })
 const RequestCode = Type.String({ maxLength: 100, pattern: '^reg_[A-Za-z0-9_-]+$', description: 'The code of the registration request.' })
 const CompanyName = Type.String({ maxLength: 200 })
-const Email = Type.String({ format: 'email', maxLength: 254 })
+/** An e-mail whose domain (and local part) may be written in any script: `info@агентство.рф`. */
+const Email = Type.String({ format: 'idn-email', maxLength: 254 })
+/** A name people read in a list: one line, without tabs or other control characters. */
+const OneLineName = (description?: string) =>
+  Type.String({
+    minLength: 1,
+    maxLength: 200,
+    pattern: String.raw`^[^\u0000-\u001f\u007f]*$`,
+    'x-message': 'must be one line of text, without tabs or other control characters',
+    ...(description ? { description } : {}),
+  })
 const Phone = Type.String({ maxLength: 40 })
 
 export const RegistrationCreateBody = Type.Object(
   {
-    company_name: Type.String({ minLength: 1, maxLength: 200, description: 'The agency’s name.' }),
-    email: Type.String({ format: 'email', maxLength: 254, description: 'Contact e-mail; needed to read the request’s status.' }),
+    company_name: OneLineName('The agency’s name.'),
+    email: { ...Email, description: 'Contact e-mail; needed to read the request’s status. The domain may be written in any script.' },
     country: Type.Optional(
       Type.String({
         pattern: '^[A-Z]{2}$',
@@ -29,7 +39,7 @@ export const RegistrationCreateBody = Type.Object(
         description: 'ISO 3166-1 alpha-2 country of the agency; phones of its owners are read as this country’s.',
       }),
     ),
-    contact_name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    contact_name: Type.Optional(OneLineName()),
     phone: Type.Optional(Type.String({ minLength: 1, maxLength: 40, description: 'Any usual format; normalised for `country`.' })),
   },
   {

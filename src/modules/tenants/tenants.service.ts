@@ -3,6 +3,7 @@ import type { Database } from '../../db/client.js'
 import { retryingConflicts } from '../../db/conflicts.js'
 import { ApiError, REGISTRATION_NOT_FOUND, TENANT_NOT_FOUND, API_KEY_NOT_FOUND } from '../../lib/errors.js'
 import { isSupportedCountry, normalisePhone } from '../../lib/phone.js'
+import { trimmedText } from '../../lib/text.js'
 import { digestSecret, generateApiKey, generateRequestCode, type SecretBox } from '../../lib/secrets.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
 import type { AuthenticatedTenant } from './authenticated-tenant.js'
@@ -159,7 +160,7 @@ export class TenantsService {
 
   /** A new key for the agency, shown this once; at most MAX_ACTIVE_KEYS may be active. */
   async createKey(tenantId: number, input: ApiKeyCreateBody): Promise<CreatedApiKey> {
-    const name = input.name?.trim()
+    const name = input.name === undefined ? undefined : trimmedText(input.name)
     if (name === '') throw ApiError.validation([{ loc: ['body', 'name'], msg: 'must not be blank' }])
     const key = generateApiKey()
     const row = await this.db.transaction(async (tx) => {
@@ -261,8 +262,13 @@ export class TenantsService {
   }
 
   async register(input: RegistrationCreateBody) {
-    const companyName = input.company_name.trim()
-    if (companyName === '') throw ApiError.validation([{ loc: ['body', 'company_name'], msg: 'must not be blank' }])
+    const companyName = trimmedText(input.company_name)
+    const contactName = input.contact_name === undefined ? null : trimmedText(input.contact_name)
+    const blank = [
+      ...(companyName === '' ? [{ loc: ['body', 'company_name'], msg: 'must not be blank' }] : []),
+      ...(contactName === '' ? [{ loc: ['body', 'contact_name'], msg: 'must not be blank' }] : []),
+    ]
+    if (blank.length > 0) throw ApiError.validation(blank)
     const country = input.country ?? 'RU'
     if (!isSupportedCountry(country)) {
       throw ApiError.validation([{ loc: ['body', 'country'], msg: `"${country}" is not an ISO 3166-1 alpha-2 country code we know` }])
@@ -277,7 +283,7 @@ export class TenantsService {
       companyName,
       email: input.email.trim(),
       country,
-      contactName: input.contact_name?.trim() ?? null,
+      contactName,
       phone,
     })
     return { request_code: row.requestCode, status: 'pending' as const, created_at: toOffsetTimestamp(row.createdAt) }
@@ -285,7 +291,9 @@ export class TenantsService {
 
   /** The applicant's view of a request: an unknown code and a wrong e-mail are the same 404. */
   async statusForApplicant(requestCode: string, email: string): Promise<RegistrationStatus> {
-    const row = await repository.findRegistrationRequestForApplicant(this.db, requestCode, email.trim())
+    // `?email=a+mls@x.ru` typed into a URL unencoded reads as `a mls@x.ru`, and no e-mail this
+    // service accepts holds a blank: it can only have been a plus.
+    const row = await repository.findRegistrationRequestForApplicant(this.db, requestCode, trimmedText(email).replaceAll(' ', '+'))
     if (!row) throw ApiError.notFound(REGISTRATION_NOT_FOUND)
     return this.statusOf(row)
   }
@@ -323,14 +331,15 @@ export class TenantsService {
   }
 
   async reject(requestCode: string, reason: string): Promise<RegistrationStatus> {
-    if (!reason.trim()) throw ApiError.validation([{ loc: ['body', 'reason'], msg: 'must say why: it is blank' }])
+    const why = trimmedText(reason)
+    if (why === '') throw ApiError.validation([{ loc: ['body', 'reason'], msg: 'must say why: it is blank' }])
     const rejected = await this.db.transaction(async (tx) => {
       const request = await this.pendingRequest(tx, requestCode)
       return repository.decideRegistrationRequest(tx, request.id, {
         status: 'rejected',
         tenantId: null,
         apiKeyEncrypted: null,
-        rejectReason: reason.trim(),
+        rejectReason: why,
       })
     })
     return this.statusOf(rejected)

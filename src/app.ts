@@ -33,7 +33,7 @@ import metricsPlugin from './plugins/metrics.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import servicesPlugin from './plugins/services.js'
 import { installSerializers } from './plugins/serialization.js'
-import { installValidators, refuseBodiesWhereNone, rejectUnstorableValues } from './plugins/validation.js'
+import { installValidators, leftOutBodiesAsEmpty, refuseBodiesWhereNone, rejectUnstorableValues } from './plugins/validation.js'
 import type { Services } from './services.js'
 
 declare module 'fastify' {
@@ -87,6 +87,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
   installConnectionClosing(app)
   app.addHook('preHandler', rejectUnstorableValues)
   refuseBodiesWhereNone(app)
+  leftOutBodiesAsEmpty(app)
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)
   })

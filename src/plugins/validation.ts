@@ -120,8 +120,23 @@ function decimalNumbersOnly(schema: TextPartSchema, validate: ValidateFunction):
   return checked
 }
 
-/** preValidation hook for routes whose body is all optional: a bare POST counts as `{}`. */
-export async function allowEmptyBody(request: FastifyRequest): Promise<void> {
+/**
+ * Whether an operation may be sent without a body: it takes none, or every field of its body
+ * is optional (creating an API key, an operator's rejection, a PATCH).
+ */
+export function bodyMayBeLeftOut(schema: unknown): boolean {
+  return schema === undefined || !((schema as { required?: unknown[] }).required?.length ?? 0)
+}
+
+/** On routes whose body is all optional, a request without one counts as `{}`. */
+export function leftOutBodiesAsEmpty(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    if (route.schema?.body === undefined || !bodyMayBeLeftOut(route.schema.body)) return
+    route.preValidation = [...[route.preValidation ?? []].flat(), asEmptyObject]
+  })
+}
+
+async function asEmptyObject(request: FastifyRequest): Promise<void> {
   request.body ??= {}
 }
 

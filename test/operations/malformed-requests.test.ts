@@ -231,15 +231,22 @@ describe('malformed requests', () => {
     assert.equal((await approve({})).statusCode, 200, 'an empty object is no field')
   })
 
-  it('takes a DELETE labelled JSON with no body as a DELETE', async () => {
+  it('takes a request labelled JSON with no body as having none, where the operation may be sent without one', async () => {
+    const labelled = { ...agency.headers, 'content-type': 'application/json' }
     const property = await submitProperty(t.app, agency)
-    const response = await t.app.inject({
-      method: 'DELETE',
-      url: `/properties/${property.id}`,
-      headers: { ...agency.headers, 'content-type': 'application/json' },
-    })
+    const response = await t.app.inject({ method: 'DELETE', url: `/properties/${property.id}`, headers: labelled })
     assert.equal(response.statusCode, 204, response.body)
-    const empty = await t.app.inject({ method: 'POST', url: '/properties', headers: { ...agency.headers, 'content-type': 'application/json' } })
+
+    // Every field of a new key is optional: a bare POST creates one, labelled or not.
+    const key = await t.app.inject({ method: 'POST', url: '/tenants/me/api-keys', headers: labelled })
+    assert.equal(key.statusCode, 201, key.body)
+    // A PATCH may be sent without a body too, and is told what it lacks.
+    const kept = await submitProperty(t.app, agency)
+    const patch = await t.app.inject({ method: 'PATCH', url: `/properties/${kept.id}`, headers: labelled })
+    assert.equal(patch.statusCode, 422, patch.body)
+
+    // A submission cannot be: the answer says the body is missing.
+    const empty = await t.app.inject({ method: 'POST', url: '/properties', headers: labelled })
     assert.equal(empty.statusCode, 400)
     assert.equal(empty.json<ErrorBody>().detail, 'The request body is empty; send a JSON object.')
   })

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses, failureThrottleResponse } from '../../lib/schemas.js'
 import { adminKeySecurity } from '../../plugins/auth.js'
-import { allowEmptyBody } from '../../plugins/validation.js'
 import { ListingIdParams, ListingRejection, ListingUnderReview, ListingUnderReviewPage, ReviewListQuery } from './moderation.schemas.js'
 
 const admin = { tags: ['Admin'], security: adminKeySecurity }
@@ -42,7 +41,6 @@ const moderationAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/admin/properties/:id/reject',
     {
-      preValidation: allowEmptyBody,
       schema: {
         ...admin,
         operationId: 'rejectListing',

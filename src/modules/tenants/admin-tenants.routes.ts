@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses, failureThrottleResponse, header, locationHeader, withResponseHeaders } from '../../lib/schemas.js'
 import { adminKeySecurity } from '../../plugins/auth.js'
-import { allowEmptyBody } from '../../plugins/validation.js'
 import {
   AdminTenant,
   ApiKey,
@@ -86,7 +85,6 @@ const tenantAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/admin/tenants/:tenant_id/api-keys',
     {
-      preValidation: allowEmptyBody,
       schema: {
         ...admin,
         operationId: 'createTenantApiKey',

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { header, locationHeader, rateLimited, rateLimitedErrorResponses, rateLimitHeaders } from '../../lib/schemas.js'
 import { apiKeySecurity } from '../../plugins/auth.js'
-import { allowEmptyBody } from '../../plugins/validation.js'
 import { ApiKeyCreateBody, ApiKeyIdParams, ApiKeyListQuery, ApiKeyPage, CreatedApiKey, MAX_ACTIVE_KEYS } from './tenants.schemas.js'
 
 const tenantRoute = { tags: ['API keys'], security: apiKeySecurity }
@@ -28,8 +27,6 @@ const apiKeysRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/tenants/me/api-keys',
     {
-      // Both fields are optional, so is the body: a bare POST creates an unnamed key that does not expire.
-      preValidation: allowEmptyBody,
       schema: {
         ...tenantRoute,
         operationId: 'createApiKey',

@@ -155,6 +155,9 @@ describe('POST /properties', () => {
     ['a district of another city', { location: { city_id: 2, district_id: 1 } }, ['body', 'location', 'district_id']],
     ['a complex of another city', { location: { city_id: 2, residential_complex_id: 1 } }, ['body', 'location', 'residential_complex_id']],
     ['a latitude out of range', { location: { city_id: 1, latitude: 91 } }, ['body', 'location', 'latitude']],
+    // One coordinate would place the listing on no map: no box or radius could find it.
+    ['a latitude without a longitude', { location: { city_id: 1, latitude: 55.75 } }, ['body', 'location', 'longitude']],
+    ['a longitude without a latitude', { location: { city_id: 1, latitude: null, longitude: '37.6' } }, ['body', 'location', 'latitude']],
     ['an unknown attribute', { attributes: { sauna: 'true' } }, ['body', 'attributes', 'sauna']],
     ['a number attribute that is not a number', { attributes: { area: 'много' } }, ['body', 'attributes', 'area']],
     ['a number with a decimal comma', { attributes: { area: '54,5' } }, ['body', 'attributes', 'area']],

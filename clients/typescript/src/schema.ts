@@ -1715,7 +1715,10 @@ export interface components {
             phone: string;
             notes?: string | null;
         };
-        /** LocationInput */
+        /**
+         * LocationInput
+         * @description `latitude` and `longitude` go together: both or neither.
+         */
         LocationInput: {
             /** Format: int32 */
             city_id: number;

@@ -78,7 +78,7 @@ export const LocationInput = Type.Object(
     latitude: Type.Optional(Nullable(Decimal({ minimum: -90, maximum: 90, example: '55.7558' }))),
     longitude: Type.Optional(Nullable(Decimal({ minimum: -180, maximum: 180, example: '37.6176' }))),
   },
-  { title: 'LocationInput', additionalProperties: false },
+  { title: 'LocationInput', additionalProperties: false, description: '`latitude` and `longitude` go together: both or neither.' },
 )
 
 // No length bound: the attribute check refuses any string that is not a value of the catalogue, with a message saying which.

@@ -752,6 +752,11 @@ export class PropertiesService {
     } else if (input.location) {
       const location = input.location
       errors.push(...(await this.checkPlaces(tx, location.city_id, location.district_id ?? null, location.residential_complex_id ?? null)))
+      // One coordinate places a listing nowhere: no box or radius could ever find it.
+      if ((location.latitude == null) !== (location.longitude == null)) {
+        const [given, missing] = location.latitude == null ? ['longitude', 'latitude'] : ['latitude', 'longitude']
+        errors.push({ loc: ['body', 'location', missing], msg: `must be given with ${given}: a listing is placed on a map by both, or by neither` })
+      }
       Object.assign(columns, {
         cityId: location.city_id,
         districtId: location.district_id ?? null,

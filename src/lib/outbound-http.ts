@@ -24,6 +24,8 @@ export class OutboundError extends Error {
   constructor(
     readonly kind: OutboundFailureKind,
     message: string,
+    /** The status the answer began with, when it broke off after it (its body not all read). */
+    readonly status?: number,
   ) {
     super(message)
   }
@@ -290,7 +292,7 @@ async function readCapped(response: Dispatcher.ResponseData, options: OutboundRe
       }
     }
   } catch (error) {
-    throw describeFailure(error, url, options.timeoutMs)
+    throw describeFailure(error, url, options.timeoutMs, response.statusCode)
   }
   if (overflow && options.onLargeBody === 'fail') {
     throw new OutboundError('too_large', `The response is larger than ${options.maxBodyBytes} bytes.`)
@@ -335,17 +337,34 @@ function gunzipped(source: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
   return gunzip
 }
 
-function describeFailure(error: unknown, url: URL, timeoutMs: number): OutboundError {
+/** Errors of a connection that was never made. */
+const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT'])
+/** Errors of a connection the other side closed. */
+const CLOSED_BY_PEER = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET'])
+
+/**
+ * An exchange's failure in words that point where to look: a connection never made, one the
+ * other side closed, an answer that is not HTTP, or, once the answer's `status` came, the rest of
+ * it that did not (the status is kept: the other side did answer).
+ */
+function describeFailure(error: unknown, url: URL, timeoutMs: number, status?: number): OutboundError {
   if (error instanceof OutboundError) return error
   const err = error as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException }
   const code = err.code ?? err.cause?.code
   const host = bareHost(url)
+  const because = code ? ` (${code})` : ''
   if (code === BLOCKED) return new OutboundError('blocked_address', `The host ${host} resolves to a private or otherwise non-public address.`)
   if (err.name === 'TimeoutError' || err.name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
-    return new OutboundError('timeout', `No complete answer from ${host} within ${timeoutMs} ms.`)
+    const what = status === undefined ? 'No complete answer' : `The rest of the ${status} answer`
+    return new OutboundError('timeout', `${what} from ${host} within ${timeoutMs} ms.`, status)
   }
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new OutboundError('dns', `The host ${host} could not be resolved.`)
-  return new OutboundError('connection', `Could not connect to ${host}${code ? ` (${code})` : ''}.`)
+  if (status !== undefined)
+    return new OutboundError('connection', `${host} answered ${status}, then the connection broke off before the end of the answer${because}.`, status)
+  if (code !== undefined && CONNECT_FAILURES.has(code)) return new OutboundError('connection', `Could not connect to ${host}${because}.`)
+  if (code !== undefined && CLOSED_BY_PEER.has(code)) return new OutboundError('connection', `${host} closed the connection without answering${because}.`)
+  if (err.name === 'HTTPParserError') return new OutboundError('connection', `${host} answered with something that is not HTTP${because}.`)
+  return new OutboundError('connection', `The connection to ${host} failed${because}.`)
 }
 
 /**

@@ -27,11 +27,13 @@ export interface ReceivedRequest {
   status: number
 }
 
-type Answer = { status: number; headers?: Record<string, string>; body?: string } | 'hang'
+type Answer = { status: number; headers?: Record<string, string>; body?: string; breakOff?: true } | 'hang' | 'close' | 'not-http'
 
 /**
  * A webhook receiver on loopback, as an agency would run one: it records every request and
- * answers what `answer` says (202 by default); `hang` never answers.
+ * answers what `answer` says (202 by default); `hang` never answers, `close` closes the
+ * connection without answering, `not-http` answers a line that is not HTTP, and `breakOff`
+ * closes it after the status and the first bytes of a longer body.
  */
 export async function startReceiver(
   answer: (request: { headers: IncomingMessage['headers']; body: string; index: number }) => Answer = () => ({ status: 202 }),
@@ -49,7 +51,13 @@ export async function startReceiver(
       hanging.push(response)
       return
     }
+    if (decided === 'close') return request.socket.destroy()
+    if (decided === 'not-http') return request.socket.end('this is not an HTTP answer\r\n\r\n')
     requests.push({ url: request.url ?? '', headers: request.headers, body, receivedAt: Date.now(), status: decided.status })
+    if (decided.breakOff) {
+      response.writeHead(decided.status, { ...decided.headers, 'content-length': '100' })
+      return response.write('partial', () => request.socket.destroy())
+    }
     response.writeHead(decided.status, decided.headers).end(decided.body ?? '')
   }
   server.listen(0, '127.0.0.1')

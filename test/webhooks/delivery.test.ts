@@ -7,7 +7,7 @@ import type { WebhookSubscription } from '../../src/modules/webhooks/webhooks.sc
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
-import type { CataloguePage } from '../helpers/responses.js'
+import type { CataloguePage, DeliveryLogPage } from '../helpers/responses.js'
 import {
   deliveryLog,
   startReceiver,
@@ -297,6 +297,47 @@ describe('webhook deliveries that time out', () => {
       await t.close()
       await Promise.all([hook.close(), target.close()])
     }
+  })
+})
+
+describe('webhook log entries of receivers that break off', () => {
+  let t: TestApp
+  let owner: Tenant
+  const receivers: Receiver[] = []
+  before(async () => {
+    t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true', WEBHOOK_TIMEOUT_MS: '5000' })
+    owner = await createTenant(t.app, { email: 'breaking-off@agency.example' })
+  })
+  after(async () => {
+    await t.close()
+    await Promise.all(receivers.map((receiver) => receiver.close()))
+  })
+
+  /** The log entry of a test event sent to a receiver that answers `answer`. */
+  async function attemptAgainst(answer: Parameters<typeof startReceiver>[0]) {
+    const receiver = await startReceiver(answer)
+    receivers.push(receiver)
+    const subscription = await subscribe(t.app, owner, { url: receiver.url, events: ['property.published'] })
+    const response = await t.app.inject({ method: 'POST', url: `/webhooks/${subscription.id}/test`, headers: owner.headers })
+    assert.equal(response.statusCode, 200, response.body)
+    return response.json<DeliveryLogPage['items'][number]>()
+  }
+
+  it('says the receiver closed the connection, or answered what is not HTTP, rather than that it could not be reached', async () => {
+    const closed = await attemptAgainst(() => 'close')
+    assert.equal(closed.status, 'failed')
+    assert.match(closed.error!, /^connection: 127\.0\.0\.1 closed the connection without answering/)
+    const garbled = await attemptAgainst(() => 'not-http')
+    assert.equal(garbled.status, 'failed')
+    assert.match(garbled.error!, /^connection: 127\.0\.0\.1 answered with something that is not HTTP/)
+  })
+
+  it('keeps the status a receiver answered when the rest of its answer breaks off: a 2xx is delivered, another status fails', async () => {
+    const accepted = await attemptAgainst(() => ({ status: 200, breakOff: true }))
+    assert.deepEqual([accepted.status, accepted.response_status_code, accepted.error], ['succeeded', 200, null])
+    const unavailable = await attemptAgainst(() => ({ status: 503, breakOff: true }))
+    assert.deepEqual([unavailable.status, unavailable.response_status_code], ['failed', 503])
+    assert.match(unavailable.error!, /^connection: 127\.0\.0\.1 answered 503, then the connection broke off before the end of the answer/)
   })
 })
 

@@ -103,7 +103,11 @@ export class WebhookSender {
       }
     } catch (error) {
       if (!(error instanceof OutboundError)) throw error
-      return failure(`${error.kind}: ${error.message}`, elapsed())
+      // A receiver that answered 2xx took the message, whatever became of the rest of its answer.
+      if (error.status !== undefined && error.status >= 200 && error.status < 300) {
+        return { succeeded: true, statusCode: error.status, responseBody: null, error: null, durationMs: elapsed(), retryAfterMs: undefined, gone: false }
+      }
+      return { ...failure(`${error.kind}: ${error.message}`, elapsed()), statusCode: error.status ?? null, gone: error.status === 410 }
     }
   }
 

@@ -55,6 +55,12 @@ export const GivenUrl = (description: string) =>
     description,
   })
 
+/**
+ * A GivenUrl shown back as it was written, which is what was checked and is what is requested,
+ * but not always in the strict form `format: uri` names: a blank in the path, a host in Cyrillic.
+ */
+export const ShownGivenUrl = (description: string) => Type.String({ minLength: 1, maxLength: 2048, description: `${description} As it was given.` })
+
 export const ErrorBody = Type.Object(
   { detail: Type.String({ maxLength: MAX_TEXT_LENGTH, description: 'What went wrong, as a sentence a person understands.' }) },
   { title: 'Error', additionalProperties: true, examples: [{ detail: 'Invalid or missing API key' }] },

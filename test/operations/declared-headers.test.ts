@@ -2,10 +2,12 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
+import { sql } from 'drizzle-orm'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
+import { startReceiver, subscribe } from '../helpers/webhooks.js'
 
 /* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-explicit-any */
 type Json = Record<string, any>
@@ -135,5 +137,53 @@ describe('the headers of answers, as the OpenAPI document declares them', () => 
     const res = await t.app.inject({ method: 'GET', url: '/tenants/register/reg_doesnotexist00000000?email=x@example.com' })
     assert.equal(res.statusCode, 404, res.body)
     conforms('GET', '/tenants/register/{request_code}', res)
+  })
+})
+
+/** What the service shows back, as the document types it: a client generated from it takes every answer. */
+describe('the bodies of answers, as the OpenAPI document declares them', () => {
+  it('types a webhook log entry’s ids as the bigint counters they are, past 2^31', async () => {
+    // A long-lived MLS: every listing's events go to every agency subscribed, so these pass 2^31.
+    await t.db.execute(sql`alter table events alter column id restart with 3000000000`)
+    await t.db.execute(sql`alter table webhook_attempts alter column id restart with 3000000000`)
+    const owner = await createTenant(t.app)
+    const receiver = await startReceiver()
+    try {
+      const subscription = await subscribe(t.app, owner, { url: receiver.url, events: ['property.published'] })
+      const test = await t.app.inject({ method: 'POST', url: `/webhooks/${subscription.id}/test`, headers: owner.headers })
+      assert.equal(test.json<Json>().event_id, 3000000000, test.body)
+      conforms('POST', '/webhooks/{id}/test', test)
+      conforms('GET', '/webhooks/{id}/logs', await t.app.inject({ url: `/webhooks/${subscription.id}/logs`, headers: owner.headers }))
+    } finally {
+      await receiver.close()
+    }
+  })
+
+  it('shows a URL as the agency gave it, a blank in its path or a host in Cyrillic, within its documented type', async () => {
+    const owner = await createTenant(t.app)
+    const receiver = await startReceiver()
+    try {
+      const created = await t.app.inject({
+        method: 'POST',
+        url: '/webhooks',
+        headers: owner.headers,
+        payload: { url: `${receiver.url}/new listings`, events: ['mls.new_listing'] },
+      })
+      assert.equal(created.statusCode, 201, created.body)
+      assert.equal(created.json<Json>().url, `${receiver.url}/new listings`)
+      conforms('POST', '/webhooks', created)
+      conforms('GET', '/webhooks/{id}', await t.app.inject({ url: created.headers.location!, headers: owner.headers }))
+      // Not resolved here: private addresses are allowed in this app, so the name is not looked up.
+      const cyrillic = await t.app.inject({
+        method: 'POST',
+        url: '/webhooks',
+        headers: owner.headers,
+        payload: { url: 'http://пример.рф/hooks', events: ['mls.new_listing'] },
+      })
+      assert.equal(cyrillic.statusCode, 201, cyrillic.body)
+      conforms('POST', '/webhooks', cyrillic)
+    } finally {
+      await receiver.close()
+    }
   })
 })

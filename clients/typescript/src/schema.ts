@@ -1899,10 +1899,7 @@ export interface components {
              * @description Height of the stored photo, px (see width).
              */
             height?: number;
-            /**
-             * Format: uri
-             * @description The address a photo added by URL was downloaded from.
-             */
+            /** @description The address a photo added by URL was downloaded from. As it was given. */
             source_url?: string;
         };
         /** Property */
@@ -2208,10 +2205,7 @@ export interface components {
         WebhookCreated: {
             /** Format: int32 */
             id: number;
-            /**
-             * Format: uri
-             * @description Where deliveries are POSTed.
-             */
+            /** @description Where deliveries are POSTed. As it was given. */
             url: string;
             events: components["schemas"]["WebhookEventType"][];
             description: string | null;
@@ -2232,10 +2226,7 @@ export interface components {
         Webhook: {
             /** Format: int32 */
             id: number;
-            /**
-             * Format: uri
-             * @description Where deliveries are POSTed.
-             */
+            /** @description Where deliveries are POSTed. As it was given. */
             url: string;
             events: components["schemas"]["WebhookEventType"][];
             description: string | null;
@@ -2279,10 +2270,10 @@ export interface components {
         DeliveredEventType: "mls.new_listing" | "mls.listing_updated" | "mls.listing_removed" | "property.published" | "property.rejected" | "feed.run_finished" | "webhook.test";
         /** WebhookLogEntry */
         WebhookLogEntry: {
-            /** Format: int32 */
+            /** Format: int64 */
             id: number;
             /**
-             * Format: int32
+             * Format: int64
              * @description The event; also the `webhook-id` header of every attempt, as `msg_<event_id>`, or `msg_<event_id>_unmatched` for the `mls.listing_removed` sent in place of an event whose listing stopped matching the filter.
              */
             event_id: number;
@@ -2357,10 +2348,7 @@ export interface components {
         Feed: {
             /** Format: int32 */
             id: number;
-            /**
-             * Format: uri
-             * @description Where the file is downloaded from.
-             */
+            /** @description Where the file is downloaded from. As it was given. */
             url: string;
             format: components["schemas"]["FeedFormat"];
             /**

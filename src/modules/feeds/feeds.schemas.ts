@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { feedRunStatuses, feedRunTriggers } from '../../db/schema.js'
-import { GivenUrl, Id, Int32, Nullable, Page, PageQuery, StringEnum, Timestamp, Url, asStoredText, PathId } from '../../lib/schemas.js'
+import { GivenUrl, ShownGivenUrl, Id, Int32, Nullable, Page, PageQuery, StringEnum, Timestamp, asStoredText, PathId } from '../../lib/schemas.js'
 import { FEED_NOT_FOUND, FEED_RUN_NOT_FOUND } from '../../lib/errors.js'
 
 /** Minutes between scheduled runs: at least every quarter of an hour, at most a week apart. */
@@ -113,7 +113,7 @@ export type FeedRunReport = Static<typeof FeedRunReport>
 export const Feed = Type.Object(
   {
     id: Id,
-    url: Url('Where the file is downloaded from.'),
+    url: ShownGivenUrl('Where the file is downloaded from.'),
     format: asStoredText(FeedFormat),
     schedule: scheduleField,
     allow_mass_withdrawal: massWithdrawalField,

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { GivenUrl, Id, Int32, Url, PathId } from '../../lib/schemas.js'
+import { GivenUrl, ShownGivenUrl, Id, Int32, Url, PathId } from '../../lib/schemas.js'
 import { IMAGE_NOT_FOUND } from '../../lib/errors.js'
 
 /** A sort_order is a 32-bit integer (the column's range). */
@@ -19,7 +19,7 @@ export const PropertyImage = Type.Object(
       Int32({ minimum: 1, description: 'Width of the stored photo, px: upright, the longer side at most IMAGE_MAX_EDGE (2560 by default), never enlarged.' }),
     ),
     height: Type.Optional(Int32({ minimum: 1, description: 'Height of the stored photo, px (see width).' })),
-    source_url: Type.Optional(Url('The address a photo added by URL was downloaded from.')),
+    source_url: Type.Optional(ShownGivenUrl('The address a photo added by URL was downloaded from.')),
   },
   {
     title: 'Image',

@@ -3,7 +3,7 @@ import { CatalogueDetail, CatalogueItem } from '../catalogue/catalogue.schemas.j
 import { ListingFilter } from '../catalogue/listing-filter.js'
 import { FeedRunSummary } from '../feeds/feeds.schemas.js'
 import { ExternalId, ModerationReasonSchema } from '../properties/properties.schemas.js'
-import { GivenUrl, Id, Int32, Nullable, PageQuery, Page, StringEnum, Timestamp, Url, asStoredText, PathId } from '../../lib/schemas.js'
+import { GivenUrl, ShownGivenUrl, Id, Int32, Int64, Nullable, PageQuery, Page, StringEnum, Timestamp, asStoredText, PathId } from '../../lib/schemas.js'
 import { WEBHOOK_NOT_FOUND } from '../../lib/errors.js'
 
 import { EVENT_TYPES, LISTING_REMOVED_REASONS, SUBSCRIBABLE_EVENTS } from '../events/event-types.js'
@@ -62,7 +62,7 @@ export type WebhookUpdate = Static<typeof WebhookUpdate>
 
 const subscriptionFields = {
   id: Id,
-  url: Url('Where deliveries are POSTed.'),
+  url: ShownGivenUrl('Where deliveries are POSTed.'),
   events: Type.Array(asStoredText(WebhookEventType), { maxItems: SUBSCRIBABLE_EVENTS.length }),
   description: Nullable(Type.String({ maxLength: 500 })),
   filter: Nullable(ListingFilter),
@@ -94,8 +94,9 @@ export type CreatedWebhookSubscription = Static<typeof CreatedWebhookSubscriptio
 
 export const DeliveryLogEntry = Type.Object(
   {
-    id: Id,
-    event_id: Int32({
+    // Both counted in PostgreSQL's bigint: every listing's events go to every agency subscribed.
+    id: Int64({ minimum: 1 }),
+    event_id: Int64({
       minimum: 1,
       description:
         'The event; also the `webhook-id` header of every attempt, as `msg_<event_id>`, or `msg_<event_id>_unmatched` for the `mls.listing_removed` sent in place of an event whose listing stopped matching the filter.',

@@ -19,9 +19,12 @@ const UNAVAILABLE_SQLSTATES = new Set([
   '08003',
   '08006', // connection exceptions
 ])
-/** What node-postgres and our pipelined connections say, without a code, when a connection is gone. */
+/**
+ * What node-postgres and our pipelined connections say, without a code, when a connection is
+ * gone, or silent past its time limit on a statement (`Query read timeout`).
+ */
 const UNAVAILABLE_MESSAGES =
-  /Connection terminated|timeout exceeded when trying to connect|Could not connect to the database|Client has encountered a connection error|connection is not queryable|Client was closed/i
+  /Connection terminated|timeout exceeded when trying to connect|Could not connect to the database|Client has encountered a connection error|connection is not queryable|Client was closed|Query read timeout/i
 
 /** Whether `error`, or anything it was caused by, says the database cannot be reached right now. */
 export function isDatabaseUnavailable(error: unknown): boolean {

@@ -94,6 +94,15 @@ export const CONNECT_TIMEOUT_MS = 2000
  */
 export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5000
 
+/**
+ * The longest a statement may go unanswered before its connection is taken for dead and ended:
+ * a server that froze, a stalled host, or a network that drops packets without a word, which
+ * TCP itself notices only after many minutes. Longer than the 30 s the server gives a catalogue
+ * statement; the service's other statements take milliseconds to seconds. Sessions (migrations,
+ * which may run long and wait on one another's lock) have no such limit.
+ */
+export const UNANSWERED_STATEMENT_MS = 35_000
+
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   return options.databaseUrl
     ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options.pipelinedConnections ?? 2)
@@ -108,7 +117,7 @@ async function openPostgres(connectionString: string, max: number, pipelinedConn
     keepAlive: true,
     idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
   }
-  const pool = new pg.Pool({ ...server, max })
+  const pool = new pg.Pool({ ...server, max, query_timeout: UNANSWERED_STATEMENT_MS, Client: ClientEndedWhenUnanswered })
   const availability = new DatabaseAvailability(() => pool.query('select 1'))
   const connectionLost = (error: Error) => {
     if (isDatabaseUnavailable(error)) availability.failed(error)
@@ -136,13 +145,14 @@ async function openPostgres(connectionString: string, max: number, pipelinedConn
   })
   // Bounds on a hang, as these few connections carry every catalogue statement of the process
   // and are never recycled: the server cuts a statement at 30 s; a statement unanswered for 35 s
-  // (a dead peer) destroys its connection and what is on it; keepalives find a dead idle peer.
+  // (a dead peer) destroys its connection and what is on it (node-postgres does so itself in
+  // pipeline mode); keepalives find a dead idle peer.
   // Every catalogue statement is written so that one plan serves all its values (see
   // catalogue-page-plan.ts): planned once per connection, never per execution. Left to choose,
   // PostgreSQL planned a statement at every run where a plan for the values looked cheaper than
   // the plan for any values, and planning costs about what running it does.
   const pipelines = new PipelinedConnections(
-    { ...server, statement_timeout: 30_000, query_timeout: 35_000, options: '-c plan_cache_mode=force_generic_plan' },
+    { ...server, statement_timeout: 30_000, query_timeout: UNANSWERED_STATEMENT_MS, options: '-c plan_cache_mode=force_generic_plan' },
     pipelinedConnections,
     connectionLost,
   )
@@ -157,11 +167,14 @@ async function openPostgres(connectionString: string, max: number, pipelinedConn
     // Keepalives find a dead peer of the idle listening connection; statements it sends are LISTEN only.
     listen: (channel, handlers) => listenForNotifications({ ...server, keepAliveInitialDelayMillis: 10_000 }, channel, handlers),
     async withSession(work) {
-      const client = await pool.connect()
+      // A connection of its own, outside the pool and its time limit on statements.
+      const client = new pg.Client(server)
+      client.on('error', connectionLost)
+      await client.connect()
       try {
         return await work(drizzlePostgres(client, { schema }))
       } finally {
-        client.release()
+        await client.end().catch(() => undefined)
       }
     },
     async close() {
@@ -184,6 +197,40 @@ function giveBackLostClient(client: pg.PoolClient, error: Error): void {
   client.release = () => {}
   release(error)
 }
+
+/**
+ * The pool's client, which ends its connection when a statement is unanswered for
+ * `query_timeout`. node-postgres fails that statement alone and keeps the connection (outside
+ * pipeline mode), still waiting on the answer, so every later statement would queue behind it
+ * for as long as the network stays silent: a pool of such connections answers nothing even once
+ * the database is back. Ended, the connection is dropped, from the pool if idle, or given back
+ * and dropped if lent (see giveBackLostClient), and the next statement opens a new one.
+ */
+class ClientEndedWhenUnanswered extends pg.Client {
+  // node-postgres' overloads: a callback last, or a promise returned.
+  override query(...args: unknown[]): never {
+    const send = super.query.bind(this) as (...sent: unknown[]) => unknown
+    const callback = args.at(-1)
+    if (typeof callback === 'function') {
+      const answered = (error: unknown, result: unknown) => {
+        this.endIfUnanswered(error)
+        ;(callback as (error: unknown, result: unknown) => void)(error, result)
+      }
+      return send(...args.slice(0, -1), answered) as never
+    }
+    const result = send(...args)
+    if (result instanceof Promise) result.catch((error: unknown) => this.endIfUnanswered(error))
+    return result as never
+  }
+
+  private endIfUnanswered(error: unknown): void {
+    if (error instanceof Error && error.message === UNANSWERED_MESSAGE)
+      (this as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy()
+  }
+}
+
+/** What node-postgres fails a statement with after `query_timeout`. */
+const UNANSWERED_MESSAGE = 'Query read timeout'
 
 /** PGlite's start for a brief use (DatabaseOptions.brief): a 16 MB buffer pool. */
 const BRIEF_START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB']

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Config } from '../../config.js'
+import { isDatabaseUnavailable } from '../../db/availability.js'
 import type { Database, PipelinedDatabase } from '../../db/client.js'
 import { ApiError, DEAL_CLOSED, HELD_BY_SUSPENSION, PROPERTY_NOT_FOUND, IMAGE_NOT_FOUND, type FieldError } from '../../lib/errors.js'
 import { invalidAddressError, OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
@@ -236,7 +237,10 @@ export class ImagesService {
       })
       return toImage(row, this.mediaBase)
     } catch (error) {
-      await this.storage.remove([keys.file, keys.thumbnail]).catch(() => undefined)
+      // With the database lost, the row may have been committed (its COMMIT sent, the answer
+      // lost): the files stay, since a photo without its file is broken, while files without
+      // a photo are only space, which the hourly orphan sweep takes back.
+      if (!isDatabaseUnavailable(error)) await this.storage.remove([keys.file, keys.thumbnail]).catch(() => undefined)
       throw error
     }
   }

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import ipaddr from 'ipaddr.js'
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
 import { ApiError } from '../lib/errors.js'
+import { clientNetwork } from '../lib/client-connection.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -97,7 +97,7 @@ export default fp(
 
     app.decorate('failureThrottle', {
       check: async (request: FastifyRequest) => {
-        const address = clientKey(request.ip)
+        const address = clientNetwork(request.ip)
         for (;;) {
           const count = await counted((limiter) => limiter.get(address))
           if (!count || count.consumedPoints < limit) return
@@ -105,7 +105,7 @@ export default fp(
         }
       },
       reserve: async (request: FastifyRequest) => {
-        const address = clientKey(request.ip)
+        const address = clientNetwork(request.ip)
         for (;;) {
           try {
             await counted((limiter) => limiter.consume(address))
@@ -182,16 +182,4 @@ function tooManyFailures(count: RateLimiterRes): ApiError {
     {},
     { 'retry-after': String(seconds) },
   )
-}
-
-/**
- * The address failures are counted by. An IPv6 client usually holds a whole /64, and could
- * otherwise take a fresh address for every 30 guesses.
- */
-function clientKey(ip: string): string {
-  if (!ipaddr.isValid(ip)) return ip
-  const address = ipaddr.process(ip)
-  if (address.kind() === 'ipv4') return address.toString()
-  const network = (address as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16))
-  return `${network.join(':')}::/64`
 }

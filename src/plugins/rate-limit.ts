@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fast
 import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
 import { ApiError } from '../lib/errors.js'
+import { clientNetwork } from '../lib/client-connection.js'
 
 const CONNECT_TIMEOUT_MS = 500
 
@@ -65,6 +66,7 @@ export default fp(
       errorResponseBuilder: (_request, context) => new ApiError('rate_limited', `Too many requests; retry in ${context.after}.`),
     })
 
+    // Counted by client address, an IPv6 client by its /64 (the plugin's default key).
     const policies: Record<RateLimitPolicy, RateLimitOptions> = {
       registration: { max: limits.registrationPerHour, timeWindow: '1 hour', groupId: 'registration' },
       registrationStatus: { max: limits.registrationStatusPerMinute, timeWindow: '1 minute', groupId: 'registration-status' },
@@ -82,7 +84,7 @@ export default fp(
     )
     app.decorate(
       'catalogueRateLimit',
-      sharedLimit(limits.cataloguePerMinute, (request) => `catalogue:${request.ip}`),
+      sharedLimit(limits.cataloguePerMinute, (request) => `catalogue:${clientNetwork(request.ip)}`),
     )
   },
   { name: 'rate-limit', decorators: { fastify: ['config'] } },

@@ -326,4 +326,12 @@ describe('catalogue rate limit', () => {
     assert.ok(limited.headers['retry-after'])
     assert.equal((await from('/mls/properties', '192.0.2.11')).statusCode, 200)
   })
+
+  it('counts an IPv6 client by its /64, which it can take fresh addresses from, and other networks apart', async () => {
+    const statuses = []
+    for (const host of ['1', '2', '3', 'abcd:1'])
+      statuses.push((await t.app.inject({ url: '/mls/properties', remoteAddress: `2001:db8:7:1::${host}` })).statusCode)
+    assert.deepEqual(statuses, [200, 200, 200, 429])
+    assert.equal((await t.app.inject({ url: '/mls/properties', remoteAddress: '2001:db8:7:2::1' })).statusCode, 200)
+  })
 })

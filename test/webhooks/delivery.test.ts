@@ -223,6 +223,21 @@ describe('webhook deliveries', () => {
     assert.equal(entry!.next_attempt_at, null)
   })
 
+  it('counts the 5 days afresh from a new url: the old receiver’s failures do not switch the new one off', async () => {
+    const owner = await agency()
+    const old = await receiver(() => ({ status: 500 }))
+    const subscription = await subscribe(t.app, owner, { url: old.url, events: ['property.published'] })
+    await t.db.execute(sql`update webhook_subscriptions set failing_since = now() - interval '5 days 1 minute' where id = ${subscription.id}::int`)
+    const moved = await receiver(() => ({ status: 503 }))
+    const patch = await t.app.inject({ method: 'PATCH', url: `/webhooks/${subscription.id}`, headers: owner.headers, payload: { url: moved.url } })
+    assert.equal(patch.statusCode, 200, patch.body)
+    await publish(owner)
+    await waitFor(async () => (await deliveryLog(t.app, owner, subscription.id)).total >= 1, 30_000, 'the first attempt at the new url')
+    const shown = await t.app.inject({ url: `/webhooks/${subscription.id}`, headers: owner.headers })
+    assert.equal(shown.json<WebhookSubscription>().is_active, true, shown.body)
+    assert.equal(old.requests.length, 0)
+  })
+
   it('a success ends the failing streak that the 5 days are counted from', async () => {
     const owner = await agency()
     const hook = await receiver(({ index }) => (index === 0 ? { status: 500 } : { status: 200 }))

@@ -46,7 +46,7 @@ export async function updateSubscription(
   db: Database,
   tenantId: number,
   id: number,
-  values: Partial<Pick<NewSubscription, 'url' | 'events' | 'description' | 'filter'>>,
+  values: Partial<Pick<NewSubscription, 'url' | 'events' | 'description' | 'filter' | 'failingSince'>>,
 ): Promise<SubscriptionRow | undefined> {
   const [row] = await db
     .update(webhookSubscriptions)

@@ -119,7 +119,9 @@ export class WebhooksService {
 
   /**
    * Changes a subscription's URL, events, description or filter. A change of events or filter
-   * waits for the fan-outs under way and applies to every event fanned out after it commits.
+   * waits for the fan-outs under way and applies to every event fanned out after it commits. A
+   * new URL is a new receiver: the failures of the old one no longer count towards switching
+   * the subscription off.
    */
   async update(tenantId: number, id: number, input: WebhookUpdate): Promise<WebhookSubscription> {
     checkFilter(input.filter)
@@ -127,7 +129,7 @@ export class WebhooksService {
     const row = await this.db.transaction(async (tx) => {
       if (input.events !== undefined || input.filter !== undefined) await deliveries.lockOutFanOut(tx)
       return repository.updateSubscription(tx, tenantId, id, {
-        ...(url === undefined ? {} : { url }),
+        ...(url === undefined ? {} : { url, failingSince: null }),
         ...(input.events === undefined ? {} : { events: [...new Set(input.events)] }),
         ...(input.description === undefined ? {} : { description: input.description }),
         ...(input.filter === undefined ? {} : { filter: input.filter }),

@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { sql } from 'drizzle-orm'
 import S3rver from 's3rver'
 import sharp from 'sharp'
+import { queryRows } from '../../src/db/client.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { jpegWithGpsAndOrientation, photo, upload } from '../helpers/photos.js'
@@ -76,5 +81,66 @@ describe('photos in S3-compatible storage', () => {
 
     assert.equal((await t.app.inject({ method: 'DELETE', url: `/properties/${propertyId}`, headers: agency.headers })).statusCode, 204)
     for (const url of [second.url, second.thumbnail_url]) assert.equal((await fetchObject(url)).status, 404)
+  })
+})
+
+/**
+ * A photo or a listing deleted while the storage fails its deletes (an S3 outage): the deletion
+ * has committed, so it is answered as done; the files are the hourly orphan sweep's.
+ */
+describe('photos deleted while S3 fails its deletes', () => {
+  let s3: Server
+  let t: TestApp
+  let agency: Tenant
+
+  before(async () => {
+    // Takes uploads; answers every other request 503, as S3 does when it is overloaded.
+    s3 = createServer((request, response) => {
+      request.resume()
+      request.on('end', () => {
+        if (request.method === 'PUT') response.writeHead(200, { etag: '"stored"' }).end()
+        else response.writeHead(503, { 'content-type': 'application/xml' }).end('<?xml version="1.0"?><Error><Code>ServiceUnavailable</Code></Error>')
+      })
+    })
+    s3.listen(0, '127.0.0.1')
+    await once(s3, 'listening')
+    const endpoint = `http://127.0.0.1:${(s3.address() as AddressInfo).port}`
+    t = await buildTestApp({
+      STORAGE_DRIVER: 's3',
+      S3_BUCKET: 'mls-photos',
+      S3_ENDPOINT: endpoint,
+      S3_REGION: 'us-east-1',
+      S3_ACCESS_KEY_ID: 'key',
+      S3_SECRET_ACCESS_KEY: 'secret',
+      S3_PUBLIC_URL: `${endpoint}/mls-photos`,
+    })
+    agency = await createTenant(t.app, { email: 's3-failing@agency.example' })
+  })
+  after(async () => {
+    await t.close()
+    s3.closeAllConnections()
+    s3.close()
+  })
+
+  const count = async (table: 'property_images' | 'properties', id: number) =>
+    (await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from ${sql.identifier(table)} where id = ${id}`))[0]!.n
+
+  it('answers DELETE of a photo 204: it is deleted', async () => {
+    const propertyId = (await submitProperty(t.app, agency)).id
+    const created = await upload(t.app, agency, { file: await photo('jpeg', 100, 80), fields: { property_id: String(propertyId) } })
+    assert.equal(created.statusCode, 201, created.body)
+    const image = created.json<StoredImage>()
+    const response = await t.app.inject({ method: 'DELETE', url: `/property-images/${image.id}`, headers: agency.headers })
+    assert.equal(response.statusCode, 204, response.body)
+    assert.equal(await count('property_images', image.id), 0)
+  })
+
+  it('answers DELETE of a listing with photos 204: it is deleted', async () => {
+    const propertyId = (await submitProperty(t.app, agency)).id
+    const created = await upload(t.app, agency, { file: await photo('jpeg', 100, 80), fields: { property_id: String(propertyId) } })
+    assert.equal(created.statusCode, 201, created.body)
+    const response = await t.app.inject({ method: 'DELETE', url: `/properties/${propertyId}`, headers: agency.headers })
+    assert.equal(response.statusCode, 204, response.body)
+    assert.equal(await count('properties', propertyId), 0)
   })
 })

@@ -116,7 +116,7 @@ export class ImagesService {
       await this.announce.photosChanged(tx, found.propertyId)
       return found
     })
-    await this.storage.remove(deleted.keys)
+    await this.removeFiles(deleted.keys)
   }
 
   /**
@@ -127,9 +127,13 @@ export class ImagesService {
     return repository.deletePropertyImages(tx, tenantId, propertyId)
   }
 
-  /** Removes stored files whose rows are gone. */
-  removeFiles(keys: readonly string[]): Promise<void> {
-    return this.storage.remove(keys)
+  /**
+   * Removes stored files whose rows are gone, once that has committed. Storage that fails now
+   * (an S3 outage) fails nothing: the deletion stands, and the hourly orphan sweep removes the
+   * files no row names.
+   */
+  async removeFiles(keys: readonly string[]): Promise<void> {
+    await this.storage.remove(keys).catch(() => undefined)
   }
 
   /**

@@ -24,7 +24,7 @@ describe('the public MLS catalogue', () => {
       await submitProperty(t.app, agency, {
         owner,
         price: 12000000,
-        location: { city_id: 1, district_id: 1, residential_complex_id: 4, latitude: 55.7577, longitude: 37.6133 },
+        location: { city_id: 1, district_id: 9, residential_complex_id: 4, latitude: 55.7577, longitude: 37.6133 },
         attributes: { area: '60', rooms: '2', floor: '3', total_floors: '12' },
       })
     ).id
@@ -66,7 +66,7 @@ describe('the public MLS catalogue', () => {
       property_type: { id: 1, name: 'Квартира' },
       deal_type: { id: 1, name: 'Продажа' },
       city: { id: 1, name: 'Москва' },
-      district: { id: 1, name: 'Центральный административный округ' },
+      district: { id: 9, name: 'Северо-Западный административный округ' },
       residential_complex: { id: 4, name: 'Алые Паруса' },
       latitude: 55.7577,
       longitude: 37.6133,
@@ -91,7 +91,7 @@ describe('the public MLS catalogue', () => {
       ['?min_price=9000000', [ids.spbFlat!, ids.spbHouse!, ids.moscowFlat!]],
       ['?max_price=9000000', [ids.spbFlat!, ids.moscowRent!]],
       ['?min_price=1000000&max_price=15000000', [ids.spbFlat!, ids.moscowFlat!]],
-      ['?district_id=1', [ids.moscowFlat!]],
+      ['?district_id=9', [ids.moscowFlat!]],
       ['?residential_complex_id=4', [ids.moscowFlat!]],
       ['?rooms=1', [ids.spbFlat!, ids.moscowRent!]],
       ['?min_area=45&max_area=60', [ids.spbFlat!, ids.moscowFlat!]],

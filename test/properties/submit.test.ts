@@ -27,7 +27,7 @@ describe('POST /properties', () => {
       price: '8500000.50',
       location: {
         city_id: 1,
-        district_id: 1,
+        district_id: 9,
         residential_complex_id: 4,
         address: 'Москва, ул. Тверская, д. 7, кв. 12',
         street: 'Тверская',
@@ -50,7 +50,7 @@ describe('POST /properties', () => {
     assert.deepEqual(created.owner, { id: created.owner?.id, name: 'Иван Петров', phone: '+7 912 345-67-89', notes: 'Звонить после 18:00' })
     assert.deepEqual(created.location, {
       city_id: 1,
-      district_id: 1,
+      district_id: 9,
       residential_complex_id: 4,
       address: 'Москва, ул. Тверская, д. 7, кв. 12',
       street: 'Тверская',
@@ -59,7 +59,7 @@ describe('POST /properties', () => {
       latitude: 55.7577,
       longitude: 37.6133,
       city: { id: 1, name: 'Москва' },
-      district: { id: 1, name: 'Центральный административный округ' },
+      district: { id: 9, name: 'Северо-Западный административный округ' },
       residential_complex: { id: 4, name: 'Алые Паруса' },
     })
     assert.deepEqual(created.attributes, { area: 54.5, rooms: 2, elevator: true, balcony_glazed: false, bathroom: 'Совмещённый', ceiling_height: 2.7 })
@@ -154,6 +154,8 @@ describe('POST /properties', () => {
     ['an unknown city', { location: { city_id: 99999 } }, ['body', 'location', 'city_id']],
     ['a district of another city', { location: { city_id: 2, district_id: 1 } }, ['body', 'location', 'district_id']],
     ['a complex of another city', { location: { city_id: 2, residential_complex_id: 1 } }, ['body', 'location', 'residential_complex_id']],
+    // Алые Паруса lies in the Северо-Западный округ (9), not in the Центральный (1).
+    ['a complex of another district', { location: { city_id: 1, district_id: 1, residential_complex_id: 4 } }, ['body', 'location', 'residential_complex_id']],
     ['a latitude out of range', { location: { city_id: 1, latitude: 91 } }, ['body', 'location', 'latitude']],
     // One coordinate would place the listing on no map: no box or radius could find it.
     ['a latitude without a longitude', { location: { city_id: 1, latitude: 55.75 } }, ['body', 'location', 'longitude']],

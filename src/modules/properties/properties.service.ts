@@ -786,8 +786,14 @@ export class PropertiesService {
     if (districtId !== null && this.names.district(districtId)?.cityId !== cityId) {
       errors.push({ loc: ['body', 'location', 'district_id'], msg: `there is no district with id ${districtId} in city ${cityId}` })
     }
-    if (complexId !== null && this.names.complex(complexId)?.cityId !== cityId) {
+    const complex = complexId === null ? undefined : this.names.complex(complexId)
+    if (complexId !== null && complex?.cityId !== cityId) {
       errors.push({ loc: ['body', 'location', 'residential_complex_id'], msg: `there is no residential complex with id ${complexId} in city ${cityId}` })
+    } else if (districtId !== null && complex?.districtId != null && complex.districtId !== districtId) {
+      errors.push({
+        loc: ['body', 'location', 'residential_complex_id'],
+        msg: `residential complex ${complexId} lies in district ${complex.districtId}, not in district ${districtId}`,
+      })
     }
     return errors
   }

@@ -6,6 +6,8 @@ import { seedDealTypes, seedPropertyStatuses, seedPropertyTypes } from '../../db
 export interface Place {
   name: string
   cityId: number
+  /** A residential complex's district, where it has one. */
+  districtId?: number | null
 }
 
 /**
@@ -58,7 +60,12 @@ export class ReferenceNames {
           .then((rows) => rows.forEach((row) => this.districts.set(row.id, row))),
       complexIds.length > 0 &&
         via
-          .select({ id: residentialComplexes.id, name: residentialComplexes.name, cityId: residentialComplexes.cityId })
+          .select({
+            id: residentialComplexes.id,
+            name: residentialComplexes.name,
+            cityId: residentialComplexes.cityId,
+            districtId: residentialComplexes.districtId,
+          })
           .from(residentialComplexes)
           .where(inArray(residentialComplexes.id, complexIds))
           .then((rows) => rows.forEach((row) => this.complexes.set(row.id, row))),

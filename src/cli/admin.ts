@@ -30,7 +30,7 @@ const options = {
 /** The command line, or the usage and exit code 2 for one parseArgs refuses (an unknown option, a missing value). */
 function commandLine() {
   try {
-    return parseArgs({ allowPositionals: true, options })
+    return parseArgs({ allowPositionals: true, options, tokens: true })
   } catch (error) {
     console.error((error as Error).message)
     console.log(usage)
@@ -38,21 +38,25 @@ function commandLine() {
   }
 }
 
-const { values, positionals } = commandLine()
+const { values, positionals, tokens } = commandLine()
+/** The options written on the line (`values` holds the defaults too). */
+const givenOptions = new Set(tokens.flatMap((token) => (token.kind === 'option' && token.name !== 'help' ? [token.name] : [])))
 
 const [resource, action, target, keyId] = positionals
 
-/** Each command, and the words it takes on the line, its own two included. */
-const arity: Record<string, number> = {
-  'registrations list': 2,
-  'registrations approve': 3,
-  'registrations reject': 3,
-  'tenants show': 3,
-  'tenants suspend': 3,
-  'tenants unsuspend': 3,
-  'api-keys list': 3,
-  'api-keys create': 3,
-  'api-keys revoke': 4,
+type OptionName = Exclude<keyof typeof options, 'help'>
+
+/** Each command: the words it takes on the line, its own two included, and the options it takes. */
+const commands: Record<string, { words: number; options: OptionName[] }> = {
+  'registrations list': { words: 2, options: ['status', 'limit', 'offset'] },
+  'registrations approve': { words: 3, options: [] },
+  'registrations reject': { words: 3, options: ['reason'] },
+  'tenants show': { words: 3, options: [] },
+  'tenants suspend': { words: 3, options: [] },
+  'tenants unsuspend': { words: 3, options: [] },
+  'api-keys list': { words: 3, options: ['limit', 'offset'] },
+  'api-keys create': { words: 3, options: ['name', 'expires-in-days'] },
+  'api-keys revoke': { words: 4, options: [] },
 }
 
 /** A line that is no command: said on stderr, then the usage, exit code 2. */
@@ -82,12 +86,19 @@ type Command = (tenants: TenantsService) => Promise<unknown>
 function commandOf(): Command | undefined {
   if (values.help || positionals.length === 0) return undefined
   const name = positionals.slice(0, 2).join(' ')
-  const words = Object.hasOwn(arity, name) ? arity[name]! : undefined
-  if (words === undefined) throw new UsageError(`Unknown command: ${name}.`)
-  // An argument too many is refused, never ignored: `tenants suspend 1 2` must not suspend 1 alone.
+  const command = Object.hasOwn(commands, name) ? commands[name]! : undefined
+  if (command === undefined) throw new UsageError(`Unknown command: ${name}.`)
+  // An argument or an option too many is refused, never ignored: `tenants suspend 1 2` must not
+  // suspend 1 alone, nor `registrations approve <code> --reason …` approve what was meant to be rejected.
+  const { words } = command
   const taken = ['no argument', 'one argument', 'two arguments'][words - 2]
   if (positionals.length > words) throw new UsageError(`${name} takes ${taken}; not: ${positionals.slice(words).join(' ')}.`)
   if (positionals.length < words) throw new UsageError(`${name} takes ${taken}.`)
+  const foreign = [...givenOptions].filter((option) => !(command.options as string[]).includes(option))
+  if (foreign.length > 0) {
+    const takes = command.options.length === 0 ? 'no option' : command.options.map((option) => `--${option}`).join(', ')
+    throw new UsageError(`${name} takes ${takes}; not: ${foreign.map((option) => `--${option}`).join(', ')}.`)
+  }
   if (resource === 'tenants') return tenantCommand()
   if (resource === 'api-keys') return apiKeyCommand()
   const requestCode = target

@@ -151,6 +151,10 @@ describe('npm run admin -- registrations', () => {
       [['registrations', 'list', 'pending'], /registrations list takes no argument; not: pending/],
       [['tenants', 'show'], /tenants show takes one argument/],
       [['api-keys', 'revoke', '1'], /api-keys revoke takes two arguments/],
+      // An option another command takes: approving with a reason meant for a rejection approves nothing.
+      [['registrations', 'approve', 'reg_unknown', '--reason', 'Не агентство'], /registrations approve takes no option; not: --reason/],
+      [['tenants', 'show', '1', '--status', 'pending'], /tenants show takes no option; not: --status/],
+      [['api-keys', 'list', '1', '--name', 'CRM'], /api-keys list takes --limit, --offset; not: --name/],
     ] as const) {
       const refused = await admin(...line)
       assert.equal(refused.code, 2, `${line.join(' ')}: ${refused.stderr}`)

@@ -23,6 +23,7 @@ const normaliseRemembered = remembered((key) => parsePhone(key.slice(3), key.sli
  * `+7 912 345-67-89`, `(212) 736-5000` in the US → `+1 212 736-50-00`. The pattern cannot
  * hold other lengths; those get libphonenumber's international form (`+49 30 1234567`).
  * Written nationally or internationally, one number gives one form: it identifies the owner.
+ * An extension is kept, written `доб.`: `8 (912) 111-22-33 ext. 5` → `+7 912 111-22-33 доб. 5`.
  * Returns null for what cannot be a number of the country (letters, too few or too many
  * digits). The operators' ranges are not checked: the interface turns any 11-digit number
  * starting with 8 into the +7 form, `8 (123) 456-78-90` included.
@@ -45,7 +46,10 @@ function parsePhone(raw: string, country: CountryCode): string | null {
     parsed = international
   }
   if (!parsed.isPossible()) return null
+  // An extension (`доб. 5`, `ext. 5`, `#5`) is part of the number: without it, an office's
+  // extension would be taken for the office itself, another owner.
+  const extension = parsed.ext ? ` доб. ${parsed.ext}` : ''
   const national = parsed.nationalNumber
-  if (national.length !== 10) return parsed.formatInternational()
-  return `+${parsed.countryCallingCode} ${national.slice(0, 3)} ${national.slice(3, 6)}-${national.slice(6, 8)}-${national.slice(8)}`
+  if (national.length !== 10) return `${parsed.formatInternational({ formatExtension: (number) => number })}${extension}`
+  return `+${parsed.countryCallingCode} ${national.slice(0, 3)} ${national.slice(3, 6)}-${national.slice(6, 8)}-${national.slice(8)}${extension}`
 }

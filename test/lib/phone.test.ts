@@ -39,9 +39,12 @@ describe('normalisePhone', () => {
     assert.equal(normalisePhone('8 029 123-45-67', 'BY'), '+375 29 123 45 67')
   })
 
-  it('keeps the line’s number of one with an extension (docs/api.md#phones)', () => {
-    assert.equal(normalisePhone('+7 495 123-45-67 доб. 12', 'RU'), '+7 495 123-45-67')
-    assert.equal(normalisePhone('(212) 736-5000 ext. 12', 'US'), '+1 212 736-50-00')
+  it('keeps an extension, however it is written, as `доб.` after the number', () => {
+    assert.equal(normalisePhone('+7 495 123-45-67 доб. 12', 'RU'), '+7 495 123-45-67 доб. 12')
+    assert.equal(normalisePhone('8 (495) 123-45-67 ext. 12', 'RU'), '+7 495 123-45-67 доб. 12')
+    assert.equal(normalisePhone('84951234567#12', 'RU'), '+7 495 123-45-67 доб. 12')
+    assert.equal(normalisePhone('(212) 736-5000 ext. 12', 'US'), '+1 212 736-50-00 доб. 12')
+    assert.equal(normalisePhone('030 1234567 x 3', 'DE'), '+49 30 1234567 доб. 3')
   })
 
   it('refuses what cannot be a number of the country', () => {

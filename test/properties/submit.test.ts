@@ -102,6 +102,17 @@ describe('POST /properties', () => {
     assert.equal(untouched?.notes, 'первый')
   })
 
+  it('keeps a phone’s extension: an office’s extension is another owner than the office, and renames nobody', async () => {
+    const office = await submitProperty(t.app, agency, { owner: { name: 'Офис, приёмная', phone: '8 (912) 111-22-33' } })
+    for (const phone of ['8 (912) 111-22-33 доб. 5', '+7 912 111 22 33 ext. 5', '89121112233#5']) {
+      const extension = await submitProperty(t.app, agency, { owner: { name: 'Сергей Иванов', phone } })
+      assert.notEqual(extension.owner!.id, office.owner!.id, phone)
+      assert.equal(extension.owner!.phone, '+7 912 111-22-33 доб. 5', phone)
+    }
+    const [kept] = await t.db.select().from(owners).where(eq(owners.id, office.owner!.id))
+    assert.equal(kept?.name, 'Офис, приёмная')
+  })
+
   it('reads owner phones as the agency’s country’s', async () => {
     const kazakh = await createTenant(t.app, { country: 'KZ', email: 'kz@agency.example' })
     const created = await submitProperty(t.app, kazakh, { owner: { name: 'Айгерим', phone: '8 701 234 5678' }, location: { city_id: 17 } })

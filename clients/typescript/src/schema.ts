@@ -1794,7 +1794,7 @@ export interface components {
             /** Format: int32 */
             id: number;
             name: string;
-            /** @description International form, `+7 912 345-67-89`. */
+            /** @description International form, `+7 912 345-67-89`, an extension after it: `+7 912 345-67-89 доб. 5`. */
             phone: string;
             notes: string | null;
         };

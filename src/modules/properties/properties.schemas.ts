@@ -238,7 +238,12 @@ export const Property = Type.Object(
     description: Nullable(Text(10_000)),
     owner: Nullable(
       Type.Object(
-        { id: Id, name: Name, phone: Type.String({ maxLength: 40, description: 'International form, `+7 912 345-67-89`.' }), notes: Nullable(Text(5000)) },
+        {
+          id: Id,
+          name: Name,
+          phone: Type.String({ maxLength: 64, description: 'International form, `+7 912 345-67-89`, an extension after it: `+7 912 345-67-89 доб. 5`.' }),
+          notes: Nullable(Text(5000)),
+        },
         { title: 'Owner' },
       ),
     ),

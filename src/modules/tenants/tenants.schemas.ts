@@ -26,7 +26,8 @@ const OneLineName = (description?: string) =>
     'x-message': 'must be one line of text, without tabs or other control characters',
     ...(description ? { description } : {}),
   })
-const Phone = Type.String({ maxLength: 40 })
+/** The international form, with its extension if any: `+7 495 123-45-67 доб. 12`. */
+const Phone = Type.String({ maxLength: 64 })
 
 export const RegistrationCreateBody = Type.Object(
   {

@@ -28,6 +28,16 @@ export const PathId = (notFound: string) => Int32({ minimum: 1, 'x-not-found': n
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
+/** A name people read in a list (an agency, a city): one line, without tabs or other control characters. */
+export const OneLineName = (description?: string) =>
+  Type.String({
+    minLength: 1,
+    maxLength: 200,
+    pattern: String.raw`^[^\u0000-\u001f\u007f]*$`,
+    'x-message': 'must be one line of text, without tabs or other control characters',
+    ...(description ? { description } : {}),
+  })
+
 /** A string from a closed list, as one named type (`PropertyTypeName`, `ModerationReasonCode`…). */
 export const StringEnum = <const V extends string[]>(title: string, values: [...V], description?: string) =>
   Type.Enum(values, { title, ...(description ? { description } : {}) })

@@ -170,6 +170,10 @@ describe('admin: adding places', () => {
     assert.equal(moscow.statusCode, 409)
     assert.equal((await post('/admin/districts', { city_id: 2, name: 'Адмиралтейский' })).statusCode, 409)
     assert.equal((await post('/admin/residential-complexes', { city_id: 1, name: 'ЗИЛАРТ' })).statusCode, 409)
+    // Blanks and invisible characters at either end make no other name.
+    assert.equal((await post('/admin/cities', { name: ' Москва ', country: 'RU', region: 'Москва\u00a0' })).statusCode, 409)
+    assert.equal((await post('/admin/districts', { city_id: 2, name: 'Адмиралтейский ' })).statusCode, 409)
+    assert.equal((await post('/admin/residential-complexes', { city_id: 1, name: '\u200bЗИЛАРТ' })).statusCode, 409)
   })
 
   it('refuses places that do not hang together with 422, storing nothing', async () => {
@@ -180,6 +184,11 @@ describe('admin: adding places', () => {
       ['/admin/cities', { name: 'X', country: 'RU', id: 5 }, ['body', 'id']],
       ['/admin/districts', { city_id: 999999, name: 'X' }, ['body', 'city_id']],
       ['/admin/districts', { city_id: 1 }, ['body', 'name']],
+      ['/admin/cities', { name: '   ', country: 'RU' }, ['body', 'name']],
+      ['/admin/cities', { name: 'Тверь\nЦентр', country: 'RU' }, ['body', 'name']],
+      ['/admin/cities', { name: 'Полукоординатск', country: 'RU', latitude: 56.8 }, ['body', 'longitude']],
+      ['/admin/districts', { city_id: 1, name: '\u200b' }, ['body', 'name']],
+      ['/admin/residential-complexes', { city_id: 1, name: ' ' }, ['body', 'name']],
       // District 1 is in Moscow, not in Saint Petersburg.
       ['/admin/residential-complexes', { city_id: 2, district_id: 1, name: 'X' }, ['body', 'district_id']],
     ]

@@ -1,6 +1,6 @@
 import { Type } from 'typebox'
 import { seedPropertyStatuses } from '../../db/seed/dictionaries.js'
-import { asStoredText, Id, Named, Nullable, StringEnum } from '../../lib/schemas.js'
+import { asStoredText, Id, Named, Nullable, OneLineName, StringEnum } from '../../lib/schemas.js'
 import { PropertyTypeName, propertyTypeNames, StatusId } from '../properties/properties.schemas.js'
 import { attributeCatalogue } from './attribute-catalogue.js'
 
@@ -74,7 +74,7 @@ export const CitiesQuery = Type.Object({
 
 export const ByCityQuery = Type.Object({ city_id: Type.Optional(Id) })
 
-const Name = Type.String({ minLength: 1, maxLength: 200 })
+const Name = OneLineName()
 const CoordinateInput = (min: number, max: number) => Type.Optional(Nullable(Type.Number({ minimum: min, maximum: max })))
 
 export const CityCreateBody = Type.Object(

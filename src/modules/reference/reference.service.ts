@@ -2,6 +2,7 @@ import type { Static } from 'typebox'
 import type { Database } from '../../db/client.js'
 import { ApiError, CITY_NOT_FOUND, DISTRICT_NOT_FOUND, RESIDENTIAL_COMPLEX_NOT_FOUND } from '../../lib/errors.js'
 import { isSupportedCountry } from '../../lib/phone.js'
+import { trimmedText } from '../../lib/text.js'
 import { attributeCatalogue } from './attribute-catalogue.js'
 import type { ReferenceNames } from './reference-names.js'
 import * as repository from './reference.repository.js'
@@ -73,17 +74,25 @@ export class ReferenceService {
   }
 
   async addCity(input: Static<typeof CityCreateBody>) {
-    const { country, region, ...rest } = input
+    const { country, latitude = null, longitude = null } = input
     if (!isSupportedCountry(country)) {
       throw ApiError.validation([{ loc: ['body', 'country'], msg: `"${country}" is not an ISO 3166-1 alpha-2 country code we know` }])
     }
-    const city = await repository.insertCity(this.db, { ...rest, country, region: region ?? null })
+    // As a listing's location: one coordinate places the city nowhere.
+    if ((latitude === null) !== (longitude === null)) {
+      const [given, missing] = latitude === null ? ['longitude', 'latitude'] : ['latitude', 'longitude']
+      throw ApiError.validation([{ loc: ['body', missing], msg: `must be given with ${given}: a city is placed on a map by both, or by neither` }])
+    }
+    const name = placeName(input.name)
+    const region = input.region == null ? null : placeName(input.region, 'region')
+    const city = await repository.insertCity(this.db, { name, country, region, latitude, longitude })
     if (!city) throw ApiError.conflict('A city with this name already exists in this country and region.')
     return city
   }
 
   async addDistrict(input: Static<typeof DistrictCreateBody>) {
-    const { city_id: cityId, name } = input
+    const { city_id: cityId } = input
+    const name = placeName(input.name)
     await this.cityMustExist(cityId)
     const district = await repository.insertDistrict(this.db, { cityId, name })
     if (!district) throw ApiError.conflict('This city already has a district with this name.')
@@ -91,7 +100,8 @@ export class ReferenceService {
   }
 
   async addResidentialComplex(input: Static<typeof ResidentialComplexCreateBody>) {
-    const { city_id: cityId, district_id: districtId, name } = input
+    const { city_id: cityId, district_id: districtId } = input
+    const name = placeName(input.name)
     await this.cityMustExist(cityId)
     if (districtId != null && !(await repository.findDistrictInCity(this.db, districtId, cityId))) {
       throw ApiError.validation([{ loc: ['body', 'district_id'], msg: `there is no district with id ${districtId} in city ${cityId}` }])
@@ -106,4 +116,14 @@ export class ReferenceService {
       throw ApiError.validation([{ loc: ['body', 'city_id'], msg: `there is no city with id ${cityId}` }])
     }
   }
+}
+
+/**
+ * A place's name as stored: without blanks or invisible characters at either end, so that
+ * ` Москва ` is the Москва already there (a 409), not another; all of them is blank (a 422).
+ */
+function placeName(text: string, field = 'name'): string {
+  const name = trimmedText(text)
+  if (name === '') throw ApiError.validation([{ loc: ['body', field], msg: 'must not be blank' }])
+  return name
 }

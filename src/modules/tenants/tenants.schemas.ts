@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { Id, Int32, Nullable, OneOf, Page, PageQuery, Timestamp, PathId } from '../../lib/schemas.js'
+import { Id, Int32, Nullable, OneLineName, OneOf, Page, PageQuery, Timestamp, PathId } from '../../lib/schemas.js'
 import { API_KEY_NOT_FOUND, TENANT_NOT_FOUND, REGISTRATION_NOT_FOUND } from '../../lib/errors.js'
 import { API_KEY_PREFIX } from '../../lib/secrets.js'
 
@@ -17,15 +17,6 @@ const RequestCode = Type.String({ maxLength: 100, pattern: '^reg_[A-Za-z0-9_-]+$
 const CompanyName = Type.String({ maxLength: 200 })
 /** An e-mail whose domain (and local part) may be written in any script: `info@агентство.рф`. */
 const Email = Type.String({ format: 'idn-email', maxLength: 254 })
-/** A name people read in a list: one line, without tabs or other control characters. */
-const OneLineName = (description?: string) =>
-  Type.String({
-    minLength: 1,
-    maxLength: 200,
-    pattern: String.raw`^[^\u0000-\u001f\u007f]*$`,
-    'x-message': 'must be one line of text, without tabs or other control characters',
-    ...(description ? { description } : {}),
-  })
 /** The international form, with its extension if any: `+7 495 123-45-67 доб. 12`. */
 const Phone = Type.String({ maxLength: 64 })
 

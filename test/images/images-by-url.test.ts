@@ -16,6 +16,9 @@ async function startPhotoServer(jpeg: Buffer): Promise<{ server: Server; base: s
     if (url.pathname === '/photo.jpg') response.writeHead(200, { 'content-type': 'image/jpeg' }).end(jpeg)
     else if (url.pathname === '/cut-off.jpg') response.writeHead(200, { 'content-type': 'image/jpeg' }).end(jpeg.subarray(0, 600))
     else if (url.pathname === '/page') response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><html><body>Hello</body></html>')
+    // A misconfigured CDN: its error page labelled as a photo.
+    else if (url.pathname === '/denied.jpg')
+      response.writeHead(200, { 'content-type': 'image/jpeg' }).end('<!doctype html><html><body>Access denied</body></html>')
     else if (url.pathname === '/redirect') {
       const hops = Number(url.searchParams.get('hops'))
       response.writeHead(302, { location: hops > 1 ? `/redirect?hops=${hops - 1}` : '/photo.jpg' }).end()
@@ -71,7 +74,9 @@ describe('adding a photo by URL', () => {
 
   it('refuses, with a 422 on url saying why: a page, a 404, more than 3 redirects, an unreachable host, a bad URL, a damaged photo', async () => {
     const cases: [string, RegExp][] = [
-      [`${web.base}/page`, /did not return a JPEG, PNG or WebP photo \(it sent text\/html\)/],
+      [`${web.base}/page`, /did not return a JPEG, PNG or WebP photo \(it sent a web page\)/],
+      // The bytes say what was sent, not the label.
+      [`${web.base}/denied.jpg`, /did not return a JPEG, PNG or WebP photo \(it sent a web page\)/],
       [`${web.base}/cut-off.jpg`, /damaged or truncated/],
       [`${web.base}/missing.jpg`, /answered HTTP 404/],
       [`${web.base}/redirect?hops=4`, /more than 3 redirects/],

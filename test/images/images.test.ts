@@ -162,7 +162,9 @@ describe('photos of a property', () => {
     assert.equal((await sharp(png).metadata()).format, 'png')
     const property = (await submitProperty(t.app, agency)).id
     const before = storedFiles(t)
-    for (const damaged of [jpeg.subarray(0, 5000), png]) {
+    // A PNG cut short by its last 16 bytes: every pixel there, its last checksum and its end gone.
+    const cut = (await photo('png', 300, 200)).subarray(0, -16)
+    for (const damaged of [jpeg.subarray(0, 5000), png, cut]) {
       const response = await uploadTo(property, damaged)
       assert.equal(response.statusCode, 422, response.body)
       assert.match(response.json<ErrorBody>().detail, /damaged or truncated/)
@@ -363,11 +365,33 @@ describe('photos of a property', () => {
     assert.equal(event!.data.thumbnail_url, cover.thumbnail_url)
   })
 
-  it('serves no path outside the media folder', async () => {
-    for (const url of ['/media/../secret-key', '/media/%2e%2e/secret-key', '/media/photos/']) {
+  it('serves no path outside the media folder: a traversal or a dot file is as missing as any file (404, never 403)', async () => {
+    for (const url of [
+      '/media/../secret-key',
+      '/media/%2e%2e/secret-key',
+      '/media/photos/',
+      '/media/.hidden',
+      '/media/photos/..%2f..%2fpglite',
+      '/media/..%2fsecret-key',
+    ]) {
       const response = await t.app.inject(url)
-      assert.notEqual(response.statusCode, 200, url)
+      assert.equal(response.statusCode, 404, `${url}: ${response.body}`)
+      assert.ok(response.json<ErrorBody>().detail, url)
     }
+  })
+
+  it('says of a deleted photo’s file that nothing is stored there, and answers a range past a file’s end with its length', async () => {
+    const property = (await submitProperty(t.app, agency)).id
+    const image = (await uploadTo(property, await photo('png', 120, 80))).json<StoredImage>()
+    const path = new URL(image.url).pathname
+    const size = (await t.app.inject(path)).rawPayload.length
+    const pastTheEnd = await t.app.inject({ url: path, headers: { range: `bytes=${size + 1000}-` } })
+    assert.equal(pastTheEnd.statusCode, 416)
+    assert.equal(pastTheEnd.headers['content-range'], `bytes */${size}`)
+    assert.equal((await t.app.inject({ method: 'DELETE', url: `/property-images/${image.id}`, headers: agency.headers })).statusCode, 204)
+    const gone = await t.app.inject(path)
+    assert.equal(gone.statusCode, 404)
+    assert.equal(gone.json<ErrorBody>().detail, `Nothing is stored at ${path}: its photo may have been deleted.`)
   })
 })
 

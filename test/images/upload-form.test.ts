@@ -48,6 +48,13 @@ describe('the upload form, oddly built', () => {
     assert.match(body.detail, /part without a name/)
   })
 
+  it('tells a client that sends the photo as a text field, not a file part, that it must be a file', async () => {
+    const property = (await submitProperty(t.app, agency)).id
+    const response = await sendForm(t, agency, `${field('property_id', String(property))}${field('file', 'iVBORw0KGgo=')}--cut--\r\n`)
+    assert.equal(response.statusCode, 422, response.body)
+    assert.deepEqual(response.json<ValidationErrorBody>().errors, [{ loc: ['body', 'file'], msg: 'must be a file part (with a filename), not a text field' }])
+  })
+
   it('refuses a form that gives property_id twice, storing nothing', async () => {
     // docs/api.md#photos: the form is one file, property_id and sort_order. Either of two values
     // could be the one meant: the photo is not stored on a guess.

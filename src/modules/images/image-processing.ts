@@ -120,6 +120,9 @@ export class ImageProcessor {
 
   private async run(bytes: Buffer): Promise<ProcessedImage> {
     const contentType = await detectImageType(bytes.subarray(0, TYPE_SNIFF_BYTES))
+    // A PNG ends with its IEND chunk (some tools write bytes after it). Cut short by a few bytes
+    // it may still decode whole, the last chunk's checksum and the end lost, without a warning.
+    if (contentType === 'image/png' && bytes.lastIndexOf(PNG_END) === -1) throw unreadable()
     // The header alone, whatever size it declares, so a bomb gets its own answer below.
     const metadata = await sharp(bytes, { limitInputPixels: false })
       .metadata()
@@ -185,6 +188,9 @@ export class ImageProcessor {
     return sharp(await decoded.keepIccProfile().tiff({ compression: 'none' }).toBuffer())
   }
 }
+
+/** The last 12 bytes of every PNG: the IEND chunk, empty, and its checksum. */
+const PNG_END = Buffer.from('0000000049454e44ae426082', 'hex')
 
 /** IMAGE_MAX_PIXELS as a refusal says it: "50 megapixels", or "2,500,000 pixels" where megapixels would round it. */
 function pixelsInWords(pixels: number): string {

@@ -285,8 +285,8 @@ export class ImagesService {
     try {
       await detectImageType(response.body.subarray(0, TYPE_SNIFF_BYTES))
     } catch (error) {
-      if (error instanceof ApiError)
-        throw refuse(`the address did not return a JPEG, PNG or WebP photo (it sent ${String(response.headers['content-type'] ?? 'no content type')})`)
+      // What the bytes are, not what the address labelled them: a page sent as image/jpeg is a page.
+      if (error instanceof ApiError) throw refuse(`the address did not return a JPEG, PNG or WebP photo (${whatWasSent(response.body)})`)
       throw error
     }
     return response.body
@@ -318,4 +318,11 @@ function namedOnUrl(error: unknown): unknown {
 function storageKeys(processed: ProcessedImage): { file: string; thumbnail: string } {
   const name = randomBytes(16).toString('base64url')
   return { file: `${PHOTO_KEY_PREFIX}${name}.${processed.extension}`, thumbnail: `${PHOTO_KEY_PREFIX}${name}-400.${processed.extension}` }
+}
+
+/** What a download that is not a photo looks like from its first bytes, for the refusal. */
+function whatWasSent(body: Buffer): string {
+  const start = body.subarray(0, 512).toString('utf8').trimStart().toLowerCase()
+  if (start.startsWith('<!doctype html') || start.startsWith('<html') || start.includes('<head') || start.includes('<body')) return 'it sent a web page'
+  return 'it sent something else'
 }

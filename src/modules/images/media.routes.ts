@@ -11,13 +11,21 @@ import { MEDIA_CACHE_CONTROL, mediaRoot } from './storage.js'
 const mediaRoutes: FastifyPluginAsync = async (app) => {
   const root = mediaRoot(app.config)
   await mkdir(root, { recursive: true })
+  // What the file server refuses is answered as the API answers: a path it will not serve (a
+  // traversal) is as missing as any other, a 404 (403 would say something is there); a range
+  // past the end keeps the Content-Range that tells the client the file's length.
+  app.setErrorHandler((error: Error & { status?: number; headers?: Record<string, string> }, _request, reply) => {
+    if (error.status === 403) return reply.callNotFound()
+    if (error.status === 416 && error.headers?.['Content-Range']) void reply.header('content-range', error.headers['Content-Range'])
+    throw error
+  })
   await app.register(fastifyStatic, {
     root,
     prefix: '/media/',
     decorateReply: false,
     index: false,
     list: false,
-    dotfiles: 'deny',
+    dotfiles: 'ignore',
     cacheControl: false,
     etag: true,
     lastModified: false,

@@ -65,7 +65,8 @@ export async function readUploadForm(request: FastifyRequest, maxBytes: number):
     ? undefined
     : integerField(fields.get('property_id'), 'property_id', errors, { min: 1, max: SORT_ORDER_RANGE.max })
   const sortOrder = fields.has('sort_order') ? integerField(fields.get('sort_order'), 'sort_order', errors, SORT_ORDER_RANGE) : 0
-  if (bytes === undefined) errors.push({ loc: ['body', 'file'], msg: 'is required' })
+  if (bytes === undefined)
+    errors.push({ loc: ['body', 'file'], msg: fields.has('file') ? 'must be a file part (with a filename), not a text field' : 'is required' })
   if (errors.length > 0) throw ApiError.validation(errors)
   return { propertyId: propertyId!, sortOrder: sortOrder!, bytes: bytes! }
 }

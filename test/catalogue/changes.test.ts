@@ -189,7 +189,12 @@ describe('the change feed, GET /mls/changes', () => {
     // A new sort_order that leaves the order shown as it was: the feed may repeat the state it
     // showed (an upsert is idempotent), but no mls.listing_updated says the listing changed.
     assert.equal((await call('PUT', `/property-images/${first.id}`, { sort_order: 6 })).statusCode, 200)
-    for (const item of (await changesAfter(reordered.cursor)).items) assert.deepEqual(item.property, reordered.items[0]!.property)
+    const shownAgain = await changesAfter(reordered.cursor)
+    for (const item of shownAgain.items) assert.deepEqual(item.property, reordered.items[0]!.property)
+    // The sort_order it has already (a sync repeating its PUT) changes nothing: no entry at all.
+    const same = await call('PUT', `/property-images/${first.id}`, { sort_order: 6 })
+    assert.equal(same.json<PropertyImage>().sort_order, 6, same.body)
+    assert.deepEqual((await changesAfter(shownAgain.cursor)).items, [])
 
     assert.equal((await call('DELETE', `/property-images/${second.id}`)).statusCode, 204)
     const removed = await changesAfter(reordered.cursor)

@@ -98,6 +98,10 @@ export class ImagesService {
   async updateSortOrder(tenantId: number, id: number, sortOrder: number): Promise<PropertyImage> {
     const row = await this.db.transaction(async (tx) => {
       const propertyId = await this.lockListingOfPhoto(tx, tenantId, id)
+      // The position it has already changes nothing, and announces nothing: any UPDATE of the
+      // table counts as a change of the catalogue's photos (a PUT repeated by a sync, say).
+      const current = await repository.findImage(tx, tenantId, id)
+      if (current?.sortOrder === sortOrder) return current
       // A new position may leave the order shown as it was (the last photo moved further back).
       const shownBefore = propertyId === undefined ? undefined : await this.announce.shownNow(tx, propertyId)
       const updated = await repository.updateSortOrder(tx, tenantId, id, sortOrder)

@@ -269,6 +269,31 @@ describe('the change feed, GET /mls/changes', () => {
     }
   })
 
+  it('refuses a cursor cut short by a character with 422, not the 410 that would send a mirror back to a full copy', async () => {
+    const fresh = await buildTestApp()
+    try {
+      const seller = await createTenant(fresh.app, { email: 'truncated-cursor@agency.example' })
+      const ids: number[] = []
+      // Eleven listings, so that the cursor below is `c2.12`, whose base64 cut by one character reads as `c2.1`.
+      for (let i = 0; i < 11; i++) ids.push((await submitProperty(fresh.app, seller)).id)
+      await runInternalCheck(fresh.app)
+      assert.equal(
+        (await fresh.app.inject({ method: 'POST', url: `/properties/${ids[0]}/status`, headers: seller.headers, payload: { status_id: 4 } })).statusCode,
+        200,
+      )
+      // Past CHANGE_RETENTION_DAYS, and pruned as the retention job does.
+      await fresh.db.execute(sql`update catalogue_changes set changed_at = now() - interval '91 days' where listing_id = ${ids[0]}`)
+      assert.equal(await fresh.app.services.changes.forgetRemovals(90, 1000), 1)
+      const given = (await fresh.app.inject('/mls/changes?limit=1')).json<ChangesPage>().next_cursor
+      assert.equal((await fresh.app.inject(`/mls/changes?after=${given}`)).statusCode, 200)
+      const truncated = await fresh.app.inject(`/mls/changes?after=${given.slice(0, -1)}`)
+      assert.equal(truncated.statusCode, 422, `${given} cut short: ${truncated.body}`)
+      assert.deepEqual(truncated.json<ValidationErrorBody>().errors[0]?.loc, ['query', 'after'])
+    } finally {
+      await fresh.close()
+    }
+  })
+
   it('answers 410 for a cursor older than the removals kept, and a mirror starting over misses nothing', async () => {
     const old = await snapshot()
     const id = await publish()

@@ -50,13 +50,13 @@ export function installErrorHandlers(app: FastifyInstance, availability: Databas
   // that found nothing to serve (a photo since deleted) is not a scan, and is not counted.
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0]!
-    const routed = app.findRoute({ method: request.method, url: path })
-    if (!routed) {
+    if (!app.findRoute({ method: request.method, url: path })) {
       // Taken before answering, as a wrong key's is: a scan sent all at once is capped too.
       const failure = await app.failureThrottle.reserve(request)
       failure.keep()
     }
-    const detail = routed ? `Nothing is stored at ${path}: its photo may have been deleted.` : `There is no ${request.method} ${path} route.`
+    // Also where a route found nothing to serve: /metrics without its token must look unknown.
+    const detail = `There is no ${request.method} ${path} route.`
     request.log.info({ status: 404, detail }, 'request rejected')
     return sendError(reply, 404, { detail })
   })

@@ -3,6 +3,7 @@ import stringify from 'safe-stable-stringify'
 import type { Database, PipelinedDatabase } from '../../db/client.js'
 import type { AttributeValues, ModerationResult, NewPropertyColumns, PropertyRow, RevisionStatus } from '../../db/schema.js'
 import { seedDealTypes, seedPropertyTypes } from '../../db/seed/dictionaries.js'
+import { unpairedCoordinate } from '../../lib/coordinates.js'
 import { decodeCursor, encodeCursor, idKey, refuseOffsetWithCursor, timestampKey, timestampKeyFromUtc } from '../../lib/cursor.js'
 import { ApiError, DEAL_CLOSED, HELD_BY_SUSPENSION, PROPERTY_NOT_FOUND, type FieldError } from '../../lib/errors.js'
 import { normalisePhone } from '../../lib/phone.js'
@@ -752,11 +753,8 @@ export class PropertiesService {
     } else if (input.location) {
       const location = input.location
       errors.push(...(await this.checkPlaces(tx, location.city_id, location.district_id ?? null, location.residential_complex_id ?? null)))
-      // One coordinate places a listing nowhere: no box or radius could ever find it.
-      if ((location.latitude == null) !== (location.longitude == null)) {
-        const [given, missing] = location.latitude == null ? ['longitude', 'latitude'] : ['latitude', 'longitude']
-        errors.push({ loc: ['body', 'location', missing], msg: `must be given with ${given}: a listing is placed on a map by both, or by neither` })
-      }
+      const unpaired = unpairedCoordinate(location.latitude, location.longitude, 'a listing')
+      if (unpaired) errors.push({ loc: ['body', 'location', unpaired.field], msg: unpaired.msg })
       Object.assign(columns, {
         cityId: location.city_id,
         districtId: location.district_id ?? null,

@@ -1,5 +1,6 @@
 import type { Static } from 'typebox'
 import type { Database } from '../../db/client.js'
+import { unpairedCoordinate } from '../../lib/coordinates.js'
 import { ApiError, CITY_NOT_FOUND, DISTRICT_NOT_FOUND, RESIDENTIAL_COMPLEX_NOT_FOUND } from '../../lib/errors.js'
 import { isSupportedCountry } from '../../lib/phone.js'
 import { trimmedText } from '../../lib/text.js'
@@ -78,11 +79,8 @@ export class ReferenceService {
     if (!isSupportedCountry(country)) {
       throw ApiError.validation([{ loc: ['body', 'country'], msg: `"${country}" is not an ISO 3166-1 alpha-2 country code we know` }])
     }
-    // As a listing's location: one coordinate places the city nowhere.
-    if ((latitude === null) !== (longitude === null)) {
-      const [given, missing] = latitude === null ? ['longitude', 'latitude'] : ['latitude', 'longitude']
-      throw ApiError.validation([{ loc: ['body', missing], msg: `must be given with ${given}: a city is placed on a map by both, or by neither` }])
-    }
+    const unpaired = unpairedCoordinate(latitude, longitude, 'a city')
+    if (unpaired) throw ApiError.validation([{ loc: ['body', unpaired.field], msg: unpaired.msg }])
     const name = placeName(input.name)
     const region = input.region == null ? null : placeName(input.region, 'region')
     const city = await repository.insertCity(this.db, { name, country, region, latitude, longitude })

@@ -24,6 +24,11 @@ export interface Config {
   databaseUrl: string | undefined
   databasePoolSize: number
   databasePipelinedConnections: number
+  /**
+   * How long the server lets a catalogue statement run; a statement of any kind unanswered for
+   * 5 s longer has its connection taken for dead (db/client.ts).
+   */
+  databaseStatementTimeoutMs: number
   dataDir: string
   publicBaseUrl: string
   adminApiKey: string | undefined
@@ -167,6 +172,7 @@ export function loadConfig(env: Env = process.env): Config {
     // The catalogue's statements, pipelined (db/pipelines.ts). One would put every search of the
     // process behind the slowest one: with two, the next go to the other.
     databasePipelinedConnections: read('DATABASE_PIPELINED_CONNECTIONS', 2, integerIn(1, 64)),
+    databaseStatementTimeoutMs: read('DATABASE_STATEMENT_TIMEOUT_MS', 30_000, integerIn(1000, 3_600_000)),
     dataDir,
     publicBaseUrl: read('PUBLIC_BASE_URL', `http://localhost:${port}`, httpUrl),
     adminApiKey: read('ADMIN_API_KEY', undefined, minLength(16)),

@@ -49,5 +49,6 @@ export function openConfiguredDatabase(config: Config, { brief = false }: { brie
     brief,
     poolSize: config.databasePoolSize,
     pipelinedConnections: config.databasePipelinedConnections,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
   })
 }

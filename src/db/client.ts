@@ -76,6 +76,8 @@ export interface DatabaseOptions {
   poolSize?: number
   /** Connections of `pipelined` on PostgreSQL. */
   pipelinedConnections?: number
+  /** The server's limit on a catalogue statement on PostgreSQL (see UNANSWERED_STATEMENT_GRACE_MS); 30 s if not given. */
+  statementTimeoutMs?: number
 }
 
 /**
@@ -95,21 +97,24 @@ export const CONNECT_TIMEOUT_MS = 2000
 export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5000
 
 /**
- * The longest a statement may go unanswered before its connection is taken for dead and ended:
- * a server that froze, a stalled host, or a network that drops packets without a word, which
- * TCP itself notices only after many minutes. Longer than the 30 s the server gives a catalogue
- * statement; the service's other statements take milliseconds to seconds. Sessions (migrations,
- * which may run long and wait on one another's lock) have no such limit.
+ * How much longer than the server's limit on a catalogue statement (`statementTimeoutMs`, 30 s
+ * by default) any statement may go unanswered before its connection is taken for dead and
+ * ended: a server that froze, a stalled host, or a network that drops packets without a word,
+ * which TCP itself notices only after many minutes. A statement the server cut has been
+ * answered (with its error) by then; the service's other statements take milliseconds to
+ * seconds. Sessions (migrations, which may run long and wait on one another's lock) have no
+ * such limit.
  */
-export const UNANSWERED_STATEMENT_MS = 35_000
+export const UNANSWERED_STATEMENT_GRACE_MS = 5000
 
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   return options.databaseUrl
-    ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options.pipelinedConnections ?? 2)
+    ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options.pipelinedConnections ?? 2, options.statementTimeoutMs ?? 30_000)
     : openPglite(options.pgliteDir, options.pgliteDataDirDump, options.brief === true || options.pgliteDir === undefined)
 }
 
-async function openPostgres(connectionString: string, max: number, pipelinedConnections: number): Promise<DatabaseHandle> {
+async function openPostgres(connectionString: string, max: number, pipelinedConnections: number, statementTimeoutMs: number): Promise<DatabaseHandle> {
+  const unansweredMs = statementTimeoutMs + UNANSWERED_STATEMENT_GRACE_MS
   const server = {
     connectionString,
     application_name: 'open-mls',
@@ -117,7 +122,7 @@ async function openPostgres(connectionString: string, max: number, pipelinedConn
     keepAlive: true,
     idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
   }
-  const pool = new pg.Pool({ ...server, max, query_timeout: UNANSWERED_STATEMENT_MS, Client: ClientEndedWhenUnanswered })
+  const pool = new pg.Pool({ ...server, max, query_timeout: unansweredMs, Client: ClientEndedWhenUnanswered })
   const availability = new DatabaseAvailability(() => pool.query('select 1'))
   const connectionLost = (error: Error) => {
     if (isDatabaseUnavailable(error)) availability.failed(error)
@@ -144,15 +149,15 @@ async function openPostgres(connectionString: string, max: number, pipelinedConn
     throw new Error(`PostgreSQL at ${serverOf(connectionString)} cannot be used: ${error.message}`, { cause: error })
   })
   // Bounds on a hang, as these few connections carry every catalogue statement of the process
-  // and are never recycled: the server cuts a statement at 30 s; a statement unanswered for 35 s
-  // (a dead peer) destroys its connection and what is on it (node-postgres does so itself in
+  // and are never recycled: the server cuts a statement at statementTimeoutMs; one unanswered
+  // for 5 s more (a dead peer) destroys its connection and what is on it (node-postgres does so itself in
   // pipeline mode); keepalives find a dead idle peer.
   // Every catalogue statement is written so that one plan serves all its values (see
   // catalogue-page-plan.ts): planned once per connection, never per execution. Left to choose,
   // PostgreSQL planned a statement at every run where a plan for the values looked cheaper than
   // the plan for any values, and planning costs about what running it does.
   const pipelines = new PipelinedConnections(
-    { ...server, statement_timeout: 30_000, query_timeout: UNANSWERED_STATEMENT_MS, options: '-c plan_cache_mode=force_generic_plan' },
+    { ...server, statement_timeout: statementTimeoutMs, query_timeout: unansweredMs, options: '-c plan_cache_mode=force_generic_plan' },
     pipelinedConnections,
     connectionLost,
   )

@@ -38,7 +38,7 @@ export async function buildTestApp(env: Record<string, string> = {}, options: Te
     PUBLIC_BASE_URL: 'http://mls.test',
     ...env,
   })
-  const fresh = await freshDatabase(database)
+  const fresh = await freshDatabase({ ...database, statementTimeoutMs: config.databaseStatementTimeoutMs })
   const app = await buildApp({ config, database: fresh.handle, logger })
   await app.ready()
   return {

@@ -28,6 +28,8 @@ export interface FreshDatabase {
 export interface FreshDatabaseOptions {
   /** The PostgreSQL server to create it on, when not the one DATABASE_URL names (a private cluster). */
   serverUrl?: string
+  /** DatabaseOptions.statementTimeoutMs, on PostgreSQL. */
+  statementTimeoutMs?: number
 }
 
 /**
@@ -39,7 +41,7 @@ export interface FreshDatabaseOptions {
  * PostgreSQL, running the migrations over the network. The migrations themselves are tested
  * on empty databases in test/db/migrate.test.ts.
  */
-export async function freshDatabase({ serverUrl: server = serverUrl }: FreshDatabaseOptions = {}): Promise<FreshDatabase> {
+export async function freshDatabase({ serverUrl: server = serverUrl, statementTimeoutMs }: FreshDatabaseOptions = {}): Promise<FreshDatabase> {
   if (!server) {
     const handle = await openDatabase({ databaseUrl: undefined, pgliteDir: undefined, pgliteDataDirDump: await pgliteTemplate() })
     return { handle, url: undefined, name: undefined, drop: () => handle.close() }
@@ -49,7 +51,7 @@ export async function freshDatabase({ serverUrl: server = serverUrl }: FreshData
   await createDatabaseFrom(server, name, template)
   const url = new URL(server)
   url.pathname = `/${name}`
-  const handle = await openDatabase({ databaseUrl: url.toString(), pgliteDir: undefined, poolSize: 5 })
+  const handle = await openDatabase({ databaseUrl: url.toString(), pgliteDir: undefined, poolSize: 5, statementTimeoutMs })
   return {
     handle,
     url: url.toString(),

@@ -97,6 +97,7 @@ describe('configuration', () => {
       REDIS_KEY_PREFIX: 'staging:',
       SECRET_KEY: 'k'.repeat(32),
       DATABASE_PIPELINED_CONNECTIONS: '3',
+      DATABASE_STATEMENT_TIMEOUT_MS: '5000',
       EVENT_RETENTION_DAYS: '90',
       CHANGE_RETENTION_DAYS: '30',
       FEED_RUN_RETENTION_DAYS: '7',
@@ -119,6 +120,7 @@ describe('configuration', () => {
     assert.deepEqual(config.corsOrigins, ['https://agency.example', 'http://localhost:5173'])
     assert.deepEqual(config.metrics, { port: 0, host: '0.0.0.0', token: 'm'.repeat(16) })
     assert.equal(config.databasePipelinedConnections, 3)
+    assert.equal(config.databaseStatementTimeoutMs, 5000)
     assert.deepEqual(config.retention, { eventDays: 90, changeDays: 30, feedRunDays: 7, orphanFileMinAgeMs: 90_000 })
     assert.deepEqual(config.feeds, { maxBytes: 1_048_576, downloadTimeoutMs: 60_000, photos: false, pollIntervalMs: 1000 })
     assert.equal(config.redisKeyPrefix, 'staging:')
@@ -140,6 +142,7 @@ describe('configuration', () => {
           WEBHOOK_RETRY_SCHEDULE: '5s,soon',
           SECRET_KEY: 'short',
           DATABASE_PIPELINED_CONNECTIONS: '0',
+          DATABASE_STATEMENT_TIMEOUT_MS: '999',
           EVENT_RETENTION_DAYS: '0',
           CHANGE_RETENTION_DAYS: 'forever',
           ORPHAN_FILE_MIN_AGE: '1h,2h',
@@ -158,6 +161,7 @@ describe('configuration', () => {
           'WEBHOOK_RETRY_SCHEDULE',
           'SECRET_KEY',
           'DATABASE_PIPELINED_CONNECTIONS',
+          'DATABASE_STATEMENT_TIMEOUT_MS',
           'EVENT_RETENTION_DAYS',
           'CHANGE_RETENTION_DAYS',
           'ORPHAN_FILE_MIN_AGE',

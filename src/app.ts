@@ -111,7 +111,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
   await app.register(registrationRoutes)
   await app.register(catalogueRoutes)
   await app.register(catalogueChangesRoutes)
-  if (config.storageDriver === 'local') await app.register(mediaRoutes)
+  if (config.storageDriver === 'local') await app.register(mediaRoutes, { prefix: '/media' })
 
   // Routes for tenants: every one needs X-API-Key and counts against the tenant's rate limit.
   // An address past its failed key checks is refused before its key is looked up.

@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises'
 import fastifyStatic from '@fastify/static'
 import type { FastifyPluginAsync } from 'fastify'
+import { ApiError } from '../../lib/errors.js'
 import { MEDIA_CACHE_CONTROL, mediaRoot } from './storage.js'
 
 /**
@@ -19,9 +20,14 @@ const mediaRoutes: FastifyPluginAsync = async (app) => {
     if (error.status === 416 && error.headers?.['Content-Range']) void reply.header('content-range', error.headers['Content-Range'])
     throw error
   })
+  // A file that is not there (a photo since deleted, a URL mistyped) is said to be missing, not
+  // the route: /media/ is one. Not counted as a failure, as a scan for routes is.
+  app.setNotFoundHandler(async (request) => {
+    throw ApiError.notFound(`There is no file at ${request.url.split('?')[0]}: a deleted photo's files are removed with it.`)
+  })
   await app.register(fastifyStatic, {
     root,
-    prefix: '/media/',
+    prefix: '/',
     decorateReply: false,
     index: false,
     list: false,

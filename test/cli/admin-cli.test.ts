@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { eq } from 'drizzle-orm'
@@ -12,7 +11,7 @@ import { registrationRequests } from '../../src/db/schema.js'
 import type { AdminTenant, ApiKey, CreatedApiKey, RegistrationStatus } from '../../src/modules/tenants/tenants.schemas.js'
 import type { TenantsService } from '../../src/modules/tenants/tenants.service.js'
 import { createServices } from '../../src/services.js'
-import { emptyServerDatabase, engine } from '../helpers/database.js'
+import { emptyServerDatabase, engine, newDataDir } from '../helpers/database.js'
 import type { AdminRegistrationPage, ApprovedRegistration } from '../helpers/responses.js'
 import { nodeArguments } from '../helpers/code-tree.js'
 
@@ -29,8 +28,8 @@ describe('npm run admin -- registrations', () => {
   let env: Record<string, string>
 
   before(async () => {
-    dataDir = mkdtempSync(path.join(tmpdir(), 'mls-cli-'))
     serverDatabase = engine === 'postgres' ? await emptyServerDatabase() : undefined
+    dataDir = await newDataDir('mls-cli-', { pglite: !serverDatabase })
     env = { DATA_DIR: dataDir, SECRET_KEY, DATABASE_URL: serverDatabase?.url ?? '', LOG_LEVEL: 'silent' }
   })
   after(async () => {

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -61,6 +61,21 @@ export async function freshDatabase({ serverUrl: server = serverUrl, statementTi
       await onServer(server, `drop database if exists ${name} with (force)`)
     },
   }
+}
+
+/**
+ * A new DATA_DIR for a service process a test starts, in the temporary directory. With `pglite`
+ * (the process will not be given a DATABASE_URL) its embedded database is there already,
+ * migrated, a copy of the template: the process starts seconds sooner than on an empty folder,
+ * where it would run initdb and every migration first (test/db/migrate.test.ts starts so).
+ */
+export async function newDataDir(prefix: string, { pglite }: { pglite: boolean }): Promise<string> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), prefix))
+  if (pglite) {
+    const engine = await PGlite.create({ dataDir: path.join(dataDir, 'pglite'), loadDataDir: await pgliteTemplate() })
+    await engine.close()
+  }
+  return dataDir
 }
 
 /** Creates an empty database on the server (not migrated), for tests of migration itself. */

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect, type AddressInfo, type Socket } from 'node:net'
-import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { ADMIN_KEY, buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, propertyBody, registrationBody, submitProperty, type Tenant } from '../helpers/factories.js'
 import { multipartBody, photo } from '../helpers/photos.js'
 import { startApiProcess, type ApiProcess } from '../helpers/service-process.js'
+import { newDataDir } from '../helpers/database.js'
 import { waitFor } from '../helpers/webhooks.js'
 
 interface RawExchange {
@@ -159,11 +159,12 @@ describe('a burst of large uploads, on the service as a process of its own', { s
   // and IMAGE_MAX_BYTES of 15 MiB: each place holds a photo's bytes about twice while it is read
   // (its chunks, then one buffer) plus libvips' working set while it is re-encoded.
   const BOUND_MIB = 300
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'mls-burst-'))
+  let dataDir = ''
   let service: ApiProcess | undefined
   let base = ''
 
   before(async () => {
+    dataDir = await newDataDir('mls-burst-', { pglite: true })
     service = await startApiProcess('burst', {
       DATA_DIR: dataDir,
       ADMIN_API_KEY: ADMIN_KEY,

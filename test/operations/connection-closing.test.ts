@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import { connect } from 'node:net'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { ADMIN_KEY } from '../helpers/app.js'
-import { freshDatabase, serverUrl, type FreshDatabase } from '../helpers/database.js'
+import { freshDatabase, newDataDir, serverUrl, type FreshDatabase } from '../helpers/database.js'
 import { propertyBody, registrationBody } from '../helpers/factories.js'
 import { multipartBody, photo } from '../helpers/photos.js'
 import type { ErrorBody } from '../helpers/responses.js'
@@ -29,7 +27,7 @@ function describeFailure(error: unknown): string {
  * answers does not happen.
  */
 describe('closing connections', () => {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'mls-early-answers-'))
+  let dataDir: string | undefined
   let database: FreshDatabase | undefined
   let service: ApiProcess
   let headers: { 'x-api-key': string }
@@ -37,6 +35,7 @@ describe('closing connections', () => {
 
   before(async () => {
     database = serverUrl ? await freshDatabase() : undefined
+    dataDir = await newDataDir('mls-early-answers-', { pglite: !database })
     service = await startApiProcess('early-answers', {
       DATA_DIR: dataDir,
       ...(database ? { DATABASE_URL: database.url!, DATABASE_POOL_SIZE: '4' } : {}),
@@ -57,7 +56,7 @@ describe('closing connections', () => {
   after(async () => {
     await service?.stop()
     await database?.drop()
-    rmSync(dataDir, { recursive: true, force: true })
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true })
   })
 
   /** Sends ROUNDS requests one after another; for each, its status and detail, or what went wrong instead. */

@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import { connect } from 'node:net'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { Writable } from 'node:stream'
 import { after, before, describe, it } from 'node:test'
 import fc from 'fast-check'
 import pino from 'pino'
 import { ADMIN_KEY, buildTestApp, type TestApp } from '../helpers/app.js'
 import { badRequest, describeRequest, operationsOf, type Fixtures, type FuzzRequest } from '../helpers/bad-requests.js'
-import { freshDatabase, serverUrl, type FreshDatabase } from '../helpers/database.js'
+import { freshDatabase, newDataDir, serverUrl, type FreshDatabase } from '../helpers/database.js'
 import { adminHeaders, createTenant, propertyBody, registrationBody, submitProperty, submitRegistration } from '../helpers/factories.js'
 import type { OpenApiDocument } from '../helpers/openapi.js'
 import { photo, upload } from '../helpers/photos.js'
@@ -54,13 +52,14 @@ describe('bad input, generated from the OpenAPI documents', () => {
   // The socket-level requests go to the service as a process of its own, as in production: in
   // the test's own process, client and server share one event loop, and the timing that makes
   // a closed connection reset, and lose its answer, does not happen.
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'mls-fuzz-'))
+  let dataDir: string | undefined
   let serviceDatabase: FreshDatabase | undefined
   let service: Promise<ApiProcess> | undefined
 
   before(async () => {
     service = (async () => {
       serviceDatabase = serverUrl ? await freshDatabase() : undefined
+      dataDir = await newDataDir('mls-fuzz-', { pglite: !serviceDatabase })
       return startApiProcess('fuzzed', {
         DATA_DIR: dataDir,
         ...(serviceDatabase ? { DATABASE_URL: serviceDatabase.url!, DATABASE_POOL_SIZE: '4' } : {}),
@@ -85,7 +84,7 @@ describe('bad input, generated from the OpenAPI documents', () => {
     await t?.close()
     await (await service?.catch(() => undefined))?.stop()
     await serviceDatabase?.drop()
-    rmSync(dataDir, { recursive: true, force: true })
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true })
   })
 
   /**

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { Writable } from 'node:stream'
 import { after, before, describe, it } from 'node:test'
 import pino from 'pino'
@@ -12,6 +10,7 @@ import { startMetricsListener } from '../../src/metrics-listener.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import type { OpenApiDocument } from '../helpers/openapi.js'
 import type { ErrorBody } from '../helpers/responses.js'
+import { newDataDir } from '../helpers/database.js'
 import { freePort, startApiProcess, type ApiProcess } from '../helpers/service-process.js'
 
 const TOKEN = 'metrics-token-0123456789abcdef'
@@ -154,7 +153,7 @@ describe('an API process with METRICS_PORT', () => {
   const processes: ApiProcess[] = []
   let metricsPort = 0
   const start = async (name: string, port: number) => {
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'mls-metrics-'))
+    const dataDir = await newDataDir('mls-metrics-', { pglite: true })
     dataDirs.push(dataDir)
     const service = await startApiProcess(name, { DATA_DIR: dataDir, METRICS_PORT: String(port), METRICS_HOST: '127.0.0.1', LOG_LEVEL: 'warn' })
     processes.push(service)

@@ -109,6 +109,9 @@ export class ModerationService {
    * none yet: the findings it carries are of the version it replaced.
    */
   async reject(id: number, reason: string | undefined): Promise<ListingUnderReview> {
+    // A reason may be left out (the agency then reads a general one), but one given says something.
+    const why = reason === undefined ? undefined : trimmedText(reason)
+    if (why === '') throw ApiError.validation([{ loc: ['body', 'reason'], msg: 'must not be blank: leave it out, or say why' }])
     return this.db.transaction(async (tx) => {
       const undecided = await this.properties.lockUndecided(tx, id)
       await this.refuseWhileSuspended(tx, undecided, 'rejected')
@@ -116,7 +119,7 @@ export class ModerationService {
       const checked = waitingForCheck ? null : undecided.revision ? undecided.revision.moderation : undecided.listing.moderation
       await this.rejectListing(tx, undecided, [
         ...(checked?.reasons ?? []),
-        { code: 'rejected_by_moderator', field: null, message: trimmedText(reason ?? '') || 'Rejected by a moderator.' },
+        { code: 'rejected_by_moderator', field: null, message: why ?? 'Rejected by a moderator.' },
       ])
       return underReview(await this.properties.findDecided(tx, id))
     })

@@ -1,6 +1,6 @@
 import { findPhoneNumbersInText, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max'
 import type { ModerationReason, PropertyRow } from '../../db/schema.js'
-import { attributesByName, type PropertyTypeName } from '../reference/attribute-catalogue.js'
+import { AREA_DECIMALS, attributesByName, type PropertyTypeName } from '../reference/attribute-catalogue.js'
 
 export interface ListingUnderCheck {
   listing: PropertyRow
@@ -107,9 +107,13 @@ export function checkListing({ listing, propertyType, country, ownerPhone, hasDu
 
   const { area, living_area: living, kitchen_area: kitchen } = attributes
   if (typeof area === 'number' && (typeof living === 'number' || typeof kitchen === 'number')) {
-    const parts = (typeof living === 'number' ? living : 0) + (typeof kitchen === 'number' ? kitchen : 0)
-    if (parts > area) {
-      reason('areas_exceed_total', 'attributes.living_area', `Living and kitchen areas (${parts} m²) add up to more than the total area (${area} m²).`)
+    // Summed in hundredths, the areas' precision: in binary fractions 32.2 + 8.1 is
+    // 40.300000000000004, more than an area of 40.3 that they add up to exactly.
+    const hundredths = (value: unknown) => (typeof value === 'number' ? Math.round(value * 10 ** AREA_DECIMALS) : 0)
+    const parts = hundredths(living) + hundredths(kitchen)
+    if (parts > hundredths(area)) {
+      const shown = parts / 10 ** AREA_DECIMALS
+      reason('areas_exceed_total', 'attributes.living_area', `Living and kitchen areas (${shown} m²) add up to more than the total area (${area} m²).`)
     }
   }
 

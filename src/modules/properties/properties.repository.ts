@@ -478,7 +478,10 @@ export function releaseHeldListings(tx: Database, tenantId: number): Promise<Pro
     .returning()
 }
 
-/** Listings of every agency in one status, oldest change first, for operators. */
+/**
+ * Listings of every agency in one status, oldest change first, for operators; by revision, the
+ * oldest revision first (an edit of the listing outside it, say its owner's name, is not one).
+ */
 export function listByStatus(db: Database, statusId: number, page: { limit: number; offset: number }, revision?: RevisionStatus) {
   const where = and(
     eq(properties.statusId, statusId),
@@ -486,7 +489,9 @@ export function listByStatus(db: Database, statusId: number, page: { limit: numb
       ? undefined
       : sql`exists (select 1 from ${propertyRevisions} where ${propertyRevisions.propertyId} = ${properties.id} and ${propertyRevisions.status} = ${revision})`,
   )
-  const rows = db.select().from(properties).where(where).orderBy(asc(properties.updatedAt), asc(properties.id)).limit(page.limit).offset(page.offset)
+  const changedAt =
+    revision === undefined ? properties.updatedAt : sql`(select ${propertyRevisions.submittedAt} from ${propertyRevisions} where ${propertyRevisions.propertyId} = ${properties.id})`
+  const rows = db.select().from(properties).where(where).orderBy(asc(changedAt), asc(properties.id)).limit(page.limit).offset(page.offset)
   return rowsWithTotal(db, rows, properties, where)
 }
 

@@ -575,7 +575,9 @@ export class PropertiesService {
   async lockUndecided(tx: Database, id: number): Promise<UnderCheck> {
     const listing = await repository.lockAnyTenantsProperty(tx, id)
     if (!listing) throw ApiError.notFound(PROPERTY_NOT_FOUND)
-    const revision = listing.statusId === ListingStatus.Published ? await repository.findRevision(tx, listing.tenantId, id) : undefined
+    // A suspended agency's published listing is held (shown as withdrawn) with its revision: still
+    // a revision waiting, which the suspension, not the status, keeps from being decided.
+    const revision = isPublishedOrHeld(listing) ? await repository.findRevision(tx, listing.tenantId, id) : undefined
     if (!canBeDecided(listing.statusId) && revision?.status !== 'pending_review') {
       throw ApiError.conflict(
         `Only a listing waiting for review (status ${ListingStatus.PendingReview}, or a published listing with a revision waiting for review) can be decided; this one is in status ${listing.statusId}.`,

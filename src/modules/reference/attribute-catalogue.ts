@@ -30,7 +30,7 @@ export interface AttributeDefinition {
  * and sorts keep it and as feeds round them: a third decimal would show one area in `area` and
  * another in `attributes.area`.
  */
-const AREA_DECIMALS = 2
+export const AREA_DECIMALS = 2
 
 const ALL: readonly PropertyTypeName[] = ['Квартира', 'Дом', 'Таунхаус', 'Коммерция', 'Земля']
 /** Anything with a building on it: `rooms` on Земля makes no sense. */

@@ -267,6 +267,18 @@ describe('POST /properties', () => {
     assert.equal(stored.ownership_type, 'Государственная')
   })
 
+  it('answers a well-written number too long to be finite with its bound, not as malformed', async () => {
+    const huge = `1${'0'.repeat(400)}`
+    for (const [name, value, msg] of [
+      ['rooms', huge, 'must be from 0 to 1000000'],
+      ['area', `${huge}.5`, 'must be from 0 to 1000000000'],
+    ]) {
+      const response = await submit(propertyBody({ attributes: { [name!]: value! } }))
+      assert.equal(response.statusCode, 422, response.body)
+      assert.deepEqual(response.json<ValidationErrorBody>().errors, [{ loc: ['body', 'attributes', name], msg }], name)
+    }
+  })
+
   it('answers 401 without a valid key and stores nothing', async () => {
     const before = await t.db.$count(properties)
     for (const headers of [{}, { 'x-api-key': 'mls_live_wrong' }] as Record<string, string>[]) {

@@ -48,6 +48,8 @@ function parseValue(definition: AttributeDefinition, raw: unknown): string | num
       const value = typeof raw === 'number' ? raw : typeof raw === 'string' && pattern.test(raw) ? Number(raw) : Number.NaN
       const min = definition.min ?? 0
       const max = definition.max ?? DEFAULT_MAX[definition.type]
+      // Well written, but too long to be a finite number: past the bound, not malformed.
+      if (value === Infinity || value === -Infinity) return { problem: `must be from ${min} to ${max}` }
       if (!Number.isFinite(value) || (isInteger && !Number.isInteger(value))) {
         return { problem: isInteger ? 'must be a whole number, e.g. "3"' : 'must be a decimal number with a dot, e.g. "54.5"' }
       }

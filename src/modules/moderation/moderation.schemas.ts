@@ -52,6 +52,14 @@ export const ReviewListQuery = Type.Object({
 export const ListingIdParams = Type.Object({ id: PathId(PROPERTY_NOT_FOUND) })
 
 export const ListingRejection = Type.Object(
-  { reason: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'Shown to the agency among the reasons; not blank. Left out, the agency reads "Rejected by a moderator."' })) },
+  {
+    reason: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 2000,
+        description: 'Shown to the agency among the reasons; not blank. Left out, the agency reads "Rejected by a moderator."',
+      }),
+    ),
+  },
   { title: 'ListingRejection', additionalProperties: false },
 )

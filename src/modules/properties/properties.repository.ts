@@ -490,7 +490,9 @@ export function listByStatus(db: Database, statusId: number, page: { limit: numb
       : sql`exists (select 1 from ${propertyRevisions} where ${propertyRevisions.propertyId} = ${properties.id} and ${propertyRevisions.status} = ${revision})`,
   )
   const changedAt =
-    revision === undefined ? properties.updatedAt : sql`(select ${propertyRevisions.submittedAt} from ${propertyRevisions} where ${propertyRevisions.propertyId} = ${properties.id})`
+    revision === undefined
+      ? properties.updatedAt
+      : sql`(select ${propertyRevisions.submittedAt} from ${propertyRevisions} where ${propertyRevisions.propertyId} = ${properties.id})`
   const rows = db.select().from(properties).where(where).orderBy(asc(changedAt), asc(properties.id)).limit(page.limit).offset(page.offset)
   return rowsWithTotal(db, rows, properties, where)
 }

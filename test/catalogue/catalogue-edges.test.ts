@@ -305,7 +305,7 @@ describe('the catalogue at its edges', () => {
       ['/mls/properties?min_price=1e400', ['query', 'min_price']],
       ['/mls/properties?min_price=Infinity', ['query', 'min_price']],
       ['/mls/properties?max_price=0x10', ['query', 'max_price']],
-      ['/mls/properties?rooms=1001', ['query', 'rooms']],
+      ['/mls/properties?rooms=1000001', ['query', 'rooms']],
       ['/mls/properties?rooms=1.5', ['query', 'rooms']],
       ['/mls/properties?limit=0', ['query', 'limit']],
       ['/mls/properties?limit=101', ['query', 'limit']],
@@ -419,7 +419,7 @@ describe('the catalogue at its edges', () => {
       [{ min_price: '5' }, ['body', 'filter', 'min_price']],
       [{ min_price: -1 }, ['body', 'filter', 'min_price']],
       [{ rooms: 1.5 }, ['body', 'filter', 'rooms']],
-      [{ rooms: 1001 }, ['body', 'filter', 'rooms']],
+      [{ rooms: 1_000_001 }, ['body', 'filter', 'rooms']],
       [{ city_id: 0 }, ['body', 'filter', 'city_id']],
       [{ city_id: null }, ['body', 'filter', 'city_id']],
       [{ city_id: 2147483648 }, ['body', 'filter', 'city_id']],
@@ -672,5 +672,33 @@ describe('the catalogue at its edges', () => {
         assert.deepEqual(searchLocs.sort(), withSort, `${what}: ${search.body}`)
       }
     })
+  })
+})
+
+describe('the rooms filter', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp()
+  })
+  after(() => t.close())
+
+  it('finds a listing by any number of rooms it can have and the catalogue shows, a hotel’s 1,200 too', async () => {
+    const agency = await createTenant(t.app)
+    const { id } = await submitProperty(t.app, agency, {
+      property_type: 'Коммерция',
+      price: 450_000_000,
+      location: { city_id: 1, address: 'Москва, ул. Гостиничная, д. 1' },
+      attributes: { area: '30000', rooms: '1200', floor: '1', total_floors: '20' },
+    })
+    await runInternalCheck(t.app)
+    assert.equal((await t.app.inject(`/mls/properties/${id}`)).json<{ rooms: number }>().rooms, 1200)
+    for (const rooms of [1200, 1_000_000]) {
+      const search = await t.app.inject(`/mls/properties?rooms=${rooms}`)
+      assert.equal(search.statusCode, 200, search.body)
+      assert.deepEqual(
+        search.json<CataloguePage>().items.map((item) => item.id),
+        rooms === 1200 ? [id] : [],
+      )
+    }
   })
 })

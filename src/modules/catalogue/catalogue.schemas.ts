@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox'
 import { CELLS_PER_TILE, MAX_CELLS_PER_SIDE, MAX_RADIUS_M } from './geo.js'
 import { CursorPage, CursorPageQuery, Id, Int32, Int64, Named, Nullable, Timestamp, Url, PathId } from '../../lib/schemas.js'
 import { PROPERTY_NOT_FOUND } from '../../lib/errors.js'
+import { DEFAULT_ATTRIBUTE_MAX } from '../reference/attribute-catalogue.js'
 
 const Amount = (description: string) => Type.Number({ minimum: 0, description })
 
@@ -82,7 +83,8 @@ const CatalogueFilters = {
   max_price: AmountFilter('Maximum price, inclusive.'),
   district_id: Type.Optional(Id),
   residential_complex_id: Type.Optional(Id),
-  rooms: Type.Optional(Int32({ minimum: 0, maximum: 1000, description: 'Exact number of rooms.' })),
+  // Any number of rooms a listing can have (a hotel's, an office block's): one it shows, one it is found by.
+  rooms: Type.Optional(Int32({ minimum: 0, maximum: DEFAULT_ATTRIBUTE_MAX.integer, description: 'Exact number of rooms.' })),
   min_area: AmountFilter('Minimum total area, m², inclusive.'),
   max_area: AmountFilter('Maximum total area, m², inclusive.'),
 }

@@ -1,12 +1,10 @@
 import type { AttributeValues } from '../../db/schema.js'
 import { decimalPlaces } from '../../lib/decimals.js'
 import type { FieldError } from '../../lib/errors.js'
-import { attributesByName, type AttributeDefinition } from '../reference/attribute-catalogue.js'
+import { attributesByName, DEFAULT_ATTRIBUTE_MAX, type AttributeDefinition } from '../reference/attribute-catalogue.js'
 
 const DECIMAL = /^-?\d+(\.\d+)?$/
 const INTEGER = /^-?\d+$/
-// Bounds keep stored values inside their columns (integer, numeric(12,2)) and out of nonsense.
-const DEFAULT_MAX = { integer: 1_000_000, number: 1_000_000_000 }
 
 /**
  * Converts the submitted `attributes` (strings, as the interface sends them, or native JSON numbers and
@@ -47,7 +45,7 @@ function parseValue(definition: AttributeDefinition, raw: unknown): string | num
       const pattern = isInteger ? INTEGER : DECIMAL
       const value = typeof raw === 'number' ? raw : typeof raw === 'string' && pattern.test(raw) ? Number(raw) : Number.NaN
       const min = definition.min ?? 0
-      const max = definition.max ?? DEFAULT_MAX[definition.type]
+      const max = definition.max ?? DEFAULT_ATTRIBUTE_MAX[definition.type]
       // Well written, but too long to be a finite number: past the bound, not malformed.
       if (value === Infinity || value === -Infinity) return { problem: `must be from ${min} to ${max}` }
       if (!Number.isFinite(value) || (isInteger && !Number.isInteger(value))) {

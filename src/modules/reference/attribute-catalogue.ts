@@ -32,6 +32,9 @@ export interface AttributeDefinition {
  */
 export const AREA_DECIMALS = 2
 
+/** The bounds of `integer` and `number` attributes that set none of their own: they keep values inside their columns. */
+export const DEFAULT_ATTRIBUTE_MAX = { integer: 1_000_000, number: 1_000_000_000 } as const
+
 const ALL: readonly PropertyTypeName[] = ['Квартира', 'Дом', 'Таунхаус', 'Коммерция', 'Земля']
 /** Anything with a building on it: `rooms` on Земля makes no sense. */
 const BUILDINGS: readonly PropertyTypeName[] = ['Квартира', 'Дом', 'Таунхаус', 'Коммерция']

@@ -83,7 +83,12 @@ export const MAX_TEXT_LENGTH = 2000
 export const MAX_LOC_PART_LENGTH = 1000
 
 /** The text, cut to `length` characters with an ellipsis if it is longer. */
-export const cut = (text: string, length: number) => (text.length > length ? `${text.slice(0, length - 1)}…` : text)
+/** The text, or its first `length - 1` UTF-16 units and an ellipsis; never half of a character that takes two. */
+export const cut = (text: string, length: number) => {
+  if (text.length <= length) return text
+  const end = /[\uD800-\uDBFF]/.test(text[length - 2] ?? '') ? length - 2 : length - 1
+  return `${text.slice(0, end)}…`
+}
 
 export const INVALID_API_KEY = 'Invalid or missing API key'
 /** The detail of a missing property, in the catalogue and for another tenant's too (never a 403). */

@@ -3,7 +3,7 @@ import pLimit, { type LimitFunction } from 'p-limit'
 import stringify from 'safe-stable-stringify'
 import type { Database } from '../../db/client.js'
 import type { feedOffers, feedRunProblems } from '../../db/schema.js'
-import { ApiError } from '../../lib/errors.js'
+import { ApiError, cut } from '../../lib/errors.js'
 import type { ImagesService } from '../images/images.service.js'
 import { feedMovesFrom, ListingStatus } from '../properties/listing-status.js'
 import type { PropertiesService } from '../properties/properties.service.js'
@@ -11,6 +11,7 @@ import type { ReferenceService } from '../reference/reference.service.js'
 import type { AuthenticatedTenant } from '../tenants/authenticated-tenant.js'
 import { FeedRunFailure } from './feed-download.js'
 import * as repository from './feeds.repository.js'
+import { MAX_PROBLEM_INTERNAL_ID, MAX_PROBLEM_MESSAGE } from './feeds.schemas.js'
 import type { FeedRow, RunOutcome } from './feeds.repository.js'
 import { FeedFormatError, readYandexRealtyOffers } from './yandex-realty/feed-reader.js'
 import { feedPlaces, isRefusal, mapOffer, type OfferProblem } from './yandex-realty/offer-mapping.js'
@@ -86,10 +87,11 @@ class ProblemLog {
       this.pending.push({
         runId: this.runId,
         seq: ++this.seq,
-        internalId: problem.internal_id,
+        // Within the lengths the report's schema declares, however long what they quote.
+        internalId: cut(problem.internal_id, MAX_PROBLEM_INTERNAL_ID),
         code: problem.code,
         field: problem.field,
-        message: problem.message,
+        message: cut(problem.message, MAX_PROBLEM_MESSAGE),
       })
     }
     if (this.pending.length >= PROBLEM_BATCH) await this.flush()
@@ -232,7 +234,9 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
   // held this run before are counted as withdrawn by it).
   counts.withdrawn += [...known.values()].filter((offer) => offer.withdrawnByFeed && offer.lastRunId === runId).length
   for (const offer of leaving) {
-    input.stillHeld()
+    // Asked of the database before each: a feed deleted meanwhile (its listings then the agency's
+    // alone, docs/feeds.md) withdraws nothing more, nor does a run another worker took over.
+    await input.confirmHeld()
     if (await deps.properties.withdrawGoneOffer(agency.id, offer.propertyId)) {
       await repository.markWithdrawnByFeed(deps.db, feed.id, offer.internalId, runId)
       counts.withdrawn++
@@ -448,7 +452,7 @@ async function syncPhotos(
         complete = false
         counts.errors++
         const why = busy ? 'фотографии сейчас обрабатываются для других объявлений, попробуем при следующем запуске' : error.message
-        await problems.add([{ internal_id: internalId, code: 'image_download_failed', field: 'image', message: `Фото ${url} не загружено: ${why}` }])
+        await problems.add([{ internal_id: internalId, code: 'image_download_failed', field: 'image', message: `Фото ${cut(url, 200)} не загружено: ${why}` }])
       }
     }
     return { complete, changed }

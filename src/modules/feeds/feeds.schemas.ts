@@ -5,6 +5,9 @@ import { FEED_NOT_FOUND, FEED_RUN_NOT_FOUND } from '../../lib/errors.js'
 
 /** Minutes between scheduled runs: at least every quarter of an hour, at most a week apart. */
 export const MIN_SCHEDULE_MINUTES = 15
+/** A run report's problem: its offer's `internal-id` and its message at most this long (longer ones are cut). */
+export const MAX_PROBLEM_INTERNAL_ID = 1000
+export const MAX_PROBLEM_MESSAGE = 2000
 export const MAX_SCHEDULE_MINUTES = 10_080
 export const DEFAULT_SCHEDULE_MINUTES = 60
 
@@ -92,10 +95,10 @@ export type FeedRunSummary = Static<typeof FeedRunSummary>
 
 export const FeedRunProblem = Type.Object(
   {
-    internal_id: Type.String({ maxLength: 1000, description: 'The offer’s `internal-id`; empty when it had none.' }),
+    internal_id: Type.String({ maxLength: MAX_PROBLEM_INTERNAL_ID, description: 'The offer’s `internal-id`; empty when it had none.' }),
     code: Type.String({ maxLength: 100, description: 'Stable: see docs/feeds.md for every code, the internal check’s included.' }),
     field: Nullable(Type.String({ maxLength: 200, description: 'The element or listing field concerned, or null.' })),
-    message: Type.String({ maxLength: 2000, description: 'In Russian, in plain words.' }),
+    message: Type.String({ maxLength: MAX_PROBLEM_MESSAGE, description: 'In Russian, in plain words.' }),
   },
   { title: 'FeedRunProblem' },
 )

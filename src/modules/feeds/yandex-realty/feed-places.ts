@@ -34,8 +34,9 @@ export function foldPlaceName(name: string): string {
     .trim()
 }
 
-// "г. Москва", "город Москва", "г.Москва", "гор. Москва"; the kind of place before or after the name.
-const CITY_KIND = /^(?:г\.|гор\.|город|г)\s*(?=\S)/
+// "г. Москва", "город Москва", "г.Москва", "гор. Москва", "г Москва"; a word without its dot only
+// when a space follows it, as it must never take the first letters of the name itself (Гатчина, Городец).
+const CITY_KIND = /^(?:г\.|гор\.|город(?=\s)|г(?=\s))\s*(?=\S)/
 const DISTRICT_KIND = /(?:^|\s)(?:район|р-н|р-он|административный округ|внутригородской округ|округ|ао)\.?(?=\s|$)/g
 
 function cityKey(name: string): string {

@@ -391,7 +391,8 @@ export function mapOffer(offer: FeedOffer, places: FeedPlaces, agencyCountry: Co
 
   const areas = readAreas(mapping, category)
   const place = readLocation(mapping, places)
-  const price = readPrice(mapping, areas, category.type === 'Земля', place?.country)
+  // With no city found (the offer refused for it) there is no country to judge the currency by.
+  const price = readPrice(mapping, areas, category.type === 'Земля', place === null ? null : place.country)
   if (price === null || place === null) return refused()
   const location = place.location
 
@@ -490,7 +491,7 @@ function readAreas(mapping: OfferMapping, category: Category): Areas {
   return { total, lot }
 }
 
-function readPrice(mapping: OfferMapping, areas: Areas, isLand: boolean, country: string | undefined): number | null {
+function readPrice(mapping: OfferMapping, areas: Areas, isLand: boolean, country: string | undefined | null): number | null {
   const raw = mapping.text('price/value')
   if (raw === null) return mapping.refuse('missing_price', 'price/value', 'Не указана цена (элемент <price><value>).')
   const value = readNumber(raw)
@@ -498,7 +499,7 @@ function readPrice(mapping: OfferMapping, areas: Areas, isLand: boolean, country
   const currency = mapping.text('price/currency')
   // A feed that leaves the currency out means the local one.
   const local = CURRENCIES[country ?? 'RU'] ?? CURRENCIES.RU!
-  if (currency !== null && !local.names.has(fold(currency))) {
+  if (currency !== null && country !== null && !local.names.has(fold(currency))) {
     return mapping.refuse('unsupported_currency', 'price/currency', `Валюта ${quoted(currency)} не поддерживается: укажите цену ${local.inWords}.`)
   }
   let total = value
@@ -769,7 +770,8 @@ function readOwner(mapping: OfferMapping, agencyCountry: CountryCode): PropertyS
     mapping.problem('invalid_phone', 'sales-agent/phone', `Телефон ${quoted(phone)} не распознан как номер телефона; объект загружен без собственника.`)
     return null
   }
-  return { name: name.slice(0, MAX_OWNER_NAME), phone }
+  const nameField = textAt(agent, 'name') === null ? 'sales-agent/organization' : 'sales-agent/name'
+  return { name: fitText(mapping, nameField, name, MAX_OWNER_NAME, 'Имя агента'), phone }
 }
 
 function readDescription(mapping: OfferMapping): string | null {

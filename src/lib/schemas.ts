@@ -189,13 +189,14 @@ export const rateLimited = <T extends TSchema>(schema: T, headers: ResponseHeade
   withResponseHeaders(schema, { ...headers, ...rateLimitHeaders }, description)
 
 /**
- * `errorResponses` of a rate-limited route: its 4xx answers carry RateLimit-* too, except a
- * 401, which is answered before the request is counted.
+ * `errorResponses` of a rate-limited route: its error answers carry RateLimit-* too (a 500 or a
+ * 503 once the request was counted), except a 401, which is answered before the request is
+ * counted, and a 429, which has its own.
  */
 export function rateLimitedErrorResponses<const S extends ErrorStatus>(...statuses: S[]): Record<S | 500 | 503, TSchema> {
   const responses = errorResponses(...statuses)
-  for (const status of statuses) {
-    if (status >= 400 && status < 500 && status !== 401 && status !== 429) {
+  for (const status of [...statuses, 500 as const, 503 as const]) {
+    if (status !== 401 && status !== 429) {
       responses[status] = withResponseHeaders(responses[status], rateLimitHeaders)
     }
   }

@@ -5,7 +5,7 @@ import addFormats from 'ajv-formats'
 import { sql } from 'drizzle-orm'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
-import { createTenant, submitProperty } from '../helpers/factories.js'
+import { createTenant, propertyBody, submitProperty } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import { startReceiver, subscribe } from '../helpers/webhooks.js'
 
@@ -185,5 +185,44 @@ describe('the bodies of answers, as the OpenAPI document declares them', () => {
     } finally {
       await receiver.close()
     }
+  })
+})
+
+/**
+ * A request of the agency's let in just before its suspension committed reaches a listing the
+ * suspension holds (docs/api.md#suspension: an edit, a status move or a deletion answers 409).
+ * As test/properties/decisions-edges.test.ts does, the suspension's hold is written directly,
+ * as if it had committed while the request was on its way.
+ */
+describe('answers about a listing held by its agency’s suspension, as the OpenAPI document declares them', () => {
+  let agency: Awaited<ReturnType<typeof createTenant>>
+  const hold = (id: number) => t.db.execute(sql`update properties set status_id = 4, held_status_id = 2 where id = ${id}::int`)
+  before(async () => {
+    agency = await createTenant(t.app)
+  })
+
+  it('declares the 409 of a deletion, by id and by external id', async () => {
+    const { id } = await submitProperty(t.app, agency)
+    const put = await t.app.inject({ method: 'PUT', url: '/properties/by-external-id/CRM-held-1', headers: agency.headers, payload: propertyBody() })
+    assert.equal(put.statusCode, 201, put.body)
+    await runInternalCheck(t.app)
+    await hold(id)
+    await hold(put.json<{ id: number }>().id)
+    const byId = await t.app.inject({ method: 'DELETE', url: `/properties/${id}`, headers: agency.headers })
+    assert.equal(byId.statusCode, 409, byId.body)
+    conforms('DELETE', '/properties/{id}', byId)
+    const byExternalId = await t.app.inject({ method: 'DELETE', url: '/properties/by-external-id/CRM-held-1', headers: agency.headers })
+    assert.equal(byExternalId.statusCode, 409, byExternalId.body)
+    conforms('DELETE', '/properties/by-external-id/{external_id}', byExternalId)
+  })
+
+  it('answers a status move with the StatusConflict its 409 declares: no move allowed while held', async () => {
+    const { id } = await submitProperty(t.app, agency)
+    await runInternalCheck(t.app)
+    await hold(id)
+    const res = await t.app.inject({ method: 'POST', url: `/properties/${id}/status`, headers: agency.headers, payload: { status_id: 1 } })
+    assert.equal(res.statusCode, 409, res.body)
+    conforms('POST', '/properties/{id}/status', res)
+    assert.deepEqual(res.json<{ allowed_moves: number[] }>().allowed_moves, [])
   })
 })

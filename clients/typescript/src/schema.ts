@@ -509,7 +509,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a property with its photos
-         * @description Removes the listing, its photos and their files; a published listing leaves the catalogue at once.
+         * @description Removes the listing, its photos and their files; a published listing leaves the catalogue at once. While the agency is suspended its listings are held: a 409.
          */
         delete: operations["deleteProperty"];
         options?: never;
@@ -2566,6 +2566,9 @@ export interface components {
         /** @description Something went wrong on our side; the error has been logged. */
         InternalError: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -2576,6 +2579,9 @@ export interface components {
         Unavailable: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -2619,7 +2625,15 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceIndex"];
                 };
             };
-            500: components["responses"]["InternalError"];
+            /** @description Something went wrong on our side; the error has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     checkHealth: {
@@ -2640,7 +2654,15 @@ export interface operations {
                     "application/json": components["schemas"]["HealthStatus"];
                 };
             };
-            500: components["responses"]["InternalError"];
+            /** @description Something went wrong on our side; the error has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     checkReadiness: {
@@ -2661,7 +2683,15 @@ export interface operations {
                     "application/json": components["schemas"]["HealthStatus"];
                 };
             };
-            500: components["responses"]["InternalError"];
+            /** @description Something went wrong on our side; the error has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The database is unreachable, or migrations are still to be applied. */
             503: {
                 headers: {
@@ -2693,8 +2723,25 @@ export interface operations {
                     "application/json": components["schemas"]["ReferenceItem"][];
                 };
             };
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["Unavailable"];
+            /** @description Something went wrong on our side; the error has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listDealTypes: {
@@ -2717,8 +2764,25 @@ export interface operations {
                     "application/json": components["schemas"]["ReferenceItem"][];
                 };
             };
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["Unavailable"];
+            /** @description Something went wrong on our side; the error has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listPropertyStatuses: {
@@ -2741,8 +2805,25 @@ export interface operations {
                     "application/json": components["schemas"]["PropertyStatus"][];
                 };
             };
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["Unavailable"];
+            /** @description Something went wrong on our side; the error has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listCities: {
@@ -2777,8 +2858,25 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["Unavailable"];
+            /** @description Something went wrong on our side; the error has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listDistricts: {
@@ -2812,8 +2910,25 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["Unavailable"];
+            /** @description Something went wrong on our side; the error has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listResidentialComplexes: {
@@ -2847,8 +2962,25 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["Unavailable"];
+            /** @description Something went wrong on our side; the error has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getCity: {
@@ -2891,8 +3023,25 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["Unavailable"];
+            /** @description Something went wrong on our side; the error has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getDistrict: {
@@ -2935,8 +3084,25 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["Unavailable"];
+            /** @description Something went wrong on our side; the error has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getResidentialComplex: {
@@ -2979,8 +3145,25 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["Unavailable"];
+            /** @description Something went wrong on our side; the error has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listAttributes: {
@@ -3003,8 +3186,25 @@ export interface operations {
                     "application/json": components["schemas"]["Attribute"][];
                 };
             };
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["Unavailable"];
+            /** @description Something went wrong on our side; the error has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     registerTenant: {
@@ -3632,6 +3832,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
@@ -3786,6 +3987,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];

@@ -107,11 +107,12 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...tenantRoute,
         operationId: 'deleteProperty',
         summary: 'Delete a property with its photos',
-        description: 'Removes the listing, its photos and their files; a published listing leaves the catalogue at once.',
+        description:
+          'Removes the listing, its photos and their files; a published listing leaves the catalogue at once. While the agency is suspended its listings are held: a 409.',
         params: PropertyIdParams,
         response: {
           204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders },
-          ...rateLimitedErrorResponses(400, 401, 404, 413, 415, 422, 429),
+          ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429),
         },
       },
     },
@@ -174,7 +175,7 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: ExternalIdParams,
         response: {
           204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders },
-          ...rateLimitedErrorResponses(400, 401, 404, 413, 415, 422, 429),
+          ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429),
         },
       },
     },

@@ -512,7 +512,8 @@ export class PropertiesService {
     return this.db.transaction(async (tx) => {
       const current = await repository.lockProperty(tx, tenantId, id)
       if (!current) throw ApiError.notFound(PROPERTY_NOT_FOUND)
-      if (current.heldStatusId !== null) throw ApiError.conflict(HELD_BY_SUSPENSION)
+      // No move while held, and StatusConflict's allowed_moves says so.
+      if (current.heldStatusId !== null) throw ApiError.conflict(HELD_BY_SUSPENSION, { allowed_moves: [] })
       const allowed = movesFrom(current.statusId)
       if (!allowed.includes(statusId)) {
         const moves = allowed.length === 0 ? 'none' : allowed.join(', ')

@@ -26,6 +26,8 @@ export class OutboundError extends Error {
     message: string,
     /** The status the answer began with, when it broke off after it (its body not all read). */
     readonly status?: number,
+    /** What of that answer's body arrived before it broke off (at most `maxBodyBytes`). */
+    readonly receivedBody?: Buffer,
   ) {
     super(message)
   }
@@ -292,7 +294,7 @@ async function readCapped(response: Dispatcher.ResponseData, options: OutboundRe
       }
     }
   } catch (error) {
-    throw describeFailure(error, url, options.timeoutMs, response.statusCode)
+    throw describeFailure(error, url, options.timeoutMs, response.statusCode, Buffer.concat(chunks))
   }
   if (overflow && options.onLargeBody === 'fail') {
     throw new OutboundError('too_large', `The response is larger than ${options.maxBodyBytes} bytes.`)
@@ -347,7 +349,7 @@ const CLOSED_BY_PEER = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET'])
  * other side closed, an answer that is not HTTP, or, once the answer's `status` came, the rest of
  * it that did not (the status is kept: the other side did answer).
  */
-function describeFailure(error: unknown, url: URL, timeoutMs: number, status?: number): OutboundError {
+function describeFailure(error: unknown, url: URL, timeoutMs: number, status?: number, receivedBody?: Buffer): OutboundError {
   if (error instanceof OutboundError) return error
   const err = error as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException }
   const code = err.code ?? err.cause?.code
@@ -356,11 +358,16 @@ function describeFailure(error: unknown, url: URL, timeoutMs: number, status?: n
   if (code === BLOCKED) return new OutboundError('blocked_address', `The host ${host} resolves to a private or otherwise non-public address.`)
   if (err.name === 'TimeoutError' || err.name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     const what = status === undefined ? 'No complete answer' : `The rest of the ${status} answer`
-    return new OutboundError('timeout', `${what} from ${host} within ${timeoutMs} ms.`, status)
+    return new OutboundError('timeout', `${what} from ${host} within ${timeoutMs} ms.`, status, receivedBody)
   }
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new OutboundError('dns', `The host ${host} could not be resolved.`)
   if (status !== undefined)
-    return new OutboundError('connection', `${host} answered ${status}, then the connection broke off before the end of the answer${because}.`, status)
+    return new OutboundError(
+      'connection',
+      `${host} answered ${status}, then the connection broke off before the end of the answer${because}.`,
+      status,
+      receivedBody,
+    )
   if (code !== undefined && CONNECT_FAILURES.has(code)) return new OutboundError('connection', `Could not connect to ${host}${because}.`)
   if (code !== undefined && CLOSED_BY_PEER.has(code)) return new OutboundError('connection', `${host} closed the connection without answering${because}.`)
   if (err.name === 'HTTPParserError') return new OutboundError('connection', `${host} answered with something that is not HTTP${because}.`)

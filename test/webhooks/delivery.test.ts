@@ -353,6 +353,8 @@ describe('webhook log entries of receivers that break off', () => {
     const unavailable = await attemptAgainst(() => ({ status: 503, breakOff: true }))
     assert.deepEqual([unavailable.status, unavailable.response_status_code], ['failed', 503])
     assert.match(unavailable.error!, /^connection: 127\.0\.0\.1 answered 503, then the connection broke off before the end of the answer/)
+    // What arrived of its body stays in the log, often the receiver's own word on what went wrong.
+    assert.equal(unavailable.response_body, 'partial')
   })
 })
 

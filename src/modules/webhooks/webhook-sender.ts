@@ -107,7 +107,9 @@ export class WebhookSender {
       if (error.status !== undefined && error.status >= 200 && error.status < 300) {
         return { succeeded: true, statusCode: error.status, responseBody: null, error: null, durationMs: elapsed(), retryAfterMs: undefined, gone: false }
       }
-      return { ...failure(`${error.kind}: ${error.message}`, elapsed()), statusCode: error.status ?? null, gone: error.status === 410 }
+      // What arrived of an answer that broke off is kept: often the receiver's own word on its error.
+      const received = error.receivedBody === undefined || error.receivedBody.length === 0 ? null : bodyText(error.receivedBody)
+      return { ...failure(`${error.kind}: ${error.message}`, elapsed()), statusCode: error.status ?? null, responseBody: received, gone: error.status === 410 }
     }
   }
 

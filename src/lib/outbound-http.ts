@@ -67,6 +67,8 @@ export interface OutboundStreamRequest {
   /** The most body bytes: counted as sent, and again once decompressed. More is an OutboundError `too_large`. */
   maxBodyBytes: number
   maxRedirects: number
+  /** Every hop `https`: a redirect to plain `http` fails (`invalid_url`) rather than downgrade the exchange. */
+  httpsOnly?: boolean
   /** Ends the exchange early (a worker that stops), as the time limit would. */
   signal?: AbortSignal
 }
@@ -220,7 +222,7 @@ export class OutboundClient {
   private async follow(
     target: string,
     init: { method: 'GET' | 'POST'; headers?: Record<string, string> | undefined; body?: string | Buffer | undefined },
-    options: { timeoutMs: number; maxRedirects: number },
+    options: { timeoutMs: number; maxRedirects: number; httpsOnly?: boolean },
     signal: AbortSignal,
   ): Promise<{ response: Dispatcher.ResponseData; url: URL }> {
     let url = this.parseTarget(target)
@@ -240,6 +242,9 @@ export class OutboundClient {
         response.body.resume()
         if (hop >= options.maxRedirects) throw new OutboundError('too_many_redirects', `More than ${options.maxRedirects} redirects.`)
         url = this.parseTarget(location, url)
+        if (options.httpsOnly && url.protocol !== 'https:') {
+          throw new OutboundError('invalid_url', `A redirect led to ${url.protocol}//${bareHost(url)}, which is not https.`)
+        }
         if (response.statusCode === 303) [method, body] = ['GET', undefined]
         continue
       }

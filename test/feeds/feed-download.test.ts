@@ -7,7 +7,7 @@ import { OutboundClient } from '../../src/lib/outbound-http.js'
 import { downloadFeed, FeedRunFailure, type FeedDownload } from '../../src/modules/feeds/feed-download.js'
 import { startFeedServer, type FeedServer } from '../helpers/feed-server.js'
 
-const LIMITS = { maxBytes: 64 * 1024, timeoutMs: 5_000 }
+const LIMITS = { maxBytes: 64 * 1024, timeoutMs: 5_000, httpsOnly: false }
 const NOTHING_KNOWN = { etag: null, lastModified: null, contentDigest: null }
 const sha256 = (text: string | Buffer) => createHash('sha256').update(text).digest('hex')
 
@@ -101,6 +101,17 @@ describe('downloading a feed', () => {
     server.serve('/bomb.xml', { body: Buffer.alloc(10 * LIMITS.maxBytes, 'z'), gzip: true })
     assert.equal((await failure(downloadFeed(open, server.url('/bomb.xml'), NOTHING_KNOWN, LIMITS))).code, 'too_large')
     assert.ok(gzipSync(Buffer.alloc(10 * LIMITS.maxBytes, 'z')).length < LIMITS.maxBytes)
+  })
+
+  it('follows no redirect from https down to plain http when the feed must be https', async () => {
+    // The local server is plain http: a redirect to it is the downgrade (an https feed's first hop is checked when it is saved).
+    server.serve('/moved.xml', { body: '', status: 302, headers: { location: server.url('/plain.xml') } })
+    const refused = await failure(downloadFeed(open, server.url('/moved.xml'), NOTHING_KNOWN, { ...LIMITS, httpsOnly: true }))
+    assert.equal(refused.code, 'download_failed')
+    assert.match(refused.message, /^The feed could not be downloaded: a redirect led to http:\/\/127\.0\.0\.1, which is not https\.$/)
+    const followed = await downloadFeed(open, server.url('/moved.xml'), NOTHING_KNOWN, LIMITS)
+    assert.ok(followed.changed)
+    await followed.discard()
   })
 
   it('fails on an answer that is not 2xx, a connection cut mid-file, an unreachable host, and a time limit', async () => {

@@ -47,6 +47,8 @@ export type FeedDownload =
 export interface FeedDownloadLimits {
   maxBytes: number
   timeoutMs: number
+  /** A redirect to plain http refused, as the feed's own URL must be https (without ALLOW_PRIVATE_NETWORK). */
+  httpsOnly: boolean
   /** Stops the download at once: its run is no longer this worker's to carry out. */
   signal?: AbortSignal
 }
@@ -74,6 +76,7 @@ export async function downloadFeed(outbound: OutboundClient, url: string, known:
       timeoutMs: limits.timeoutMs,
       maxBodyBytes: limits.maxBytes,
       maxRedirects: FEED_MAX_REDIRECTS,
+      httpsOnly: limits.httpsOnly,
       ...(limits.signal ? { signal: limits.signal } : {}),
     })
     if (response.status === 304) {

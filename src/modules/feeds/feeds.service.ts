@@ -276,7 +276,12 @@ export class FeedsService {
         this.outbound,
         feed.url,
         { etag: feed.etag, lastModified: feed.lastModified, contentDigest: feed.contentDigest },
-        { maxBytes: this.options.feeds.maxBytes, timeoutMs: this.options.feeds.downloadTimeoutMs, signal: stopped },
+        {
+          maxBytes: this.options.feeds.maxBytes,
+          timeoutMs: this.options.feeds.downloadTimeoutMs,
+          httpsOnly: !this.options.allowPrivateNetwork,
+          signal: stopped,
+        },
       )
       if (!download.changed) {
         return {

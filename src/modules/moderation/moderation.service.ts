@@ -79,28 +79,32 @@ export class ModerationService {
    * not while its agency is suspended.
    */
   async approve(id: number): Promise<ListingUnderReview> {
-    return this.db.transaction(async (tx) => {
-      const undecided = await this.properties.lockUndecided(tx, id)
-      await this.refuseWhileSuspended(tx, undecided, 'published')
-      // The catalogue lists every listing under its city: one without a city (or a revision that
-      // removed it) cannot be published, whatever the operator decides.
-      if (undecided.listing.cityId === null) {
-        throw ApiError.conflict(
-          'The listing has no location, so it cannot be published: the catalogue lists every listing under its city. The agency must give its location (with city_id) first.',
-        )
-      }
-      // An operator overrules the check's other findings, never this one: the public catalogue
-      // carries no contacts, whoever publishes it (read again now: the check may not have run
-      // on this version yet).
-      const { country, ownerPhone } = await this.properties.contactFactsOf(tx, undecided.listing)
-      if (descriptionHasContacts(undecided.listing.description, country, ownerPhone)) {
-        throw ApiError.conflict(
-          'The description contains a phone number, an e-mail address or a messenger contact, so it cannot be published: the public catalogue never carries contacts. The agency must remove them first.',
-        )
-      }
-      await this.publishListing(tx, undecided)
-      return underReview(await this.properties.findDecided(tx, id))
-    })
+    // Publication writes the catalogue's count rows, as the check's batches and a suspension
+    // do, so it can deadlock with them: retried as they are (retryingConflicts).
+    return retryingConflicts(() =>
+      this.db.transaction(async (tx) => {
+        const undecided = await this.properties.lockUndecided(tx, id)
+        await this.refuseWhileSuspended(tx, undecided, 'published')
+        // The catalogue lists every listing under its city: one without a city (or a revision that
+        // removed it) cannot be published, whatever the operator decides.
+        if (undecided.listing.cityId === null) {
+          throw ApiError.conflict(
+            'The listing has no location, so it cannot be published: the catalogue lists every listing under its city. The agency must give its location (with city_id) first.',
+          )
+        }
+        // An operator overrules the check's other findings, never this one: the public catalogue
+        // carries no contacts, whoever publishes it (read again now: the check may not have run
+        // on this version yet).
+        const { country, ownerPhone } = await this.properties.contactFactsOf(tx, undecided.listing)
+        if (descriptionHasContacts(undecided.listing.description, country, ownerPhone)) {
+          throw ApiError.conflict(
+            'The description contains a phone number, an e-mail address or a messenger contact, so it cannot be published: the public catalogue never carries contacts. The agency must remove them first.',
+          )
+        }
+        await this.publishListing(tx, undecided)
+        return underReview(await this.properties.findDecided(tx, id))
+      }),
+    )
   }
 
   /**
@@ -112,17 +116,20 @@ export class ModerationService {
     // A reason may be left out (the agency then reads a general one), but one given says something.
     const why = reason === undefined ? undefined : trimmedText(reason)
     if (why === '') throw ApiError.validation([{ loc: ['body', 'reason'], msg: 'must not be blank: leave it out, or say why' }])
-    return this.db.transaction(async (tx) => {
-      const undecided = await this.properties.lockUndecided(tx, id)
-      await this.refuseWhileSuspended(tx, undecided, 'rejected')
-      const waitingForCheck = undecided.listing.reviewRequestedAt !== null
-      const checked = waitingForCheck ? null : undecided.revision ? undecided.revision.moderation : undecided.listing.moderation
-      await this.rejectListing(tx, undecided, [
-        ...(checked?.reasons ?? []),
-        { code: 'rejected_by_moderator', field: null, message: why ?? 'Rejected by a moderator.' },
-      ])
-      return underReview(await this.properties.findDecided(tx, id))
-    })
+    // Locks what a suspension and the check's batches lock, so retried as approve is.
+    return retryingConflicts(() =>
+      this.db.transaction(async (tx) => {
+        const undecided = await this.properties.lockUndecided(tx, id)
+        await this.refuseWhileSuspended(tx, undecided, 'rejected')
+        const waitingForCheck = undecided.listing.reviewRequestedAt !== null
+        const checked = waitingForCheck ? null : undecided.revision ? undecided.revision.moderation : undecided.listing.moderation
+        await this.rejectListing(tx, undecided, [
+          ...(checked?.reasons ?? []),
+          { code: 'rejected_by_moderator', field: null, message: why ?? 'Rejected by a moderator.' },
+        ])
+        return underReview(await this.properties.findDecided(tx, id))
+      }),
+    )
   }
 
   /**

@@ -130,7 +130,7 @@ const errorDescriptions = {
   400: 'Malformed request (for example a body that is not JSON).',
   401: 'Missing or invalid key.',
   404: 'Not found, or not the caller’s.',
-  409: 'Conflicts with the current state.',
+  409: 'Conflicts with the current state, or collided with a concurrent change to the same data (retry it).',
   410: 'Gone: what was asked for is no longer kept.',
   413: 'Too large.',
   415: 'Unsupported media type.',

@@ -83,7 +83,7 @@ const feedsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: `Changes the fields given (at least one). A new \`url\` is downloaded whole at the next run; a new \`schedule\` counts from now. ${URL_NOTES}`,
         params: FeedIdParams,
         body: FeedUpdate,
-        response: { 200: rateLimited(Feed), ...rateLimitedErrorResponses(400, 401, 404, 413, 415, 422, 429) },
+        response: { 200: rateLimited(Feed), ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429) },
       },
     },
     async (request) => app.services.feeds.update(request.tenant.id, request.params.id, request.body),
@@ -100,7 +100,7 @@ const feedsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: FeedIdParams,
         response: {
           204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders },
-          ...rateLimitedErrorResponses(400, 401, 404, 413, 415, 422, 429),
+          ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429),
         },
       },
     },

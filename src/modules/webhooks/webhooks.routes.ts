@@ -89,7 +89,7 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: `Changes the fields given (at least one) and answers with the subscription. \`filter: null\` removes the filter; a new \`events\` or \`filter\` applies to every event fanned out after the change. The URL follows the rules of \`POST /webhooks\`. ${FILTER_NOTES}`,
         params: WebhookIdParams,
         body: WebhookUpdate,
-        response: { 200: rateLimited(WebhookSubscription), ...rateLimitedErrorResponses(400, 401, 404, 413, 415, 422, 429) },
+        response: { 200: rateLimited(WebhookSubscription), ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429) },
       },
     },
     async (request) => app.services.webhooks.update(request.tenant.id, request.params.id, request.body),
@@ -106,7 +106,7 @@ const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: WebhookIdParams,
         response: {
           204: { type: 'null', description: 'Deleted.', headers: rateLimitHeaders },
-          ...rateLimitedErrorResponses(400, 401, 404, 413, 415, 422, 429),
+          ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429),
         },
       },
     },

@@ -152,6 +152,19 @@ describe('the internal check (auto mode)', () => {
     })
   }
 
+  it('takes an address written without blanks after its commas and points, or with an invisible character, for the same address', async () => {
+    const location = (address: string) => ({ city_id: 1, district_id: 1, address })
+    const original = await submitProperty(t.app, agency, { location: location('Москва, ул. Пробельная, д. 2'), attributes: { area: '48' } })
+    await runInternalCheck(t.app)
+    assert.equal((await get(original.id)).status_id, 2)
+    for (const address of ['Москва,ул.Пробельная,д.2', 'Москва, ул. Пробель\u200bная, д. 2']) {
+      const copy = await submitProperty(t.app, agency, { location: location(address), attributes: { area: '48' } })
+      await runInternalCheck(t.app)
+      const checked = await get(copy.id)
+      assert.deepEqual([checked.status_id, checked.moderation?.reasons.map((reason) => reason.code)], [3, ['duplicate_listing']], address)
+    }
+  })
+
   it('rejects a duplicate of the agency’s live listing but not the original, nor another agency’s copy', async () => {
     const address = 'Москва, Ленинский проспект, 10'
     const same = { location: { city_id: 1, address }, attributes: { area: '70' } }

@@ -110,7 +110,22 @@ describe('the agency’s own ids: external_id, and PUT/GET/DELETE /properties/by
 
     it('refuses external ids that are too long, empty, blank at either end, with control characters, or . and .. (which no URL path can name), with 422 naming the field', async () => {
       const listing = await submitProperty(t.app, agency)
-      for (const bad of ['x'.repeat(101), '', ' ', ' CRM-1', 'CRM-1 ', 'CRM\n1', 'CRM\u00001', 'CRM\u00851', '.', '..']) {
+      // An id with an invisible character at an end would look exactly like the id without it.
+      for (const bad of [
+        'x'.repeat(101),
+        '',
+        ' ',
+        ' CRM-1',
+        'CRM-1 ',
+        '\u200bCRM-1',
+        'CRM-1\u200b',
+        'CRM-1\u00ad',
+        'CRM\n1',
+        'CRM\u00001',
+        'CRM\u00851',
+        '.',
+        '..',
+      ]) {
         for (const response of [
           await call('POST', '/properties', { ...propertyBody(), external_id: bad }),
           await call('PATCH', `/properties/${listing.id}`, { external_id: bad }),
@@ -125,7 +140,7 @@ describe('the agency’s own ids: external_id, and PUT/GET/DELETE /properties/by
           if (bad.length > 0 && bad.length <= 100) {
             assert.equal(
               response.json<ValidationErrorBody>().errors[0]?.msg,
-              'must be 1 to 100 characters, without control characters, must not begin or end with a space, and must not be . or ..',
+              'must be 1 to 100 characters, without control characters, must not begin or end with a space or an invisible character, and must not be . or ..',
               JSON.stringify(bad),
             )
           }

@@ -371,8 +371,11 @@ export async function hasLiveDuplicate(db: Database, listing: PropertyRow): Prom
   )
 }
 
-/** An address as a person reads it: any case, any run of spaces (non-breaking ones too) as one. */
-const spelledAddress = (address: string) => address.replace(/\s+/gu, ' ').trim().toLocaleLowerCase('ru')
+/**
+ * An address as a person reads it: in any case, and however spaced: `ул.Ленина,д.2` is
+ * `ул. Ленина, д. 2`. Blanks of every kind and invisible characters are left out.
+ */
+const spelledAddress = (address: string) => address.replace(/[\s\p{Cf}]+/gu, '').toLocaleLowerCase('ru')
 
 // ---------------------------------------------------------------------------------------
 // The internal check and operators' decisions, across tenants.

@@ -91,13 +91,16 @@ const attributesDescription =
 
 /** Characters an external id may not have anywhere: control characters (C0, DEL, C1). */
 const externalIdCharacter = '[^\\x00-\\x1F\\x7F-\\x9F]'
-/** … nor at either end: whitespace, so that an id never differs from another by spaces a person cannot see. */
-const externalIdEnd = '[^\\s\\x00-\\x1F\\x7F-\\x9F]'
+/**
+ * … nor at either end: whitespace, nor an invisible format character (a zero-width space, a
+ * soft hyphen), so that an id never differs from another by what a person cannot see.
+ */
+const externalIdEnd = '[^\\s\\p{Cf}\\x00-\\x1F\\x7F-\\x9F]'
 export const EXTERNAL_ID_MAX_LENGTH = 100
 /** `.` and `..`, which a URL's path reads as "here" and "up": by-external-id routes could not name them. */
 const pathDots = '(?!\\.\\.?$)'
 export const externalIdPattern = new RegExp(`^${pathDots}${externalIdEnd}(?:${externalIdCharacter}*${externalIdEnd})?$`, 'u')
-export const EXTERNAL_ID_RULE = `must be 1 to ${EXTERNAL_ID_MAX_LENGTH} characters, without control characters, must not begin or end with a space, and must not be . or ..`
+export const EXTERNAL_ID_RULE = `must be 1 to ${EXTERNAL_ID_MAX_LENGTH} characters, without control characters, must not begin or end with a space or an invisible character, and must not be . or ..`
 
 export const ExternalId = Type.String({
   title: 'ExternalId',

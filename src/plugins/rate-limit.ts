@@ -8,7 +8,7 @@ import { clientNetwork } from '../lib/client-connection.js'
 const CONNECT_TIMEOUT_MS = 500
 
 /** Limits that apply to one route each (docs/api.md#rate-limits). */
-export type RateLimitPolicy = 'registration' | 'registrationStatus'
+export type RateLimitPolicy = 'registration'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -18,6 +18,8 @@ declare module 'fastify' {
     apiKeyRateLimit: onRequestHookHandler
     /** onRequest hook for the public catalogue: one count per client address across its routes. */
     catalogueRateLimit: onRequestHookHandler
+    /** onRequest hook for a registration's status lookup, GET and HEAD counted together per client address. */
+    registrationStatusRateLimit: onRequestHookHandler
     /** The connection counts are kept in when REDIS_URL is set, for other counters to share. */
     rateLimitRedis: Redis | undefined
   }
@@ -69,12 +71,11 @@ export default fp(
     // Counted by client address, an IPv6 client by its /64 (the plugin's default key).
     const policies: Record<RateLimitPolicy, RateLimitOptions> = {
       registration: { max: limits.registrationPerHour, timeWindow: '1 hour', groupId: 'registration' },
-      registrationStatus: { max: limits.registrationStatusPerMinute, timeWindow: '1 minute', groupId: 'registration-status' },
     }
     app.decorate('rateLimitFor', (policy: RateLimitPolicy) => (limits.enabled ? policies[policy] : false))
 
     // Limits shared by several routes are hooks on one store (route configs each get their
-    // own); the key prefix keeps their counts apart.
+    // own, and a GET route's HEAD is a route of its own); the key prefix keeps their counts apart.
     const sharedLimit = (max: number, key: (request: FastifyRequest) => string): onRequestHookHandler =>
       limits.enabled ? app.rateLimit({ max, timeWindow: '1 minute', keyGenerator: key }) : async () => {}
     // Counted by key, so it runs after authentication.
@@ -85,6 +86,12 @@ export default fp(
     app.decorate(
       'catalogueRateLimit',
       sharedLimit(limits.cataloguePerMinute, (request) => `catalogue:${clientNetwork(request.ip)}`),
+    )
+    // A HEAD answers 200 or 404 as the GET does: counted apart, it would double the lookups an
+    // address may make to probe codes and e-mails.
+    app.decorate(
+      'registrationStatusRateLimit',
+      sharedLimit(limits.registrationStatusPerMinute, (request) => `registration-status:${clientNetwork(request.ip)}`),
     )
   },
   { name: 'rate-limit', decorators: { fastify: ['config'] } },

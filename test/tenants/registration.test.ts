@@ -299,6 +299,17 @@ describe('registration rate limits', () => {
       assert.equal(response.statusCode, expected === 200 ? 404 : 429)
     }
   })
+
+  it('counts HEAD lookups with GET ones: a HEAD answers 200 or 404 as well, so it probes as well', async () => {
+    const lookup = (method: 'GET' | 'HEAD') => t.app.inject({ method, url: '/tenants/register/reg_unknown?email=a@b.ru', remoteAddress: '198.51.100.10' })
+    assert.deepEqual(
+      [(await lookup('HEAD')).statusCode, (await lookup('GET')).statusCode, (await lookup('HEAD')).statusCode, (await lookup('GET')).statusCode],
+      [404, 404, 404, 429],
+    )
+    const over = await lookup('HEAD')
+    assert.equal(over.statusCode, 429)
+    assert.ok(Number(over.headers['retry-after']) > 0)
+  })
 })
 
 describe('rate limits shared through Redis', { skip: !process.env.REDIS_URL && 'needs REDIS_URL' }, () => {

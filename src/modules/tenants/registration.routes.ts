@@ -33,7 +33,7 @@ const registrationRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     REGISTRATION_LOOKUP_ROUTE,
     {
-      config: { rateLimit: app.rateLimitFor('registrationStatus') },
+      onRequest: app.registrationStatusRateLimit,
       schema: {
         ...registration,
         operationId: 'getRegistrationStatus',

@@ -154,8 +154,13 @@ function refuseWhileClosing(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     closing = true
   })
-  app.addHook('onRequest', async () => {
-    if (closing)
-      throw new ApiError('unavailable', 'The service is shutting down; retry on another instance or shortly.', {}, { 'retry-after': String(RETRY_AFTER_S) })
+  app.addHook('onRequest', async (request, reply) => {
+    if (!closing) return
+    const detail = 'The service is shutting down; retry on another instance or shortly.'
+    // A readiness probe gets the answer /readyz always gives when not ready.
+    if (request.routeOptions.url === '/readyz') {
+      return reply.code(503).send({ status: 'not_ready', detail })
+    }
+    throw new ApiError('unavailable', detail, {}, { 'retry-after': String(RETRY_AFTER_S) })
   })
 }

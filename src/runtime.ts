@@ -25,15 +25,24 @@ export async function startRuntime(role: string): Promise<Runtime> {
     process.exit(1)
   }
   const log = createLogger({ level: config.logLevel, base: { role } })
+  let database: DatabaseHandle
   try {
-    const database = await openConfiguredDatabase(config)
+    database = await openConfiguredDatabase(config)
+  } catch (error) {
+    // Unreachable, refused, or PGlite's folder held by another process: the message says which,
+    // in one line; a stack trace would only bury it.
+    console.error(`Cannot open the database: ${(error as Error).message}`)
+    process.exit(1)
+  }
+  try {
     database.availability.useLogger(log)
     await migrateDatabase(database)
     log.info({ database: database.kind }, 'database ready')
     return { config, log, database }
   } catch (error) {
-    log.fatal({ err: error }, 'cannot open the database')
-    console.error(`Cannot open the database: ${(error as Error).message}`)
+    // A migration that fails is a defect to find: its stack is logged.
+    log.fatal({ err: error }, 'cannot migrate the database')
+    console.error(`Cannot migrate the database: ${(error as Error).message}`)
     process.exit(1)
   }
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { Config } from './config.js'
 import type { DatabaseHandle } from './db/client.js'
 import { ApiError } from './lib/errors.js'
@@ -66,7 +66,8 @@ export async function buildApp({ config, database, services, logger }: AppOption
     // A request that trickles in is cut off (408) rather than holding its connection and memory;
     // Node checks every second instead of every 30.
     requestTimeout: config.requestTimeoutMs,
-    http: { connectionsCheckingInterval: 1000, headersTimeout: Math.min(config.requestTimeoutMs, HEADERS_TIMEOUT_MS) },
+    // A missing Host is refused below (requireHost), in the service's shape: Node's own 400 is bare.
+    http: { connectionsCheckingInterval: 1000, headersTimeout: Math.min(config.requestTimeoutMs, HEADERS_TIMEOUT_MS), requireHostHeader: false },
     // By address, never `true`: trusting every hop takes the leftmost X-Forwarded-For entry, which the caller writes.
     trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
     // A path parameter may be an agency's external id: 100 characters, each up to 4 bytes of
@@ -97,6 +98,8 @@ export async function buildApp({ config, database, services, logger }: AppOption
 
   await app.register(metricsPlugin)
   await app.register(browserPolicyPlugin)
+  // After the browser policy's hooks, whose headers its 400 carries.
+  app.addHook('onRequest', requireHost)
   // After the browser policy's hooks, whose headers this answer carries too.
   refuseWhileClosing(app)
   await app.register(rateLimitPlugin)
@@ -141,6 +144,13 @@ export async function buildApp({ config, database, services, logger }: AppOption
   })
 
   return app
+}
+
+/** HTTP/1.1 requires a Host header (RFC 9112 §3.2): a request without one is a 400, as Node would answer it. */
+async function requireHost(request: FastifyRequest): Promise<void> {
+  const { httpVersionMajor, httpVersionMinor } = request.raw
+  const http11 = httpVersionMajor > 1 || (httpVersionMajor === 1 && httpVersionMinor >= 1)
+  if (http11 && request.headers.host === undefined) throw new ApiError('bad_request', 'An HTTP/1.1 request must carry a Host header.')
 }
 
 /**

@@ -7,7 +7,16 @@ import type { Config } from '../config.js'
 /** The headers a browser page may send on a cross-origin call. */
 const ALLOWED_HEADERS = ['Content-Type', 'X-API-Key', 'X-Admin-Key', 'Idempotency-Key', 'X-Request-Id', 'If-None-Match']
 /** The answers' headers a page on another origin may read, beside the ones every page may. */
-const EXPOSED_HEADERS = ['ETag', 'Location', 'Retry-After', 'X-Request-Id', 'Idempotent-Replayed', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']
+export const EXPOSED_HEADERS = [
+  'ETag',
+  'Location',
+  'Retry-After',
+  'X-Request-Id',
+  'Idempotent-Replayed',
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+]
 
 const crossOrigin: FastifyCorsOptions = {
   methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],

@@ -5,7 +5,7 @@ import { isDatabaseUnavailable, type DatabaseAvailability } from '../db/availabi
 import { isTransactionConflict } from '../db/conflicts.js'
 import { clientHasGone } from '../lib/client-connection.js'
 import { ApiError, cut, errorStatus, MAX_TEXT_LENGTH } from '../lib/errors.js'
-import { RAW_SECURITY_HEADER_LINES } from './browser-policy.js'
+import { EXPOSED_HEADERS, RAW_SECURITY_HEADER_LINES } from './browser-policy.js'
 import { closeLingering, isAnsweredAndClosing } from './connection-closing.js'
 import { describeValidationFailure, notFoundInPath } from './validation.js'
 
@@ -64,9 +64,17 @@ export function installErrorHandlers(app: FastifyInstance, availability: Databas
 
 /**
  * Fastify's `frameworkErrors`: a path the router cannot decode (`/mls/properties/%FF`) fails
- * before any route or error handler, so it is answered here, in the same shape as the rest.
+ * before any route, hook or error handler, so it is answered here, in the same shape as the
+ * rest and with the headers every answer carries, which no hook adds to it: its X-Request-Id,
+ * the browser policy, and `*` for CORS (no route is known, and an error tells nothing).
  */
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  void reply.header('x-request-id', request.id)
+  for (const line of RAW_SECURITY_HEADER_LINES) {
+    const colon = line.indexOf(': ')
+    void reply.header(line.slice(0, colon), line.slice(colon + 2))
+  }
+  void reply.header('access-control-allow-origin', '*').header('access-control-expose-headers', EXPOSED_HEADERS.join(', '))
   const detail =
     error.code === 'FST_ERR_BAD_URL'
       ? 'The request path is not a valid URL: a % must begin a percent-encoded UTF-8 character.'

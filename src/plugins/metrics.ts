@@ -54,8 +54,9 @@ export default fp(
 
     const token = app.config.metrics.token
     if (token) {
-      // For Prometheus, not for pages: no CORS headers.
-      app.get('/metrics', { schema: { hide: true }, config: { cors: false } }, async (request, reply) => {
+      // With the CORS headers of every other answer: without them, a 404 here would tell a
+      // prober, unlike an unknown route's, that the route exists.
+      app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
         // Answered and counted as a URL no route serves would be; an address past its failures
         // is refused even the right token, or guessing would go on at full speed.
         const failure = await app.failureThrottle.reserve(request)

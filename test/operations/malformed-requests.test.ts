@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { connect } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
@@ -170,12 +170,18 @@ describe('malformed requests', () => {
     assert.equal(response.json<ErrorBody>().detail, 'Invalid body.description: must NOT have more than 10000 characters.')
   })
 
-  it('answers a path that is not valid percent-encoding with a JSON 400', async () => {
-    for (const url of ['/mls/properties/%FF', '/properties/%E0%A4%A']) {
-      const response = await t.app.inject({ url, headers: agency.headers })
+  it('answers a path that is not valid percent-encoding, or too long for the router, with a JSON 400 with the headers of every answer', async () => {
+    for (const url of ['/mls/properties/%FF', '/properties/%E0%A4%A', `/mls/properties/${'1'.repeat(1300)}`]) {
+      const response = await t.app.inject({ url, headers: { ...agency.headers, origin: 'https://portal.example', 'x-request-id': 'bad-url-1' } })
       assert.equal(response.statusCode, 400, url)
       assert.match(response.headers['content-type'] as string, /^application\/json/)
       assert.deepEqual(Object.keys(response.json<ErrorBody>()), ['detail'])
+      // No hook runs for it: the headers every answer carries are set where it is answered.
+      assert.equal(response.headers['x-request-id'], 'bad-url-1', url)
+      assert.equal(response.headers['x-content-type-options'], 'nosniff', url)
+      assert.equal(response.headers['x-frame-options'], 'DENY', url)
+      assert.match(String(response.headers['content-security-policy']), /default-src 'none'; ?frame-ancestors 'none'/, url)
+      assert.equal(response.headers['access-control-allow-origin'], '*', url)
     }
   })
 
@@ -194,6 +200,23 @@ describe('malformed requests', () => {
     assert.match(raw, /content-type: application\/json/i)
     const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as ErrorBody
     assert.equal(body.detail, 'The request URL is not valid: characters outside ASCII must be percent-encoded.')
+  })
+
+  it('answers an HTTP/1.1 request without a Host header with a JSON 400 and the headers of every answer', async () => {
+    const port = t.app.server.listening ? (t.app.server.address() as AddressInfo).port : new URL(await t.app.listen({ port: 0, host: '127.0.0.1' })).port
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => socket.write('GET /tenants/me HTTP/1.1\r\nConnection: close\r\n\r\n'))
+      let answer = ''
+      socket.on('data', (chunk) => (answer += chunk.toString()))
+      socket.on('close', () => resolve(answer))
+      socket.on('error', reject)
+    })
+    assert.match(raw, /^HTTP\/1\.1 400 Bad Request\r\n/)
+    assert.match(raw, /\r\ncontent-type: application\/json/i)
+    assert.match(raw, /\r\nx-content-type-options: nosniff\r\n/i)
+    assert.match(raw, /\r\nx-request-id: [0-9a-f-]{36}\r\n/i)
+    const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as ErrorBody
+    assert.equal(body.detail, 'An HTTP/1.1 request must carry a Host header.')
   })
 
   it('refuses a __proto__ field as a field the API does not have, not as broken JSON', async () => {

@@ -63,6 +63,15 @@ describe('metrics on the public port, with METRICS_TOKEN', () => {
     }
   })
 
+  it('answer without the token with the very headers of an unknown route, so that whether a token is set does not show', async () => {
+    // An address each, as these are failures of the address.
+    const headersOf = async (url: string, remoteAddress: string) =>
+      Object.keys((await t.app.inject({ url, headers: { origin: 'https://portal.example' }, remoteAddress })).headers)
+        .filter((name) => !['x-request-id', 'date', 'content-length'].includes(name))
+        .sort()
+    assert.deepEqual(await headersOf('/metrics', '203.0.113.90'), await headersOf('/metricz', '203.0.113.91'))
+  })
+
   it('count a wrong token as a failure of the address, like an unknown route', async () => {
     const guesser = '203.0.113.70'
     for (let i = 0; i < 3; i++) {

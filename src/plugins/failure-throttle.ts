@@ -74,23 +74,21 @@ export default fp(
       await meanwhile?.()
       await settled
     }
-    let outage = false
+    const health = app.rateLimitRedisHealth
+    /** In Redis, or in this process while Redis is out (RedisHealth, which logs the outage). */
     const counted = async <T>(operation: (limiter: RateLimiterAbstract) => Promise<T>): Promise<T> => {
-      if (!shared) return operation(local)
+      if (!shared || !health?.usable) return operation(local)
       try {
         const result = await operation(shared)
-        if (outage) {
-          outage = false
-          app.log.info('redis for failure counts is reachable again')
-        }
+        health.answered()
         return result
       } catch (error) {
         // Over the limit, not an outage: rate-limiter-flexible refuses a consume with its result.
-        if (error instanceof RateLimiterRes) throw error
-        if (!outage) {
-          outage = true
-          app.log.warn({ err: error }, 'redis for failure counts is unavailable; each process counts alone meanwhile')
+        if (error instanceof RateLimiterRes) {
+          health.answered()
+          throw error
         }
+        health.failed(error)
         return operation(local)
       }
     }

@@ -1,11 +1,69 @@
 import rateLimit, { type RateLimitOptions } from '@fastify/rate-limit'
-import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
 import { ApiError } from '../lib/errors.js'
 import { clientNetwork } from '../lib/client-connection.js'
 
 const CONNECT_TIMEOUT_MS = 500
+/** How long a Redis that failed a command is left alone before the limits try it again. */
+const REDIS_RETRY_MS = 5000
+
+/**
+ * Whether the Redis of the rate limits answers, as their commands last found it. A command that
+ * fails or goes unanswered (a Redis frozen, a network partition: ioredis's commandTimeout) takes
+ * it out for REDIS_RETRY_MS: meanwhile requests go on at once, uncounted (the failure throttle
+ * counts in the process), instead of each waiting for the timeout again; then the next command
+ * tries it. The outage is logged once when it starts and once when it ends.
+ */
+export class RedisHealth {
+  #outUntil = 0
+  #out = false
+  constructor(private readonly log: FastifyBaseLogger) {}
+
+  get usable(): boolean {
+    return Date.now() >= this.#outUntil
+  }
+
+  failed(error: unknown): void {
+    this.#outUntil = Date.now() + REDIS_RETRY_MS
+    if (this.#out) return
+    this.#out = true
+    this.log.warn({ err: error }, 'redis for rate limits is unavailable; requests go on uncounted meanwhile')
+  }
+
+  answered(): void {
+    if (!this.#out) return
+    this.#out = false
+    this.#outUntil = 0
+    this.log.info('redis for rate limits is reachable again')
+  }
+}
+
+type Callback = (error: Error | null, result?: unknown) => void
+
+/**
+ * The Redis client as @fastify/rate-limit's store sees it: its counting commands (defined by the
+ * store on the client) go through `health`, answered at once with an error while Redis is out
+ * (skipOnError lets the request go on uncounted), and report how Redis answered otherwise.
+ */
+function healthGuarded(redis: Redis, health: RedisHealth): Redis {
+  return new Proxy(redis, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver)
+      if ((property !== 'rateLimit' && property !== 'rateLimitRead') || typeof value !== 'function') return value
+      return (...args: unknown[]) => {
+        const callback = args.pop() as Callback
+        if (!health.usable) return callback(new Error('redis for rate limits is out'))
+        ;(value as (...args: unknown[]) => void).call(target, ...args, (error: Error | null, result?: unknown) => {
+          if (error) health.failed(error)
+          else health.answered()
+          callback(error, result)
+        })
+      }
+    },
+  })
+}
 
 /** Limits that apply to one route each (docs/api.md#rate-limits). */
 export type RateLimitPolicy = 'registration'
@@ -22,6 +80,8 @@ declare module 'fastify' {
     registrationStatusRateLimit: onRequestHookHandler
     /** The connection counts are kept in when REDIS_URL is set, for other counters to share. */
     rateLimitRedis: Redis | undefined
+    /** Whether that Redis answers (RedisHealth); undefined without it. */
+    rateLimitRedisHealth: RedisHealth | undefined
   }
 }
 
@@ -38,21 +98,14 @@ export default fp(
     const redis = app.config.redisUrl
       ? new Redis(app.config.redisUrl, { connectTimeout: CONNECT_TIMEOUT_MS, commandTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false })
       : undefined
+    const health = redis ? new RedisHealth(app.log) : undefined
     app.decorate('rateLimitRedis', redis)
-    if (redis) {
+    app.decorate('rateLimitRedisHealth', health)
+    if (redis && health) {
       // ioredis reports an error at every reconnection attempt (every two seconds at most):
-      // an outage is logged when it starts and when it ends, not at each of them.
-      let outage = false
-      redis.on('error', (error) => {
-        if (outage) return
-        outage = true
-        app.log.warn({ err: error }, 'redis for rate limits is unavailable; requests go on uncounted meanwhile')
-      })
-      redis.on('ready', () => {
-        if (!outage) return
-        outage = false
-        app.log.info('redis for rate limits is reachable again')
-      })
+      // RedisHealth logs an outage when it starts and when it ends, not at each of them.
+      redis.on('error', (error) => health.failed(error))
+      redis.on('ready', () => health.answered())
       app.addHook('onClose', async () => {
         redis.disconnect()
       })
@@ -61,7 +114,7 @@ export default fp(
 
     await app.register(rateLimit, {
       global: false,
-      redis,
+      redis: redis && health ? healthGuarded(redis, health) : undefined,
       nameSpace: `${app.config.redisKeyPrefix}mls-rate-limit:`,
       skipOnError: true,
       enableDraftSpec: true, // RateLimit-* headers beside Retry-After

@@ -49,6 +49,11 @@ export interface AppOptions {
   services?: Services
   /** A logger to use instead of one built from config (tests pass a silent one). */
   logger?: FastifyBaseLogger | boolean
+  /**
+   * Settles once the database is migrated, when the app listens before that (src/server.ts):
+   * until then every route but /healthz and /readyz answers 503.
+   */
+  startingUp?: Promise<void>
 }
 
 /** JSON bodies are at most 1 MiB. */
@@ -57,7 +62,7 @@ export const JSON_BODY_LIMIT = 1024 * 1024
 const HEADERS_TIMEOUT_MS = 10_000
 
 /** Builds the HTTP API: plugins, then feature modules. It does not listen; the caller does. */
-export async function buildApp({ config, database, services, logger }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, database, services, logger, startingUp }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger && typeof logger === 'object' ? { loggerInstance: logger } : { logger: logger ?? { level: config.logLevel, serializers: logSerializers } }),
     requestIdHeader: 'x-request-id',
@@ -102,6 +107,7 @@ export async function buildApp({ config, database, services, logger }: AppOption
   app.addHook('onRequest', requireHost)
   // After the browser policy's hooks, whose headers this answer carries too.
   refuseWhileClosing(app)
+  if (startingUp) refuseWhileStartingUp(app, startingUp)
   await app.register(rateLimitPlugin)
   await app.register(failureThrottlePlugin)
   await app.register(authPlugin)
@@ -144,6 +150,23 @@ export async function buildApp({ config, database, services, logger }: AppOption
   })
 
   return app
+}
+
+/**
+ * While the database is being migrated (or another process migrates it), only /healthz is
+ * answered as usual; /readyz is its 503 and anything else a 503 with Retry-After, never a
+ * statement on tables not there yet.
+ */
+function refuseWhileStartingUp(app: FastifyInstance, startingUp: Promise<void>): void {
+  let started = false
+  void startingUp.then(() => (started = true))
+  app.addHook('onRequest', async (request, reply) => {
+    if (started || request.routeOptions.url === '/healthz') return
+    const detail = 'The service is starting: its database is being migrated; retry shortly.'
+    // Not ready until the reference data is in too, after the last migration.
+    if (request.routeOptions.url === '/readyz') return reply.code(503).send({ status: 'not_ready', detail })
+    throw new ApiError('unavailable', detail, {}, { 'retry-after': String(RETRY_AFTER_S) })
+  })
 }
 
 /** HTTP/1.1 requires a Host header (RFC 9112 §3.2): a request without one is a 400, as Node would answer it. */

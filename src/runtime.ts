@@ -9,11 +9,16 @@ export interface Runtime {
   config: Config
   log: Logger
   database: DatabaseHandle
+  /**
+   * Applies the migrations and reference data, waiting meanwhile for another process applying
+   * them; a failure ends the process, its stack logged. Every process awaits it before any work.
+   */
+  migrated: () => Promise<void>
 }
 
 /**
- * What every process of the service starts with: configuration, a logger, and a database
- * that is migrated and seeded. A bad configuration or an unreachable database ends the
+ * What every process of the service starts with: configuration, a logger, and a database to
+ * migrate and seed (`migrated`). A bad configuration or an unreachable database ends the
  * process here with one clear line.
  */
 export async function startRuntime(role: string): Promise<Runtime> {
@@ -34,17 +39,19 @@ export async function startRuntime(role: string): Promise<Runtime> {
     console.error(`Cannot open the database: ${(error as Error).message}`)
     process.exit(1)
   }
-  try {
-    database.availability.useLogger(log)
-    await migrateDatabase(database)
-    log.info({ database: database.kind }, 'database ready')
-    return { config, log, database }
-  } catch (error) {
-    // A migration that fails is a defect to find: its stack is logged.
-    log.fatal({ err: error }, 'cannot migrate the database')
-    console.error(`Cannot migrate the database: ${(error as Error).message}`)
-    process.exit(1)
-  }
+  database.availability.useLogger(log)
+  let migration: Promise<void> | undefined
+  const migrated = () =>
+    (migration ??= migrateDatabase(database).then(
+      () => log.info({ database: database.kind }, 'database ready'),
+      (error: unknown) => {
+        // A migration that fails is a defect to find: its stack is logged.
+        log.fatal({ err: error }, 'cannot migrate the database')
+        console.error(`Cannot migrate the database: ${(error as Error).message}`)
+        process.exit(1)
+      },
+    ))
+  return { config, log, database, migrated }
 }
 
 /**

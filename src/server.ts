@@ -12,10 +12,13 @@ import { Worker } from './worker/worker.js'
  * workers with `npm run start:worker`, all against one PostgreSQL.
  */
 const withWorker = !process.argv.includes('--no-worker')
-const { config, log, database } = await startRuntime(withWorker ? 'api+worker' : 'api')
+const { config, log, database, migrated } = await startRuntime(withWorker ? 'api+worker' : 'api')
 const services = createServices({ config, database })
 
-const app = await buildApp({ config, database, services, logger: log })
+// Listening before the migrations are applied: a process waiting for another's (a long one on a
+// big catalogue) answers /healthz, and /readyz 503, rather than nothing, which a liveness probe
+// would take for a dead process; every other route answers 503 until they are applied.
+const app = await buildApp({ config, database, services, logger: log, startingUp: migrated() })
 const { metrics: metricsConfig } = config
 const metrics =
   metricsConfig.port === 0 ? undefined : await startMetricsListener({ registry: app.metrics, host: metricsConfig.host, port: metricsConfig.port, log })
@@ -30,6 +33,7 @@ closeWithGrace({ delay: 15_000, logger: { error: (message: string) => log.error(
   await database.close()
 })
 
-worker?.start()
 await app.listen({ port: config.port, host: config.host })
+await migrated()
+worker?.start()
 log.info(`Open MLS is listening on http://${config.host}:${config.port} (docs: ${config.publicBaseUrl}/docs)`)

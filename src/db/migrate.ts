@@ -12,7 +12,7 @@ import { applySeed } from './seed/apply-seed.js'
 export const migrationsFolder = fileURLToPath(new URL('../../drizzle', import.meta.url))
 
 /** Any 64-bit number unique to this job: it names the advisory lock all processes agree on. */
-const MIGRATION_LOCK_ID = 0x6d6c735f // "mls_"
+export const MIGRATION_LOCK_ID = 0x6d6c735f // "mls_"
 
 /**
  * Brings the schema and the shipped reference data up to date. Several processes may start

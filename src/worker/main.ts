@@ -5,7 +5,8 @@ import { workerJobs } from './jobs.js'
 import { Worker } from './worker.js'
 
 /** A worker process on its own (`npm run start:worker`); run as many as the load needs. */
-const { config, log, database } = await startRuntime('worker')
+const { config, log, database, migrated } = await startRuntime('worker')
+await migrated()
 const services = createServices({ config, database })
 const worker = new Worker({ services, config, log }, workerJobs(config), database)
 

@@ -4,9 +4,11 @@ import { once } from 'node:events'
 import { rmSync } from 'node:fs'
 import { connect, type AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
+import pg from 'pg'
+import { MIGRATION_LOCK_ID } from '../../src/db/migrate.js'
 import { buildTestApp } from '../helpers/app.js'
 import { codeRoot, nodeArguments } from '../helpers/code-tree.js'
-import { newDataDir } from '../helpers/database.js'
+import { emptyServerDatabase, engine, newDataDir } from '../helpers/database.js'
 import { registrationBody } from '../helpers/factories.js'
 import { freePort } from '../helpers/service-process.js'
 import { waitFor } from '../helpers/webhooks.js'
@@ -49,6 +51,52 @@ describe('start-up', () => {
       assert.doesNotMatch(output, /\n\s+at |\\n\s+at /, `a stack trace in the output:\n${output}`)
       assert.equal(output.trim().split('\n').length, 1, `more than one line:\n${output}`)
     } finally {
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('start-up while another process migrates', { skip: engine !== 'postgres' && 'needs PostgreSQL (DATABASE_URL)' }, () => {
+  // docs/operations.md, Health: /healthz is 200 while the process runs, /readyz 503 until every
+  // migration is applied. A process waiting for another's migrations (a long one on a big
+  // catalogue) must answer both, or a liveness probe takes it for dead.
+  it('answers /healthz 200, /readyz 503 and other routes 503 until the migrations are applied, then serves', async () => {
+    const database = await emptyServerDatabase()
+    const dataDir = await newDataDir('mls-waiting-', { pglite: false })
+    // The lock migrations take, held as another process's migration would hold it.
+    const other = new pg.Client({ connectionString: database.url })
+    await other.connect()
+    await other.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_ID])
+    const port = await freePort()
+    const api = spawnProcess([...nodeArguments('src/server'), '--no-worker'], {
+      DATABASE_URL: database.url,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      METRICS_PORT: '0',
+      SECRET_KEY: 'start-up-test-secret-key-long-enough-0123',
+      LOG_LEVEL: 'warn',
+    })
+    const get = (path: string) =>
+      fetch(`http://127.0.0.1:${port}${path}`).then(
+        async (response) => ({ status: response.status, body: await response.text() }),
+        () => ({ status: 0, body: '' }),
+      )
+    try {
+      await waitFor(async () => (await get('/healthz')).status === 200, 30_000, '/healthz to answer 200')
+      const readiness = await get('/readyz')
+      assert.equal(readiness.status, 503, readiness.body)
+      assert.equal((JSON.parse(readiness.body) as { status: string }).status, 'not_ready')
+      const catalogue = await get('/mls/properties')
+      assert.equal(catalogue.status, 503, catalogue.body)
+      assert.match(catalogue.body, /being migrated/)
+      await other.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_ID])
+      await waitFor(async () => (await get('/readyz')).status === 200, 60_000, '/readyz to answer 200')
+      assert.equal((await get('/mls/properties')).status, 200)
+    } finally {
+      api.child.kill('SIGKILL')
+      await api.exited
+      await other.end()
+      await database.drop()
       rmSync(dataDir, { recursive: true, force: true })
     }
   })

@@ -574,6 +574,22 @@ describe('offer mapping at its limits', () => {
     )
   })
 
+  it('leaves out a coordinate given without the other, and says so', async () => {
+    for (const [given, field] of [
+      ['<latitude>55.75</latitude>', 'location/latitude'],
+      ['<longitude>37.61</longitude>', 'location/longitude'],
+    ] as const) {
+      const offer = await mapOne(`<type>продажа</type><category>квартира</category><location><locality-name>Москва</locality-name>${given}</location>${PRICE}`)
+      assert.equal(offer.submission?.location?.latitude, undefined, given)
+      assert.equal(offer.submission?.location?.longitude, undefined, given)
+      assert.deepEqual(
+        offer.problems.map((problem) => [problem.code, problem.field]),
+        [['unknown_value', field]],
+        given,
+      )
+    }
+  })
+
   it('keeps a description of at most 10 000 characters whole, counting characters as the API does', async () => {
     const description = '🏠'.repeat(6_000)
     const flat = await mapOne(

@@ -574,6 +574,10 @@ function readLocation(
       location.latitude = latitude
       location.longitude = longitude
     }
+  } else if (latitudeText !== null || longitudeText !== null) {
+    // One coordinate places the listing on no map: left out, and said.
+    const [given, missing] = latitudeText !== null ? ['location/latitude', 'долготы (<longitude>)'] : ['location/longitude', 'широты (<latitude>)']
+    mapping.problem('unknown_value', given, `Координата без ${missing} не задаёт точку на карте; она пропущена.`)
   }
   return { location, country: city.country }
 }

@@ -1,12 +1,14 @@
 /**
  * Feed runs where the stock, the files and the workers meet their edges: listings the agency closed,
  * two feeds with one id, photos changed or failed, a file refused in part and read again, runs taken
- * over or stopped mid-download, and reports past 2^31.
+ * over or stopped mid-download, a suspension landing during a run, and reports past 2^31.
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
+import { FeedRunJob } from '../../src/modules/feeds/feed-runs.job.js'
+import type { FeedRunSummary } from '../../src/modules/feeds/feeds.schemas.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { adminHeaders, createTenant, type Tenant } from '../helpers/factories.js'
 import { startFeedServer, type FeedServer } from '../helpers/feed-server.js'
@@ -14,6 +16,7 @@ import { createFeed, feedXml, runFeedNow, runReport, type TestOffer, listingByEx
 import { jobContext } from '../helpers/jobs.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import { photo } from '../helpers/photos.js'
+import { waitFor } from '../helpers/webhooks.js'
 
 describe('feed runs at their edges', () => {
   let t: TestApp
@@ -349,5 +352,54 @@ describe('feed runs at their edges', () => {
     const response = await t.app.inject({ method: 'GET', url: `/feeds/${feed.id}/runs/${run.id}?offset=3000000000`, headers: agency.headers })
     assert.ok(response.statusCode < 500, `${response.statusCode} ${response.body}`)
     assert.equal(typeof response.json<{ detail?: string }>(), 'object')
+  })
+})
+
+describe('a feed run under way when its agency is suspended', () => {
+  let t: TestApp
+  let server: FeedServer
+  before(async () => {
+    t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true', FEED_POLL_INTERVAL_MS: '50' })
+    server = await startFeedServer()
+  })
+  after(async () => {
+    await t.close()
+    await server.close()
+  })
+
+  it('applies no offer of a suspended agency: a run whose download was under way when the suspension landed fails with agency_suspended', async () => {
+    const agency = await createTenant(t.app)
+    const xml = feedXml(offers(3, 'susp'))
+    const cut = xml.indexOf('<offer')
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    server.serve('/slow.xml', {
+      body: async function* () {
+        yield xml.slice(0, cut)
+        await gate
+        yield xml.slice(cut)
+      },
+    })
+    const feed = await createFeed(t.app, agency, { url: server.url('/slow.xml') })
+    const started = await t.app.inject({ method: 'POST', url: `/feeds/${feed.id}/runs`, headers: agency.headers })
+    assert.equal(started.statusCode, 202, started.body)
+    const run = started.json<FeedRunSummary>()
+
+    const job = new FeedRunJob({ pollIntervalMs: 50 })
+    const running = job.runOnce(jobContext(t))
+    await waitFor(() => server.requests.some((request) => request.path === '/slow.xml'), 30_000, 'the feed’s download')
+    // The operator suspends the agency while its file is still being downloaded.
+    const suspended = await t.app.inject({ method: 'POST', url: `/admin/tenants/${agency.tenantId}/suspend`, headers: adminHeaders })
+    assert.equal(suspended.statusCode, 200, suspended.body)
+    release()
+    await running
+
+    const [listings] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from properties where tenant_id = ${agency.tenantId}::int`)
+    const [report] = await queryRows<{ status: string; failure_code: string | null }>(
+      t.db,
+      sql`select status, failure_code from feed_runs where id = ${run.id}::int`,
+    )
+    // docs/feeds.md: `agency_suspended` (no run while the agency is suspended); a failed run changed nothing.
+    assert.deepEqual({ listings: listings!.n, ...report }, { listings: 0, status: 'failed', failure_code: 'agency_suspended' })
   })
 })

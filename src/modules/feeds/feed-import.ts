@@ -56,7 +56,8 @@ export interface FeedImportInput {
   stillHeld(): void
   /**
    * Asks the database whether the run is still this worker's, and throws as stillHeld does if
-   * not: its feed deleted (with its runs) or its lease taken over since the last renewal.
+   * not: its feed deleted (with its runs) or its lease taken over since the last renewal; or a
+   * FeedRunFailure if its agency has been suspended since it started.
    */
   confirmHeld(): Promise<void>
 }

@@ -270,7 +270,15 @@ export class FeedsService {
     })
     const feed = await repository.findFeedById(this.db, run.feedId)
     const agency = await this.tenants.actingAgency(run.tenantId)
-    if (!feed || !agency) return failed(new FeedRunFailure('agency_suspended', 'The agency is suspended: its feeds do not run until it is unsuspended.'))
+    const suspended = () => new FeedRunFailure('agency_suspended', 'The agency is suspended: its feeds do not run until it is unsuspended.')
+    if (!feed || !agency) return failed(suspended())
+    // Asked again wherever the run asks whether it is still this worker's (before its first offer,
+    // at every batch, before each withdrawal): a suspension that lands during the download or
+    // the import stops it there, and the agency's listings stay as the suspension holds them.
+    const confirmActing = async () => {
+      await confirmHeld()
+      if (!(await this.tenants.actingAgency(run.tenantId))) throw suspended()
+    }
     try {
       const download = await downloadFeed(
         this.outbound,
@@ -302,7 +310,7 @@ export class FeedsService {
             photos: this.options.feeds.photos,
             photosPerListing: this.options.photosPerListing,
           },
-          { feed, runId: run.id, runStartedAt: run.startedAt, agency, read: () => download.read(), stillHeld, confirmHeld },
+          { feed, runId: run.id, runStartedAt: run.startedAt, agency, read: () => download.read(), stillHeld, confirmHeld: confirmActing },
         )
         return { ...outcome, file: { url: feed.url, etag: download.etag, lastModified: download.lastModified, digest: download.digest } }
       } finally {

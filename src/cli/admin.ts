@@ -140,7 +140,8 @@ function apiKeyCommand(): Command {
     case 'create': {
       const days = values['expires-in-days']
       const expiresInDays = days === undefined ? undefined : wholeNumber(days, '--expires-in-days', 1, 3650)
-      if (values.name !== undefined && values.name.trim().length > 100) throw new Error('--name must be at most 100 characters')
+      // Counted as the route counts it: characters, not UTF-16 units, blanks at the ends included.
+      if (values.name !== undefined && [...values.name].length > 100) throw new Error('--name must be at most 100 characters')
       return (tenants) => tenants.createKey(tenantId, { name: values.name, expires_in_days: expiresInDays })
     }
     default: {

@@ -28,11 +28,11 @@ export const PathId = (notFound: string) => Int32({ minimum: 1, 'x-not-found': n
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
-/** A name people read in a list (an agency, a city): one line, without tabs or other control characters. */
-export const OneLineName = (description?: string) =>
+/** A name people read in a list (an agency, a city, an API key): one line, without tabs or other control characters. */
+export const OneLineName = (description?: string, maxLength = 200) =>
   Type.String({
     minLength: 1,
-    maxLength: 200,
+    maxLength,
     pattern: String.raw`^[^\u0000-\u001f\u007f]*$`,
     'x-message': 'must be one line of text, without tabs or other control characters',
     ...(description ? { description } : {}),

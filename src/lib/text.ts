@@ -13,7 +13,18 @@ const NOTHING = /[\s\p{Cf}]/u
 export function trimmedText(text: string): string {
   let start = 0
   let end = text.length
-  while (start < end && NOTHING.test(text[start]!)) start++
-  while (end > start && NOTHING.test(text[end - 1]!)) end--
+  // By characters, not UTF-16 units: a character past U+FFFF (a tag character, invisible too)
+  // takes two, neither of which is nothing on its own.
+  while (start < end) {
+    const character = String.fromCodePoint(text.codePointAt(start)!)
+    if (!NOTHING.test(character)) break
+    start += character.length
+  }
+  while (end > start) {
+    const last = text.charCodeAt(end - 1)
+    const width = last >= 0xdc00 && last <= 0xdfff && end - 2 >= start ? 2 : 1
+    if (!NOTHING.test(text.slice(end - width, end))) break
+    end -= width
+  }
   return text.slice(start, end)
 }

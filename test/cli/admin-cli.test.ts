@@ -132,6 +132,10 @@ describe('npm run admin -- registrations', () => {
     assert.equal(key.name, 'Выгрузка')
     assert.ok(key.expires_at)
     await withTenants(async (service) => assert.equal((await service.authenticate(key.key))?.tenant.id, tenantId))
+    // A name counted as the route counts it, in characters: 100 emoji are 200 UTF-16 units.
+    const emoji = await admin('api-keys', 'create', String(tenantId), '--name', '🏠'.repeat(100))
+    assert.equal(emoji.code, 0, emoji.stderr)
+    assert.equal((JSON.parse(emoji.stdout) as CreatedApiKey).name, '🏠'.repeat(100))
 
     const revoked = await admin('api-keys', 'revoke', String(tenantId), String(key.id))
     assert.equal(revoked.code, 0, revoked.stderr)

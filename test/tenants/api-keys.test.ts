@@ -114,6 +114,24 @@ describe('an agency’s API keys', () => {
     assert.match(after.find((key) => key.id === old.id)!.revoked_at ?? '', /\+00:00$/)
   })
 
+  it('refuses a name that is not one line of text, or that is nothing but invisible characters, by the agency and by an operator', async () => {
+    const agency = await createTenant(t.app)
+    // U+E0020 and U+E007F, tag characters: as invisible as a zero-width space, but outside the BMP.
+    for (const name of ['CRM\nexport', 'CRM\r\nexport', 'CRM\texport', 'CRM\u001bexport', 'CRM\u007fexport', '\u{E0020}\u{E0020}\u{E007F}']) {
+      for (const response of [
+        await create(agency, { name }),
+        await t.app.inject({ method: 'POST', url: `/admin/tenants/${agency.tenantId}/api-keys`, headers: adminHeaders, payload: { name } }),
+      ]) {
+        assert.equal(response.statusCode, 422, `${JSON.stringify(name)}: ${response.body}`)
+        assert.deepEqual(
+          response.json<ValidationErrorBody>().errors.map((error) => error.loc),
+          [['body', 'name']],
+        )
+      }
+    }
+    assert.equal((await keysOf(agency)).length, 1, 'no key was created')
+  })
+
   it('creates an unnamed key that does not expire from a bare POST', async () => {
     const agency = await createTenant(t.app)
     const created = await createKey(agency)

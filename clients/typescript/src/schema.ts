@@ -1657,7 +1657,7 @@ export interface components {
          *     }
          */
         ApiKeyCreate: {
-            /** @description A label to tell the key apart (“CRM export”). */
+            /** @description A label to tell the key apart (“CRM export”): one line. */
             name?: string;
             /**
              * Format: int32

@@ -208,7 +208,7 @@ export type CreatedApiKey = Static<typeof CreatedApiKey>
 
 export const ApiKeyCreateBody = Type.Object(
   {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'A label to tell the key apart (“CRM export”).' })),
+    name: Type.Optional(OneLineName('A label to tell the key apart (“CRM export”): one line.', 100)),
     expires_in_days: Type.Optional(
       Int32({ minimum: 1, maximum: 3650, description: 'Days until the key expires, 1 to 3650; without it the key does not expire.' }),
     ),

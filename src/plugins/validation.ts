@@ -312,6 +312,8 @@ function messageFor(findings: ErrorObject[]): string {
   const first = findings[0]!
   if (first.keyword === 'required') return 'is required'
   if (first.keyword === 'additionalProperties') return 'is not an allowed field'
+  // A PATCH of nothing (`{}`), the one object the schemas hold to a least number of fields.
+  if (first.keyword === 'minProperties') return 'must name at least one field to change'
   if (first.keyword === 'enum') {
     const allowed = (first.params as { allowedValues: unknown[] }).allowedValues
     return `must be one of: ${allowed.map((value) => JSON.stringify(value)).join(', ')}`

@@ -159,6 +159,13 @@ describe('malformed requests', () => {
     }
   })
 
+  it('tells a PATCH of nothing, in words, to name a field to change', async () => {
+    const property = await submitProperty(t.app, agency)
+    const response = await t.app.inject({ method: 'PATCH', url: `/properties/${property.id}`, headers: agency.headers, payload: {} })
+    assert.equal(response.statusCode, 422, response.body)
+    assert.deepEqual(response.json<ValidationErrorBody>().errors, [{ loc: ['body'], msg: 'must name at least one field to change' }])
+  })
+
   it('says a text is too long, not that it should have been null', async () => {
     const response = await t.app.inject({
       method: 'POST',

@@ -51,7 +51,11 @@ export const offerProblemCodes = [
     refuses: false,
     meaning: '`sales-agent` has no phone, or neither a name nor an organization; the listing is imported without its owner.',
   },
-  { code: 'value_truncated', refuses: false, meaning: 'The description, address or apartment number is longer than a listing keeps; it is cut to fit.' },
+  {
+    code: 'value_truncated',
+    refuses: false,
+    meaning: 'The description, address, apartment number or agent’s name is longer than a listing keeps; it is cut to fit.',
+  },
   { code: 'invalid_image_url', refuses: false, meaning: 'An `image` is not an http(s) URL; that photo is left out.' },
   { code: 'image_download_failed', refuses: false, meaning: 'A photo could not be downloaded or is not an image; the listing is imported without it.' },
 ] as const satisfies readonly OfferProblemCode[]

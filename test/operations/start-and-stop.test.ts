@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { rmSync } from 'node:fs'
+import { existsSync, rmSync } from 'node:fs'
 import { connect, type AddressInfo } from 'node:net'
+import path from 'node:path'
 import { describe, it } from 'node:test'
 import pg from 'pg'
 import { MIGRATION_LOCK_ID } from '../../src/db/migrate.js'
@@ -103,6 +104,44 @@ describe('start-up while another process migrates', { skip: engine !== 'postgres
 })
 
 describe('shutdown', () => {
+  // As a supervisor stops `npm start` (a container's main process, say): SIGTERM to npm. Through
+  // `sh -c`, the service never got it and ran on, orphaned; the scripts `exec` it instead.
+  it('closes gracefully when `npm run start:api` is sent SIGTERM', async () => {
+    // The scripts run the TypeScript sources: from the repository, not from npm test's build of it.
+    const repository = existsSync(path.join(codeRoot, 'src/server.ts')) ? codeRoot : path.resolve(codeRoot, '..')
+    const dataDir = await newDataDir('mls-npm-start-', { pglite: true })
+    const port = await freePort()
+    const npm = spawn('npm', ['run', '--silent', 'start:api'], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATA_DIR: dataDir, PORT: String(port), METRICS_PORT: '0', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: repository,
+      // A process group of its own, to stop whatever is left of it afterwards.
+      detached: true,
+    })
+    let output = ''
+    npm.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
+    npm.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
+    const answers = () =>
+      fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (response) => response.ok,
+        () => false,
+      )
+    try {
+      await waitFor(answers, 60_000, 'the service to answer')
+      npm.kill('SIGTERM')
+      await waitFor(() => output.includes('"msg":"closing"'), 30_000, 'the service to log that it is closing')
+      await waitFor(async () => !(await answers()), 30_000, 'the service to stop answering')
+    } finally {
+      // npm and whatever it started, the service too had it been orphaned.
+      try {
+        process.kill(-npm.pid!, 'SIGKILL')
+      } catch {
+        // Every one of them gone already.
+      }
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+
   // docs/operations.md, Health: /readyz answers `503 {"status":"not_ready","detail":"…"}`
   // whenever it is not ready: a load balancer's probe on a kept-alive connection, behind a
   // request in flight while the process closes, too.

@@ -26,6 +26,20 @@ const UNAVAILABLE_SQLSTATES = new Set([
 const UNAVAILABLE_MESSAGES =
   /Connection terminated|timeout exceeded when trying to connect|Could not connect to the database|Client has encountered a connection error|connection is not queryable|Client was closed|Query read timeout/i
 
+/**
+ * node-postgres's pool when every one of its connections stayed busy for the whole connect
+ * timeout: the process is saturated, not the database gone (a connection that cannot be made
+ * says "Connection terminated due to connection timeout"). Answered 503 all the same.
+ */
+export function isPoolSaturated(error: unknown): boolean {
+  let current: unknown = error
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    if (current.message === 'timeout exceeded when trying to connect') return true
+    current = current.cause
+  }
+  return false
+}
+
 /** Whether `error`, or anything it was caused by, says the database cannot be reached right now. */
 export function isDatabaseUnavailable(error: unknown): boolean {
   let current: unknown = error
@@ -71,9 +85,12 @@ export class DatabaseAvailability {
     return this.recovery?.promise ?? Promise.resolve()
   }
 
-  /** A connection failed or dropped: the start of an outage, unless one is already known. */
+  /**
+   * A connection failed or dropped: the start of an outage, unless one is already known. A
+   * saturated pool is none: the database answers, this process has more work than connections.
+   */
   failed(error: unknown): void {
-    if (this.downSince !== undefined || this.closed) return
+    if (this.downSince !== undefined || this.closed || isPoolSaturated(error)) return
     this.downSince = Date.now()
     let end = () => {}
     const promise = new Promise<void>((resolve) => (end = resolve))

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { isDatabaseUnavailable, type DatabaseAvailability } from '../db/availability.js'
+import { isDatabaseUnavailable, isPoolSaturated, type DatabaseAvailability } from '../db/availability.js'
 import { isTransactionConflict } from '../db/conflicts.js'
 import { clientHasGone } from '../lib/client-connection.js'
 import { ApiError, cut, errorStatus, MAX_TEXT_LENGTH } from '../lib/errors.js'
@@ -26,7 +26,8 @@ export function installErrorHandlers(app: FastifyInstance, availability: Databas
     }
     if (!(error instanceof ApiError) && isDatabaseUnavailable(error)) {
       availability.failed(error)
-      request.log.info({ status: 503 }, 'request refused: the database is unreachable')
+      if (isPoolSaturated(error)) request.log.warn({ status: 503 }, 'request refused: every database connection of the process stayed busy')
+      else request.log.info({ status: 503 }, 'request refused: the database is unreachable')
       return sendError(reply, errorStatus.unavailable, { detail: SERVICE_UNAVAILABLE }, { 'retry-after': String(RETRY_AFTER_S) })
     }
     const { status, body, headers } = describeError(error, (request.routeOptions.schema as { consumes?: string[] } | undefined)?.consumes)

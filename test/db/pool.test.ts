@@ -3,9 +3,14 @@ import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { migrateDatabase } from '../../src/db/migrate.js'
 import { isDatabaseUnavailable } from '../../src/db/availability.js'
 import { openDatabase, queryRows, type DatabaseHandle } from '../../src/db/client.js'
-import { emptyServerDatabase, engine } from '../helpers/database.js'
+import { emptyServerDatabase, engine, newDataDir } from '../helpers/database.js'
+import { registrationBody } from '../helpers/factories.js'
 
 const needsServer = { skip: engine !== 'postgres' && 'PGlite has no connections to lose' }
 
@@ -58,5 +63,49 @@ describe('pooled connections', needsServer, () => {
     } finally {
       clearInterval(keepRunning)
     }
+  })
+})
+
+describe('a pool whose connections all stay busy', needsServer, () => {
+  let target: Awaited<ReturnType<typeof emptyServerDatabase>>
+  let handle: DatabaseHandle
+  let app: FastifyInstance
+
+  before(async () => {
+    target = await emptyServerDatabase()
+    handle = await openDatabase({ databaseUrl: target.url, pgliteDir: undefined, poolSize: 1 })
+    await migrateDatabase(handle)
+    const dataDir = await newDataDir('mls-saturated-', { pglite: false })
+    app = await buildApp({
+      config: loadConfig({ DATA_DIR: dataDir, SECRET_KEY: 'saturated-pool-secret-key-long-enough-01', RATE_LIMIT_ENABLED: 'false' }),
+      database: handle,
+      logger: false,
+    })
+  })
+  after(async () => {
+    await app.close()
+    await handle.close()
+    await target.drop()
+  })
+
+  it('answers 503 once the connect timeout passes, and does not take the database for down', async () => {
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    // The one connection, taken by a transaction that waits.
+    const holding = handle.db.transaction(async (tx) => {
+      await tx.execute(sql`select 1`)
+      await held
+    })
+    try {
+      const response = await app.inject({ method: 'POST', url: '/tenants/register', payload: registrationBody() })
+      assert.equal(response.statusCode, 503, response.body)
+      assert.equal(response.headers['retry-after'], '5')
+      // The database answers: a process short of connections is no outage to log and probe.
+      assert.equal(handle.availability.isDown, false)
+    } finally {
+      release()
+      await holding
+    }
+    assert.equal((await app.inject({ method: 'POST', url: '/tenants/register', payload: registrationBody() })).statusCode, 201)
   })
 })

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import type { Config } from './config.js'
 import type { DatabaseHandle } from './db/client.js'
 import { ApiError } from './lib/errors.js'
@@ -162,11 +162,18 @@ function refuseWhileStartingUp(app: FastifyInstance, startingUp: Promise<void>):
   void startingUp.then(() => (started = true))
   app.addHook('onRequest', async (request, reply) => {
     if (started || request.routeOptions.url === '/healthz') return
-    const detail = 'The service is starting: its database is being migrated; retry shortly.'
     // Not ready until the reference data is in too, after the last migration.
-    if (request.routeOptions.url === '/readyz') return reply.code(503).send({ status: 'not_ready', detail })
-    throw new ApiError('unavailable', detail, {}, { 'retry-after': String(RETRY_AFTER_S) })
+    return refuseAsNotReady(request, reply, 'The service is starting: its database is being migrated; retry shortly.')
   })
+}
+
+/**
+ * A process that cannot serve yet, or any longer: a readiness probe gets the answer /readyz
+ * always gives when not ready, any other request a 503 with Retry-After.
+ */
+function refuseAsNotReady(request: FastifyRequest, reply: FastifyReply, detail: string) {
+  if (request.routeOptions.url === '/readyz') return reply.code(503).send({ status: 'not_ready', detail })
+  throw new ApiError('unavailable', detail, {}, { 'retry-after': String(RETRY_AFTER_S) })
 }
 
 /** HTTP/1.1 requires a Host header (RFC 9112 §3.2): a request without one is a 400, as Node would answer it. */
@@ -188,12 +195,6 @@ function refuseWhileClosing(app: FastifyInstance): void {
     closing = true
   })
   app.addHook('onRequest', async (request, reply) => {
-    if (!closing) return
-    const detail = 'The service is shutting down; retry on another instance or shortly.'
-    // A readiness probe gets the answer /readyz always gives when not ready.
-    if (request.routeOptions.url === '/readyz') {
-      return reply.code(503).send({ status: 'not_ready', detail })
-    }
-    throw new ApiError('unavailable', detail, {}, { 'retry-after': String(RETRY_AFTER_S) })
+    if (closing) return refuseAsNotReady(request, reply, 'The service is shutting down; retry on another instance or shortly.')
   })
 }

@@ -1,21 +1,18 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import { existsSync, rmSync } from 'node:fs'
-import { connect, type AddressInfo } from 'node:net'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import pg from 'pg'
 import { MIGRATION_LOCK_ID } from '../../src/db/migrate.js'
-import { buildTestApp } from '../helpers/app.js'
 import { codeRoot, nodeArguments } from '../helpers/code-tree.js'
 import { emptyServerDatabase, engine, newDataDir } from '../helpers/database.js'
-import { registrationBody } from '../helpers/factories.js'
 import { freePort } from '../helpers/service-process.js'
 import { waitFor } from '../helpers/webhooks.js'
 
 /*
- * What a process says when it cannot start, and what its readiness probe answers once it closes.
+ * What a process says when it cannot start, what it answers while it waits for migrations, and
+ * how it stops when npm is told to stop it. (A readiness probe while it closes: closing-answers.test.ts.)
  */
 
 /** A process of the service, started without waiting for anything. */
@@ -140,37 +137,5 @@ describe('shutdown', () => {
       }
       rmSync(dataDir, { recursive: true, force: true })
     }
-  })
-
-  // docs/operations.md, Health: /readyz answers `503 {"status":"not_ready","detail":"…"}`
-  // whenever it is not ready: a load balancer's probe on a kept-alive connection, behind a
-  // request in flight while the process closes, too.
-  it('answers /readyz while closing with 503 {"status":"not_ready","detail":…}', async () => {
-    const t = await buildTestApp()
-    await t.app.listen({ host: '127.0.0.1', port: 0 })
-    const { port } = t.app.server.address() as AddressInfo
-    let requests = 0
-    t.app.server.on('request', () => requests++)
-    const socket = connect(port, '127.0.0.1')
-    let received = ''
-    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')))
-    socket.on('error', () => {})
-    const ended = once(socket, 'close')
-    const body = Buffer.from(JSON.stringify(registrationBody()))
-    socket.write(`POST /tenants/register HTTP/1.1\r\nHost: mls.test\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`)
-    socket.write(body.subarray(0, 10))
-    await waitFor(() => requests === 1, 10_000, 'the first request to be read')
-    const closing = t.close()
-    await waitFor(() => !t.app.server.listening, 10_000, 'the service to stop listening')
-    socket.write(Buffer.concat([body.subarray(10), Buffer.from('GET /readyz HTTP/1.1\r\nHost: mls.test\r\n\r\n')]))
-    await closing
-    await ended
-    const answers = received.split(/(?=HTTP\/1\.1 \d{3} )/)
-    assert.equal(answers.length, 2, received)
-    const [head, text] = answers[1]!.split('\r\n\r\n') as [string, string]
-    assert.match(head, /^HTTP\/1\.1 503 /)
-    const answer = JSON.parse(text) as { status?: string; detail?: string }
-    assert.equal(answer.status, 'not_ready', text)
-    assert.equal(typeof answer.detail, 'string')
   })
 })

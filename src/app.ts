@@ -33,7 +33,7 @@ import metricsPlugin from './plugins/metrics.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import servicesPlugin from './plugins/services.js'
 import { installSerializers } from './plugins/serialization.js'
-import { installValidators, leftOutBodiesAsEmpty, refuseBodiesWhereNone, rejectUnstorableValues } from './plugins/validation.js'
+import { installValidators, leftOutBodiesAsEmpty, refuseBodiesWhereNone, rejectUnstorableValues, validationFailed } from './plugins/validation.js'
 import type { Services } from './services.js'
 
 declare module 'fastify' {
@@ -80,6 +80,7 @@ export async function buildApp({ config, database, services, logger, startingUp 
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1200 },
     frameworkErrors,
     clientErrorHandler,
+    schemaErrorFormatter: validationFailed,
     // Answered below instead, in the service's shape (refuseWhileClosing).
     return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>()

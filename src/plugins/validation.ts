@@ -272,28 +272,49 @@ export function notFoundInPath(validation: FastifySchemaValidationError[], conte
 
 const OUT_OF_RANGE = new Set(['minimum', 'maximum', 'minLength', 'maxLength'])
 
+/**
+ * The error Fastify raises for a failed validation. Its message is never shown: the error
+ * handler words the answer from the findings (describeValidationFailure). Fastify's own would
+ * join every finding into one text, a hundred thousand of them for a body of unknown fields.
+ */
+export function validationFailed(_findings: FastifySchemaValidationError[], part: string): Error {
+  return new Error(`The request's ${part} is not valid.`)
+}
+
 /** Turns ajv's findings into the `errors` list and `detail` sentence of a 422. */
 export function describeValidationFailure(validation: FastifySchemaValidationError[], context: string | undefined): { detail: string; errors: FieldError[] } {
   const part = locationOfPart[context ?? 'body'] ?? 'body'
-  const byLocation = new Map<string, { loc: (string | number)[]; findings: ErrorObject[] }>()
+  // Grouped by the JSON pointer of the field each names: a body of 100,000 unknown fields makes
+  // as many findings, and only the shown ones need their location spelt out.
+  const byPointer = new Map<string, ErrorObject[]>()
   for (const finding of validation as ErrorObject[]) {
-    const loc = [part, ...pathSegments(finding)]
-    const key = JSON.stringify(loc)
-    const entry = byLocation.get(key) ?? { loc, findings: [] }
-    entry.findings.push(finding)
-    byLocation.set(key, entry)
+    const pointer = pointerOf(finding)
+    const findings = byPointer.get(pointer)
+    if (findings) findings.push(finding)
+    else byPointer.set(pointer, [finding])
   }
-  const groups = [...byLocation.values()]
   // A union (`owner: object | null`) fails as a whole when something inside it fails; the
   // finding inside says what is wrong, so the union's own complaint is dropped. The locations
   // with a finding deeper inside, gathered once: compared pair by pair, thousands of bad items
   // of a union took seconds.
   const enclosing = new Set<string>()
-  for (const { loc } of groups) for (let length = 1; length < loc.length; length++) enclosing.add(JSON.stringify(loc.slice(0, length)))
-  const explained = groups.filter((group) => !group.findings.some((finding) => finding.keyword === 'anyOf') || !enclosing.has(JSON.stringify(group.loc)))
+  for (const pointer of byPointer.keys()) {
+    for (let end = pointer.lastIndexOf('/'); end > 0; end = pointer.lastIndexOf('/', end - 1)) enclosing.add(pointer.slice(0, end))
+    if (pointer !== '') enclosing.add('')
+  }
+  const explained = [...byPointer].filter(([pointer, findings]) => !findings.some((finding) => finding.keyword === 'anyOf') || !enclosing.has(pointer))
   // Worded only as far as they are shown; the detail counts them all.
-  const errors = shownFieldErrors(explained.slice(0, MAX_FIELD_ERRORS).map(({ loc, findings }) => ({ loc, msg: messageFor(findings) })))
+  const errors = shownFieldErrors(
+    explained.slice(0, MAX_FIELD_ERRORS).map(([, findings]) => ({ loc: [part, ...pathSegments(findings[0]!)], msg: messageFor(findings) })),
+  )
   return { detail: describeFieldErrors(errors, explained.length), errors }
+}
+
+/** The JSON pointer of the field a finding is about: a missing or unknown field's own, not its object's. */
+function pointerOf(finding: ErrorObject): string {
+  const params = finding.params as Record<string, unknown>
+  const field = finding.keyword === 'required' ? params.missingProperty : finding.keyword === 'additionalProperties' ? params.additionalProperty : undefined
+  return typeof field === 'string' ? `${finding.instancePath}/${field.replace(/~/g, '~0').replace(/\//g, '~1')}` : finding.instancePath
 }
 
 function pathSegments(finding: ErrorObject): (string | number)[] {

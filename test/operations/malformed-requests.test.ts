@@ -97,6 +97,25 @@ describe('malformed requests', () => {
     assert.equal(body.detail, 'Invalid body.events: must NOT have more than 24 items (and 20000 more problems).')
   })
 
+  it('names each of 95,000 unknown fields apart, those whose names hold / or ~ too, and counts them all', async () => {
+    const payload: Record<string, unknown> = { ...propertyBody(), 'x/y': 1, 'x~1y': 2, x: { y: 3 } }
+    for (let field = 0; field < 95_000; field++) payload[`f${field}`] = 0
+    const response = await t.app.inject({ method: 'POST', url: '/properties', headers: agency.headers, payload })
+    assert.equal(response.statusCode, 422)
+    const body = response.json<ValidationErrorBody>()
+    assert.deepEqual(
+      body.errors.slice(0, 4).map(({ loc }) => loc),
+      [
+        ['body', 'x/y'],
+        ['body', 'x~1y'],
+        ['body', 'x'],
+        ['body', 'f0'],
+      ],
+    )
+    assert.equal(body.errors.length, 100)
+    assert.equal(body.detail, 'Invalid body.x/y: is not an allowed field (and 95002 more problems).')
+  })
+
   it('walks a deeply nested body without overflowing the stack', async () => {
     const property = await submitProperty(t.app, agency)
     const nested = `${'['.repeat(5000)}"\\u0000"${']'.repeat(5000)}`

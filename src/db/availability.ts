@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import { isTransactionConflict } from './conflicts.js'
 
 /**
  * Node's codes for a connection that failed or dropped. They say nothing of what was at the other
@@ -48,6 +49,25 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     if (typeof code === 'string' && UNAVAILABLE_SQLSTATES.has(code)) return true
     if (typeof code === 'string' && NETWORK_CODES.has(code) && typeof syscall === 'string') return true
     if (UNAVAILABLE_MESSAGES.test(current.message)) return true
+    current = current.cause
+  }
+  return false
+}
+
+/** Statements cut short by a time limit (`statement_timeout`, `lock_timeout`) or a lack of resources. */
+const MOMENTARY_SQLSTATES = new Set(['57014', '55P03', '53000', '53100', '53200'])
+
+/**
+ * Whether work failed for the moment's reasons, not for what it was given: the database
+ * unreachable or saturated, a conflict with another transaction, a time limit. The same work
+ * may well succeed when run again.
+ */
+export function isMomentaryFailure(error: unknown): boolean {
+  if (isDatabaseUnavailable(error) || isPoolSaturated(error) || isTransactionConflict(error)) return true
+  let current: unknown = error
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const { code } = current as { code?: unknown }
+    if (typeof code === 'string' && MOMENTARY_SQLSTATES.has(code)) return true
     current = current.cause
   }
   return false

@@ -1,14 +1,16 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { asc, eq } from 'drizzle-orm'
+import { asc, eq, sql } from 'drizzle-orm'
 import pino from 'pino'
 import { events, properties } from '../../src/db/schema.js'
 import type { CatalogueDetail } from '../../src/modules/catalogue/catalogue.schemas.js'
 import type { Property, PropertySubmission } from '../../src/modules/properties/properties.schemas.js'
+import { moderationJob } from '../../src/modules/moderation/moderation.job.js'
 import { workerJobs } from '../../src/worker/jobs.js'
 import { Worker } from '../../src/worker/worker.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { adminHeaders, createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
+import { capturedLog, jobContext, runWhileWorkRemains } from '../helpers/jobs.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import { waitFor } from '../helpers/webhooks.js'
 import type { ErrorBody, ListingUnderReview, ListingUnderReviewPage } from '../helpers/responses.js'
@@ -232,6 +234,31 @@ describe('the internal check (auto mode)', () => {
       rejected.moderation?.reasons.map((reason) => reason.code),
       ['duplicate_listing'],
     )
+  })
+
+  it('sets a listing it cannot run on aside for an operator, and checks every other agency’s listings', async () => {
+    const careless = await createTenant(t.app)
+    // A row no rule expects, as a bulk load or a hand-made fix can leave (attributes a JSON
+    // null: the column is NOT NULL, and a JSON null is not SQL's): the rules throw on it.
+    const odd = await submitProperty(t.app, careless)
+    await t.db.execute(sql`update properties set attributes = 'null'::jsonb where id = ${odd.id}::int`)
+    const sound = await submitProperty(t.app, agency)
+    const { log, lines } = capturedLog()
+
+    await runWhileWorkRemains(moderationJob, jobContext(t, log))
+
+    assert.equal((await get(sound.id)).status_id, 2, 'listed behind the odd one, checked all the same')
+    const setAside = (await t.app.inject({ url: `/properties/${odd.id}`, headers: careless.headers })).json<Property>()
+    assert.equal(setAside.status_id, 1)
+    assert.deepEqual(setAside.moderation?.reasons, [
+      { code: 'check_failed', field: null, message: 'The internal check could not run on this listing; an operator will decide on it.' },
+    ])
+    const [row] = await t.db.select({ reviewRequestedAt: properties.reviewRequestedAt }).from(properties).where(eq(properties.id, odd.id))
+    assert.equal(row!.reviewRequestedAt, null, 'out of the check’s queue')
+    const queue = (await t.app.inject({ url: '/admin/properties?status_id=1', headers: adminHeaders })).json<ListingUnderReviewPage>()
+    assert.ok(queue.items.some((item) => item.id === odd.id && item.moderation?.reasons[0]?.code === 'check_failed'))
+    const logged = lines.find((line) => line.propertyId === odd.id)
+    assert.equal(logged?.level, 50, 'the failure is logged as an error, with the listing')
   })
 
   it('runs in the background worker and publishes within seconds', async () => {

@@ -1151,7 +1151,7 @@ export interface components {
          * @description What the internal check found; stable, for clients to act on.
          * @enum {unknown}
          */
-        ModerationReasonCode: "location_missing" | "price_missing" | "price_not_positive" | "floor_above_total_floors" | "areas_exceed_total" | "attribute_not_applicable" | "contacts_in_description" | "duplicate_listing" | "rejected_by_moderator";
+        ModerationReasonCode: "location_missing" | "price_missing" | "price_not_positive" | "floor_above_total_floors" | "areas_exceed_total" | "attribute_not_applicable" | "contacts_in_description" | "duplicate_listing" | "rejected_by_moderator" | "check_failed";
         /** ModerationReason */
         ModerationReason: {
             code: components["schemas"]["ModerationReasonCode"];

@@ -4,5 +4,5 @@ import type { Job } from '../../worker/job.js'
 export const moderationJob: Job = {
   name: 'moderation',
   idleDelayMs: 500,
-  runOnce: ({ services }) => services.moderation.checkWaiting(),
+  runOnce: ({ services, log }) => services.moderation.checkWaiting(25, log),
 }

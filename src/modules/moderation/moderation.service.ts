@@ -1,3 +1,5 @@
+import type { Logger } from 'pino'
+import { isMomentaryFailure } from '../../db/availability.js'
 import type { Database } from '../../db/client.js'
 import { retryingConflicts } from '../../db/conflicts.js'
 import type { ModerationReason, ModerationResult, RevisionStatus } from '../../db/schema.js'
@@ -17,6 +19,26 @@ import type { ListingUnderReview } from './moderation.schemas.js'
 import { checkListing, descriptionHasContacts } from './rules.js'
 
 const propertyTypeNames = new Map<number, PropertyTypeName>(seedPropertyTypes.map((type) => [type.id, type.name]))
+
+/** A claimed listing, with what the contacts rule needs. */
+type Claimed = Awaited<ReturnType<PropertiesService['claimAwaitingCheck']>>[number]
+
+/** The finding on a listing the check could not run on (its error is in the worker's log). */
+const CHECK_FAILED: ModerationReason = {
+  code: 'check_failed',
+  field: null,
+  message: 'The internal check could not run on this listing; an operator will decide on it.',
+}
+
+/** The check of one listing failed for what the listing holds, not for the moment's reasons. */
+class CheckFailed extends Error {
+  constructor(
+    readonly listingId: number,
+    cause: unknown,
+  ) {
+    super(`The internal check failed on listing ${listingId}.`, { cause })
+  }
+}
 
 function findings(reasons: ModerationReason[]): ModerationResult {
   return { checked_at: toOffsetTimestamp(new Date()), reasons }
@@ -39,11 +61,23 @@ export class ModerationService {
     private readonly tenants: TenantsService,
   ) {}
 
-  /** Checks up to `batchSize` waiting listings, oldest first; several workers share the queue. */
-  async checkWaiting(batchSize = 25): Promise<number> {
-    // Publishing listing after listing, a batch takes the catalogue's count rows in their order,
-    // and can deadlock with another batch or a suspension (retryingConflicts).
-    return retryingConflicts(() => this.checkBatch(batchSize))
+  /**
+   * Checks up to `batchSize` waiting listings, oldest first; several workers share the queue.
+   * A listing the check cannot handle is set aside for an operator (`check_failed`), and the
+   * batch is checked again without it: one odd row must not hold up every agency's listings.
+   */
+  async checkWaiting(batchSize = 25, log?: Logger): Promise<number> {
+    for (let setAside = 0; ; setAside++) {
+      try {
+        // Publishing listing after listing, a batch takes the catalogue's count rows in their
+        // order, and can deadlock with another batch or a suspension (retryingConflicts).
+        return await retryingConflicts(() => this.checkBatch(batchSize))
+      } catch (error) {
+        if (!(error instanceof CheckFailed) || setAside >= batchSize) throw error
+        log?.error({ err: error.cause, propertyId: error.listingId }, 'the internal check failed on a listing; it is set aside for an operator')
+        await this.setAside(error.listingId)
+      }
+    }
   }
 
   private checkBatch(batchSize: number): Promise<number> {
@@ -57,20 +91,46 @@ export class ModerationService {
         waiting.map(({ listing }) => listing.tenantId),
       )
       for (const claimed of waiting) {
-        const { listing, country, ownerPhone } = claimed
-        if (!unsuspended.has(listing.tenantId)) continue
-        const reasons = checkListing({
-          listing,
-          propertyType: propertyTypeNames.get(listing.propertyTypeId)!,
-          country,
-          ownerPhone,
-          hasDuplicate: await this.properties.hasLiveDuplicate(tx, listing),
-        })
-        if (this.mode === 'manual') await this.properties.recordFindings(tx, claimed, findings(reasons))
-        else if (reasons.length === 0) await this.publishListing(tx, claimed)
-        else await this.rejectListing(tx, claimed, reasons)
+        if (!unsuspended.has(claimed.listing.tenantId)) continue
+        try {
+          await this.decide(tx, claimed)
+        } catch (error) {
+          throw isMomentaryFailure(error) ? error : new CheckFailed(claimed.listing.id, error)
+        }
       }
       return waiting.length
+    })
+  }
+
+  /** Runs the rules on one claimed listing and records, publishes or rejects it as the mode says. */
+  private async decide(tx: Database, claimed: Claimed): Promise<void> {
+    const { listing, country, ownerPhone } = claimed
+    const reasons = checkListing({
+      listing,
+      propertyType: propertyTypeNames.get(listing.propertyTypeId)!,
+      country,
+      ownerPhone,
+      hasDuplicate: await this.properties.hasLiveDuplicate(tx, listing),
+    })
+    if (this.mode === 'manual') await this.properties.recordFindings(tx, claimed, findings(reasons))
+    else if (reasons.length === 0) await this.publishListing(tx, claimed)
+    else await this.rejectListing(tx, claimed, reasons)
+  }
+
+  /**
+   * Leaves a listing the check failed on to an operator, whatever the mode, as manual mode
+   * leaves every listing: out of the check's queue, with the finding `check_failed`. An edit
+   * sends it to the check again.
+   */
+  private async setAside(id: number): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      // Decided, deleted or changed meanwhile: nothing is left to set aside.
+      const undecided = await this.properties.lockUndecided(tx, id).catch((error: unknown) => {
+        if (error instanceof ApiError) return undefined
+        throw error
+      })
+      if (!undecided || undecided.listing.reviewRequestedAt === null) return
+      await this.properties.recordFindings(tx, undecided, findings([CHECK_FAILED]))
     })
   }
 

@@ -29,6 +29,7 @@ export const moderationReasonCodes = [
   'contacts_in_description',
   'duplicate_listing',
   'rejected_by_moderator',
+  'check_failed',
 ]
 
 /**

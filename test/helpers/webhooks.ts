@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
-import pino from 'pino'
+import pino, { type Logger } from 'pino'
 import { Webhook } from 'standardwebhooks'
 import type { Config } from '../../src/config.js'
 import { sql } from 'drizzle-orm'
@@ -117,10 +117,10 @@ export async function deliveryLog(app: FastifyInstance, tenant: Tenant, subscrip
  * A worker running only the webhook jobs (fan-out and delivery), with services of its own on
  * `database`, as a worker process would.
  */
-export function startWebhookWorker(database: DatabaseHandle, config: Config): RunningWorker {
+export function startWebhookWorker(database: DatabaseHandle, config: Config, log: Logger = pino({ level: 'silent' })): RunningWorker {
   const services = createServices({ config, database })
   const worker = new Worker(
-    { services, config, log: pino({ level: 'silent' }) },
+    { services, config, log },
     webhookJobs({ pollIntervalMs: config.webhookPollIntervalMs, concurrency: config.webhookDeliveryConcurrency }),
     database,
   )

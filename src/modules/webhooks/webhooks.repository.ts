@@ -1,4 +1,4 @@
-import { and, arrayOverlaps, count, desc, eq, inArray, isNotNull } from 'drizzle-orm'
+import { and, arrayOverlaps, count, desc, eq, inArray, isNotNull, sql } from 'drizzle-orm'
 import type { Database } from '../../db/client.js'
 import { rowsWithTotal } from '../../db/paging.js'
 import { tenants, webhookAttempts, webhookSubscriptions, webhookSubscriptionsRevision } from '../../db/schema.js'
@@ -74,13 +74,24 @@ export async function listFilteredSubscriptions(db: Database): Promise<{ id: num
   return rows.map((row) => ({ id: row.id, events: row.events, filter: row.filter! }))
 }
 
-/** Deletes the subscription with its deliveries and log (cascade); false if it is not the tenant's. */
-export async function deleteSubscription(db: Database, tenantId: number, id: number): Promise<boolean> {
-  const rows = await db
-    .delete(webhookSubscriptions)
-    .where(and(eq(webhookSubscriptions.tenantId, tenantId), eq(webhookSubscriptions.id, id)))
-    .returning({ id: webhookSubscriptions.id })
-  return rows.length > 0
+/** Deletes the subscription with its deliveries and log; false if it is not the tenant's. */
+export function deleteSubscription(db: Database, tenantId: number, id: number): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    // The deliveries first, in the order of their ids, then the subscription: the order in which
+    // a worker recording an attempt takes them (the delivery, then the subscription, by the log
+    // entry's foreign key). Deleted by the cascade, the subscription would be locked first, and
+    // the two would wait on each other.
+    await tx.execute(sql`
+      delete from webhook_deliveries where id in (
+        select d.id from webhook_deliveries d join webhook_subscriptions s on s.id = d.subscription_id
+        where s.id = ${id}::int and s.tenant_id = ${tenantId}::int
+        order by d.id for update of d)`)
+    const rows = await tx
+      .delete(webhookSubscriptions)
+      .where(and(eq(webhookSubscriptions.tenantId, tenantId), eq(webhookSubscriptions.id, id)))
+      .returning({ id: webhookSubscriptions.id })
+    return rows.length > 0
+  })
 }
 
 /** A page of one of the tenant's subscriptions' delivery log, newest first, and the number of entries. */

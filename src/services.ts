@@ -76,8 +76,9 @@ export function createServices({ config, database }: ServicesOptions): Services 
       // Last: it waits for running fan-outs and holds new ones until the suspension commits.
       await webhooks.giveUpDeliveriesOfTenant(tx, tenantId)
     },
-    async unsuspended(tx, tenantId) {
+    async unsuspended(tx, tenantId, suspendedAt) {
       await properties.releaseHeldListings(tx, tenantId)
+      await webhooks.resumeAfterSuspension(tx, tenantId, suspendedAt)
     },
   })
   const moderation = new ModerationService(db, config.moderationMode, properties, catalogue, events, names, tenants)

@@ -52,8 +52,8 @@ export interface AuthenticatedKey {
 export interface SuspensionEffects {
   /** Its published listings leave the catalogue; its pending webhook deliveries are given up. */
   suspended(tx: Database, tenantId: number): Promise<void>
-  /** Its listings come back to the catalogue as they were. */
-  unsuspended(tx: Database, tenantId: number): Promise<void>
+  /** Its listings come back to the catalogue as they were; its webhooks' failing streaks resume where they stopped. */
+  unsuspended(tx: Database, tenantId: number, suspendedAt: Date): Promise<void>
 }
 
 /**
@@ -245,7 +245,7 @@ export class TenantsService {
         const current = await this.lockTenant(tx, tenantId)
         if (!current.suspendedAt) return current
         const unsuspended = await repository.setSuspended(tx, tenantId, false)
-        await this.effects.unsuspended(tx, tenantId)
+        await this.effects.unsuspended(tx, tenantId, current.suspendedAt)
         return unsuspended!
       }),
     )

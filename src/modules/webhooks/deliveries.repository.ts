@@ -433,6 +433,13 @@ export async function giveUpDeliveriesOfTenant(tx: Database, tenantId: number): 
   await giveUpPendingDeliveries(tx, sql`subscription_id in (select id from webhook_subscriptions where tenant_id = ${tenantId}::int)`)
 }
 
+/** Moves the tenant's failing streaks later by the time since `since`: the time they were paused. */
+export async function postponeFailingStreaks(tx: Database, tenantId: number, since: Date): Promise<void> {
+  await tx.execute(sql`
+    update webhook_subscriptions set failing_since = failing_since + (now() - ${since.toISOString()}::timestamptz)
+    where tenant_id = ${tenantId}::int and failing_since is not null`)
+}
+
 /**
  * Gives up a subscription's pending deliveries. One whose attempt is in flight is left to its
  * worker's recordAttempt, which sees the subscription inactive through its next claim.

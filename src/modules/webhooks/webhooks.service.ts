@@ -226,6 +226,14 @@ export class WebhooksService {
   }
 
   /**
+   * An agency's suspension is lifted, in the caller's transaction. Nothing was attempted while
+   * it lasted, so its days are not days of failures: a failing streak resumes where it stopped.
+   */
+  resumeAfterSuspension(tx: Database, tenantId: number, suspendedAt: Date): Promise<void> {
+    return deliveries.postponeFailingStreaks(tx, tenantId, suspendedAt)
+  }
+
+  /**
    * Claims up to `limit` due deliveries for this worker, at most `perSubscription` of any one
    * subscription and none of `busySubscriptions`; each is held for a lease.
    */

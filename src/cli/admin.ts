@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util'
 import { ApiError } from '../lib/errors.js'
+import { isOneLine, NOT_ONE_LINE_MESSAGE } from '../lib/schemas.js'
 import { MAX_REJECT_REASON_LENGTH } from '../modules/tenants/tenants.schemas.js'
 import type { TenantsService } from '../modules/tenants/tenants.service.js'
 
@@ -117,7 +118,7 @@ function commandOf(): Command | undefined {
       // As the route: a rejection says why, in at most its 2,000 characters.
       const reason = values.reason?.trim()
       if (!reason) throw new UsageError('registrations reject takes --reason "why": a rejection says why, and it may not be blank.')
-      if (values.reason!.length > MAX_REJECT_REASON_LENGTH) throw new Error(`--reason must be at most ${MAX_REJECT_REASON_LENGTH} characters`)
+      if ([...values.reason!].length > MAX_REJECT_REASON_LENGTH) throw new Error(`--reason must be at most ${MAX_REJECT_REASON_LENGTH} characters`)
       return (tenants) => tenants.reject(requestCode!, reason)
     }
   }
@@ -142,6 +143,7 @@ function apiKeyCommand(): Command {
       const expiresInDays = days === undefined ? undefined : wholeNumber(days, '--expires-in-days', 1, 3650)
       // Counted as the route counts it: characters, not UTF-16 units, blanks at the ends included.
       if (values.name !== undefined && [...values.name].length > 100) throw new Error('--name must be at most 100 characters')
+      if (values.name !== undefined && !isOneLine(values.name)) throw new Error(`--name ${NOT_ONE_LINE_MESSAGE}`)
       return (tenants) => tenants.createKey(tenantId, { name: values.name, expires_in_days: expiresInDays })
     }
     default: {

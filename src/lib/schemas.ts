@@ -28,13 +28,21 @@ export const PathId = (notFound: string) => Int32({ minimum: 1, 'x-not-found': n
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
+/** What a one-line name may not hold: control characters (C0, DEL and C1, NEL among them) and the Unicode line and paragraph separators. */
+const LINE_BREAKING = String.raw`\u0000-\u001f\u007f-\u009f\u2028\u2029`
+const ONE_LINE = `^[^${LINE_BREAKING}]*$`
+export const NOT_ONE_LINE_MESSAGE = 'must be one line of text, without tabs or other control characters'
+
+/** Whether the text is one line, as OneLineName requires (for what is checked outside a schema: the admin CLI's options). */
+export const isOneLine = (text: string) => new RegExp(ONE_LINE, 'u').test(text)
+
 /** A name people read in a list (an agency, a city, an API key): one line, without tabs or other control characters. */
 export const OneLineName = (description?: string, maxLength = 200) =>
   Type.String({
     minLength: 1,
     maxLength,
-    pattern: String.raw`^[^\u0000-\u001f\u007f]*$`,
-    'x-message': 'must be one line of text, without tabs or other control characters',
+    pattern: ONE_LINE,
+    'x-message': NOT_ONE_LINE_MESSAGE,
     ...(description ? { description } : {}),
   })
 

@@ -1,10 +1,10 @@
 /**
  * What counts as nothing at either end of a text people typed or pasted: blanks and line breaks
  * (`\s`, the no-break space included) and characters that take no room on the page (zero-width
- * spaces and joiners, the byte order mark: `\p{Cf}`). `String.prototype.trim` keeps the latter,
- * so a name of one zero-width space would pass for a name.
+ * spaces and joiners, the byte order mark: `\p{Cf}`; control characters such as NEL: `\p{Cc}`).
+ * `String.prototype.trim` keeps the latter, so a name of one zero-width space would pass for a name.
  */
-const NOTHING = /[\s\p{Cf}]/u
+const NOTHING = /[\s\p{Cf}\p{Cc}]/u
 
 /**
  * The text without what counts as nothing at either end; '' for a text that is all of it.

@@ -178,6 +178,14 @@ describe('npm run admin -- registrations', () => {
     const tooLong = await admin('registrations', 'reject', 'reg_unknown', '--reason', 'x'.repeat(2001))
     assert.equal(tooLong.code, 1, tooLong.stderr)
     assert.match(tooLong.stderr, /--reason must be at most 2000 characters/)
+    // Counted in characters, as the route counts them: 1,500 emoji are 3,000 UTF-16 units.
+    const emoji = await admin('registrations', 'reject', 'reg_unknown', '--reason', '🏠'.repeat(1500))
+    assert.equal(emoji.code, 1, emoji.stderr)
+    assert.match(emoji.stderr, /Registration request not found/)
+    // A key name on one line, as the route requires.
+    const twoLines = await admin('api-keys', 'create', '1', '--name', 'CRM\nexport')
+    assert.equal(twoLines.code, 1, twoLines.stderr)
+    assert.match(twoLines.stderr, /--name must be one line of text, without tabs or other control characters/)
     const unknown = await admin('registrations', 'approve', 'reg_unknown')
     assert.equal(unknown.code, 1)
     assert.match(unknown.stderr, /Registration request not found/)

@@ -44,7 +44,7 @@ const tenantAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Suspend an agency',
         description: `${SUSPENSION} Suspending a suspended agency answers 200 and keeps the first \`suspended_at\`.`,
         params: TenantIdParams,
-        response: { 200: AdminTenant, ...errorResponses(400, 401, 404, 413, 415, 422), 429: failureThrottleResponse },
+        response: { 200: AdminTenant, ...errorResponses(400, 401, 404, 409, 413, 415, 422), 429: failureThrottleResponse },
       },
     },
     async (request) => app.services.tenants.suspend(request.params.tenant_id),
@@ -60,7 +60,7 @@ const tenantAdminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Its keys work again (those not revoked or expired meanwhile); the listings the suspension took out of the catalogue are back, as they were, without a new check and without a new `mls.new_listing`; the internal check takes up its waiting listings. Events raised while it was suspended are not delivered to it. Unsuspending an agency that is not suspended answers 200 and changes nothing.',
         params: TenantIdParams,
-        response: { 200: AdminTenant, ...errorResponses(400, 401, 404, 413, 415, 422), 429: failureThrottleResponse },
+        response: { 200: AdminTenant, ...errorResponses(400, 401, 404, 409, 413, 415, 422), 429: failureThrottleResponse },
       },
     },
     async (request) => app.services.tenants.unsuspend(request.params.tenant_id),

@@ -28,6 +28,7 @@ import docsPlugin, { adminDocsPlugin } from './plugins/docs.js'
 import { clientErrorHandler, frameworkErrors, installErrorHandlers, RETRY_AFTER_S } from './plugins/error-handler.js'
 import failureThrottlePlugin from './plugins/failure-throttle.js'
 import { installJsonBodyParser } from './plugins/json-body.js'
+import { neverCached } from './plugins/never-cached.js'
 import keyRevocationsPlugin from './plugins/key-revocations.js'
 import metricsPlugin from './plugins/metrics.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
@@ -127,6 +128,7 @@ export async function buildApp({ config, database, services, logger, startingUp 
   // An address past its failed key checks is refused before its key is looked up.
   await app.register(async (tenantScope) => {
     limitToListedOrigins(tenantScope)
+    neverCached(tenantScope)
     tenantScope.addHook('onRequest', tenantScope.failureThrottle.check)
     tenantScope.addHook('onRequest', tenantScope.authenticate)
     tenantScope.addHook('onRequest', tenantScope.apiKeyRateLimit)
@@ -141,6 +143,7 @@ export async function buildApp({ config, database, services, logger, startingUp 
   // Routes for operators: every one needs X-Admin-Key.
   await app.register(async (adminScope) => {
     limitToListedOrigins(adminScope)
+    neverCached(adminScope)
     adminScope.addHook('onRequest', adminScope.failureThrottle.check)
     adminScope.addHook('onRequest', adminScope.authenticateAdmin)
     await adminScope.register(adminDocsPlugin)

@@ -183,6 +183,24 @@ describe('security headers', () => {
     assert.equal(answers[0]![1].headers['strict-transport-security'], undefined)
   })
 
+  it('keep an agency’s and an operator’s answers out of every cache (Cache-Control: no-store), the owner’s phone among them', async () => {
+    const property = await submitProperty(t.app, agency)
+    const answers: [string, LightMyRequestResponse][] = [
+      ['a listing with its owner', await t.app.inject({ url: `/properties/${property.id}`, headers: agency.headers })],
+      ['the agency’s listings', await t.app.inject({ url: '/properties', headers: agency.headers })],
+      ['the agency', await t.app.inject({ url: '/tenants/me', headers: agency.headers })],
+      ['a submission', await t.app.inject({ method: 'POST', url: '/properties', headers: agency.headers, payload: propertyBody() })],
+      ['an operator’s queue', await t.app.inject({ url: '/admin/properties', headers: { 'x-admin-key': ADMIN_KEY } })],
+    ]
+    assert.match(answers[0]![1].body, /\+7 912 345-67-89/, 'the owner’s phone')
+    for (const [what, response] of answers) {
+      assert.ok(response.statusCode < 300, `${what}: ${response.statusCode}`)
+      assert.equal(response.headers['cache-control'], 'no-store', what)
+    }
+    // The catalogue's own, public, stay as they are.
+    assert.equal((await t.app.inject('/mls/properties')).headers['cache-control'], 'public, max-age=30')
+  })
+
   it('let other sites show the photos', async () => {
     const property = await submitProperty(t.app, agency)
     const uploaded = await upload(t.app, agency, { file: await photo('jpeg', 64, 48), fields: { property_id: String(property.id) } })

@@ -12,12 +12,20 @@ export function clientHasGone(request: FastifyRequest): boolean {
 /**
  * The address a client's requests are counted by, for limits per client: an IPv4 address, or
  * the /64 of an IPv6 one. An IPv6 client usually holds a whole /64, and could otherwise take a
- * fresh address for every few requests.
+ * fresh address for every few requests. A port some proxies write into X-Forwarded-For
+ * (`203.0.113.5:4711`, `[2001:db8::1]:443`) is left out: it changes with every connection.
  */
-export function clientNetwork(ip: string): string {
-  if (!ipaddr.isValid(ip)) return ip
+export function clientNetwork(written: string): string {
+  const ip = withoutPort(written)
+  if (!ipaddr.isValid(ip)) return written
   const address = ipaddr.process(ip)
   if (address.kind() === 'ipv4') return address.toString()
   const network = (address as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16))
   return `${network.join(':')}::/64`
+}
+
+/** An address as written with a port, or in brackets (IPv6), without them. */
+function withoutPort(written: string): string {
+  const match = /^\[([^\]]+)\](?::\d+)?$/.exec(written) ?? /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(written)
+  return match ? match[1]! : written
 }

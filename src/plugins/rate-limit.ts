@@ -117,11 +117,12 @@ export default fp(
       redis: redis && health ? healthGuarded(redis, health) : undefined,
       nameSpace: `${app.config.redisKeyPrefix}mls-rate-limit:`,
       skipOnError: true,
+      keyGenerator: (request) => clientNetwork(request.ip),
       enableDraftSpec: true, // RateLimit-* headers beside Retry-After
       errorResponseBuilder: (_request, context) => new ApiError('rate_limited', `Too many requests; retry in ${context.after}.`),
     })
 
-    // Counted by client address, an IPv6 client by its /64 (the plugin's default key).
+    // Counted by client address, an IPv6 client by its /64 (the plugin's keyGenerator, above).
     const policies: Record<RateLimitPolicy, RateLimitOptions> = {
       registration: { max: limits.registrationPerHour, timeWindow: '1 hour', groupId: 'registration' },
     }

@@ -5,7 +5,7 @@ import { connect, createServer, type Server } from 'node:net'
 import type { LightMyRequestResponse } from 'fastify'
 import pino from 'pino'
 import { ADMIN_KEY, buildTestApp, type TestApp } from '../helpers/app.js'
-import { createTenant, type Tenant } from '../helpers/factories.js'
+import { createTenant, registrationBody, type Tenant } from '../helpers/factories.js'
 import type { ErrorBody } from '../helpers/responses.js'
 import { freePort } from '../helpers/service-process.js'
 import { waitFor } from '../helpers/webhooks.js'
@@ -331,5 +331,45 @@ describe('the failure throttle shared through Redis', { skip: !process.env.REDIS
     assertThrottled(await wrongAdminKey(first, attacker), 'on the first process')
     assertThrottled(await wrongApiKey(second, attacker), 'on the second process')
     assert.equal((await wrongApiKey(second, '203.0.113.41')).statusCode, 401)
+  })
+})
+
+describe('limits per address behind a proxy that writes the client’s port (203.0.113.5:4711)', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp({
+      TRUST_PROXY: 'true',
+      RATE_LIMIT_ENABLED: 'true',
+      RATE_LIMIT_CATALOGUE_PER_MINUTE: '2',
+      RATE_LIMIT_REGISTRATION_PER_HOUR: '1',
+      RATE_LIMIT_FAILURES_PER_MINUTE: '1',
+    })
+  })
+  after(() => t.close())
+
+  // Each of a client's connections comes from a port of its own; the address is what is counted.
+  const catalogue = (forwardedFor: string) => t.app.inject({ url: '/mls/properties', headers: { 'x-forwarded-for': forwardedFor } })
+
+  it('counts the catalogue’s requests by the address, an IPv6 one by its /64, whatever the port or brackets', async () => {
+    const v4 = [await catalogue('203.0.113.5:4711'), await catalogue('203.0.113.5:4712'), await catalogue('203.0.113.5:4713')]
+    assert.deepEqual(
+      v4.map((answer) => answer.statusCode),
+      [200, 200, 429],
+    )
+    const v6 = [await catalogue('[2001:db8::1]:443'), await catalogue('[2001:db8::2]:50000'), await catalogue('2001:db8::3')]
+    assert.deepEqual(
+      v6.map((answer) => answer.statusCode),
+      [200, 200, 429],
+    )
+  })
+
+  it('counts registrations and failed key checks by the address, whatever the port', async () => {
+    const register = (forwardedFor: string) =>
+      t.app.inject({ method: 'POST', url: '/tenants/register', payload: registrationBody(), headers: { 'x-forwarded-for': forwardedFor } })
+    assert.equal((await register('198.51.100.44:1000')).statusCode, 201)
+    assert.equal((await register('198.51.100.44:1001')).statusCode, 429)
+    const wrong = (forwardedFor: string) => t.app.inject({ url: '/tenants/me', headers: { 'x-api-key': WRONG_KEY, 'x-forwarded-for': forwardedFor } })
+    assert.equal((await wrong('198.51.100.45:2000')).statusCode, 401)
+    assertThrottled(await wrong('198.51.100.45:2001'), 'a wrong key from the same address on another port')
   })
 })

@@ -362,8 +362,11 @@ function describeFailure(error: unknown, url: URL, timeoutMs: number, status?: n
   const because = code ? ` (${code})` : ''
   if (code === BLOCKED) return new OutboundError('blocked_address', `The host ${host} resolves to a private or otherwise non-public address.`)
   if (err.name === 'TimeoutError' || err.name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
-    const what = status === undefined ? 'No complete answer' : `The rest of the ${status} answer`
-    return new OutboundError('timeout', `${what} from ${host} within ${timeoutMs} ms.`, status, receivedBody)
+    const said =
+      status === undefined
+        ? `No complete answer from ${host} within ${timeoutMs} ms.`
+        : `${host} answered ${status}, but the rest of its answer did not arrive within ${timeoutMs} ms.`
+    return new OutboundError('timeout', said, status, receivedBody)
   }
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new OutboundError('dns', `The host ${host} could not be resolved.`)
   if (status !== undefined)

@@ -27,13 +27,14 @@ export interface ReceivedRequest {
   status: number
 }
 
-type Answer = { status: number; headers?: Record<string, string>; body?: string; breakOff?: true } | 'hang' | 'close' | 'not-http'
+type Answer = { status: number; headers?: Record<string, string>; body?: string; breakOff?: true; stall?: true } | 'hang' | 'close' | 'not-http'
 
 /**
  * A webhook receiver on loopback, as an agency would run one: it records every request and
  * answers what `answer` says (202 by default); `hang` never answers, `close` closes the
- * connection without answering, `not-http` answers a line that is not HTTP, and `breakOff`
- * closes it after the status and the first bytes of a longer body.
+ * connection without answering, `not-http` answers a line that is not HTTP, `breakOff`
+ * closes it after the status and the first bytes of a longer body, and `stall` sends those and
+ * then nothing more.
  */
 export async function startReceiver(
   answer: (request: { headers: IncomingMessage['headers']; body: string; index: number }) => Answer = () => ({ status: 202 }),
@@ -54,9 +55,10 @@ export async function startReceiver(
     if (decided === 'close') return request.socket.destroy()
     if (decided === 'not-http') return request.socket.end('this is not an HTTP answer\r\n\r\n')
     requests.push({ url: request.url ?? '', headers: request.headers, body, receivedAt: Date.now(), status: decided.status })
-    if (decided.breakOff) {
+    if (decided.breakOff || decided.stall) {
       response.writeHead(decided.status, { ...decided.headers, 'content-length': '100' })
-      return response.write('partial', () => request.socket.destroy())
+      if (decided.stall) hanging.push(response)
+      return response.write('partial', () => decided.breakOff && request.socket.destroy())
     }
     response.writeHead(decided.status, decided.headers).end(decided.body ?? '')
   }

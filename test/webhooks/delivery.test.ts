@@ -285,25 +285,31 @@ describe('webhook deliveries', () => {
 
 describe('webhook deliveries that time out', () => {
   it('fails an attempt that takes longer than WEBHOOK_TIMEOUT_MS, and a redirect, without following it', async () => {
-    const t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true', WEBHOOK_RETRY_SCHEDULE: '100ms', WEBHOOK_TIMEOUT_MS: '500' })
+    const t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true', WEBHOOK_RETRY_SCHEDULE: '100ms,100ms', WEBHOOK_TIMEOUT_MS: '500' })
     const worker = startWebhookWorker(t.database.handle, t.config)
     const target = await startReceiver()
     let calls = 0
-    const hook = await startReceiver(() => (++calls === 1 ? 'hang' : { status: 302, headers: { location: target.url } }))
+    const hook = await startReceiver(() => {
+      calls++
+      return calls === 1 ? 'hang' : calls === 2 ? { status: 503, stall: true } : { status: 302, headers: { location: target.url } }
+    })
     try {
       const owner = await createTenant(t.app, { email: 'timeouts@agency.example' })
       const subscription = await subscribe(t.app, owner, { url: hook.url, events: ['property.published'] })
       await submitProperty(t.app, owner)
       await runInternalCheck(t.app)
-      await waitFor(async () => (await deliveryLog(t.app, owner, subscription.id)).total >= 2, 30_000, 'two attempts')
+      await waitFor(async () => (await deliveryLog(t.app, owner, subscription.id)).total >= 3, 30_000, 'three attempts')
       const log = await deliveryLog(t.app, owner, subscription.id)
-      const [redirected, timedOut] = log.items.slice(-2) as [(typeof log.items)[0], (typeof log.items)[0]]
+      const [redirected, stalled, timedOut] = log.items.slice(-3) as [(typeof log.items)[0], (typeof log.items)[0], (typeof log.items)[0]]
       assert.equal(timedOut.attempt, 1)
-      assert.match(timedOut.error!, /^timeout: .*500 ms/)
+      assert.equal(timedOut.error, 'timeout: No complete answer from 127.0.0.1 within 500 ms.')
       assert.equal(timedOut.response_status_code, null)
+      assert.equal(stalled.attempt, 2)
+      assert.equal(stalled.response_status_code, 503)
+      assert.equal(stalled.error, 'timeout: 127.0.0.1 answered 503, but the rest of its answer did not arrive within 500 ms.')
       // Cut at 500 ms; the upper bound leaves a busy machine room, and is still far below a hang.
       assert.ok(timedOut.duration_ms >= 450 && timedOut.duration_ms < 5000, `${timedOut.duration_ms} ms`)
-      assert.equal(redirected.attempt, 2)
+      assert.equal(redirected.attempt, 3)
       assert.equal(redirected.response_status_code, 302)
       assert.match(redirected.error!, /^http_status: /)
       assert.equal(target.requests.length, 0, 'the redirect was not followed')

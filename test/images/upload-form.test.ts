@@ -9,8 +9,8 @@ import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
-import { photo, upload } from '../helpers/photos.js'
-import type { ErrorBody, ValidationErrorBody } from '../helpers/responses.js'
+import { multipartBody, photo, upload } from '../helpers/photos.js'
+import type { ErrorBody, StoredImage, ValidationErrorBody } from '../helpers/responses.js'
 
 /** A raw multipart/form-data request to the upload route (boundary `cut`), bytes as latin1. */
 function sendForm(t: TestApp, tenant: Tenant, body: string) {
@@ -34,6 +34,29 @@ describe('the upload form, oddly built', () => {
     agency = await createTenant(t.app, { email: 'odd-forms@agency.example' })
   })
   after(() => t.close())
+
+  it('is taken on the upload route alone: sent to the JSON routes of photos, a form is a 415, changing nothing', async () => {
+    const propertyId = (await submitProperty(t.app, agency)).id
+    const form = await multipartBody({ file: await photo('jpeg', 32, 32), fields: { property_id: String(propertyId) } })
+    const send = (method: 'POST' | 'PUT', url: string) =>
+      t.app.inject({ method, url, headers: { ...agency.headers, 'content-type': form.contentType }, payload: form.payload })
+    const uploaded = await send('POST', '/property-images/upload')
+    assert.equal(uploaded.statusCode, 201, uploaded.body)
+    const { id } = uploaded.json<StoredImage>()
+    for (const [method, url] of [
+      ['POST', '/property-images'],
+      ['PUT', `/property-images/${id}`],
+    ] as const) {
+      const refused = await send(method, url)
+      assert.equal(refused.statusCode, 415, `${method} ${url}: ${refused.body}`)
+      assert.equal(refused.json<ErrorBody>().detail, 'This content type is not accepted here; send application/json.')
+    }
+    const photos = await t.app.inject({ url: `/property-images?property_id=${propertyId}`, headers: agency.headers })
+    assert.deepEqual(
+      photos.json<StoredImage[]>().map((image) => [image.id, image.sort_order]),
+      [[id, 0]],
+    )
+  })
 
   it('names a part without a name as such, with a loc of strings', async () => {
     // decisions.md D2: a 422's detail is a readable sentence and each loc part a string or an

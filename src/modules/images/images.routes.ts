@@ -14,8 +14,6 @@ const PHOTOS_FROZEN = 'A closed listing’s photos, or those of a listing its ag
 /** Photos of the tenant's properties. Registered behind `authenticate`. */
 const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { maxBytes } = app.config.images
-  // One file per request; busboy stops reading past maxBytes, so memory stays bounded.
-  await app.register(multipart, { limits: { fileSize: maxBytes, files: 1, fields: 5, fieldSize: 64, parts: 8, headerPairs: 50 } })
 
   app.get(
     '/property-images',
@@ -32,29 +30,36 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => app.services.images.list(request.tenant.id, request.query.property_id),
   )
 
-  app.post(
-    '/property-images/upload',
-    {
-      schema: {
-        ...tenantRoute,
-        operationId: 'uploadImage',
-        summary: 'Upload a photo of one of the agency’s properties',
-        description: `multipart/form-data with \`file\` (JPEG, PNG or WebP, decided from the bytes; at most ${maxBytes} bytes and ${app.config.images.maxPixels} pixels), \`property_id\` and \`sort_order\` (default 0). The photo is re-encoded without metadata (no EXIF or GPS), upright, at most ${app.config.images.maxEdge} px on its longer side (a smaller one keeps its size); a ${THUMBNAIL_WIDTH} px wide thumbnail is made. At most ${app.config.images.perProperty} photos per property. ${PHOTOS_FROZEN}`,
-        consumes: ['multipart/form-data'],
-        body: ImageUploadForm,
-        response: {
-          201: rateLimited(PropertyImage, locationHeader('The new photo, `/property-images/{image_id}`.')),
-          ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429),
+  // Multipart is parsed on the upload's route alone: sent to another, a form is a 415 like any
+  // body that is not JSON. One file per request; busboy stops reading past maxBytes, so memory
+  // stays bounded.
+  await app.register(async (uploads) => {
+    await uploads.register(multipart, { limits: { fileSize: maxBytes, files: 1, fields: 5, fieldSize: 64, parts: 8, headerPairs: 50 } })
+
+    uploads.post(
+      '/property-images/upload',
+      {
+        schema: {
+          ...tenantRoute,
+          operationId: 'uploadImage',
+          summary: 'Upload a photo of one of the agency’s properties',
+          description: `multipart/form-data with \`file\` (JPEG, PNG or WebP, decided from the bytes; at most ${maxBytes} bytes and ${app.config.images.maxPixels} pixels), \`property_id\` and \`sort_order\` (default 0). The photo is re-encoded without metadata (no EXIF or GPS), upright, at most ${app.config.images.maxEdge} px on its longer side (a smaller one keeps its size); a ${THUMBNAIL_WIDTH} px wide thumbnail is made. At most ${app.config.images.perProperty} photos per property. ${PHOTOS_FROZEN}`,
+          consumes: ['multipart/form-data'],
+          body: ImageUploadForm,
+          response: {
+            201: rateLimited(PropertyImage, locationHeader('The new photo, `/property-images/{image_id}`.')),
+            ...rateLimitedErrorResponses(400, 401, 404, 409, 413, 415, 422, 429),
+          },
         },
+        // The body is a stream read by the handler; the schema above documents it.
+        validatorCompiler: () => () => true,
       },
-      // The body is a stream read by the handler; the schema above documents it.
-      validatorCompiler: () => () => true,
-    },
-    async (request, reply) => {
-      const image = await app.services.images.upload(request.tenant.id, () => readUploadForm(request, maxBytes))
-      return reply.code(201).header('location', `/property-images/${image.id}`).send(image)
-    },
-  )
+      async (request, reply) => {
+        const image = await app.services.images.upload(request.tenant.id, () => readUploadForm(request, maxBytes))
+        return reply.code(201).header('location', `/property-images/${image.id}`).send(image)
+      },
+    )
+  })
 
   app.post(
     '/property-images',

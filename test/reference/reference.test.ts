@@ -4,6 +4,7 @@ import { cities } from '../../src/db/schema.js'
 import { attributeCatalogue } from '../../src/modules/reference/attribute-catalogue.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { adminHeaders } from '../helpers/factories.js'
+import type { OpenApiDocument } from '../helpers/openapi.js'
 import type { Attribute, City, District, ErrorBody, NamedItem, PropertyStatus, ResidentialComplex, ValidationErrorBody } from '../helpers/responses.js'
 
 describe('public reference data', () => {
@@ -198,5 +199,26 @@ describe('admin: adding places', () => {
       assert.deepEqual(response.json<ValidationErrorBody>().errors[0]?.loc, loc)
     }
     assert.equal(await t.db.$count(cities), before)
+  })
+})
+
+describe('admin: the document’s examples of places', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp()
+  })
+  after(() => t.close())
+  const post = (url: string, payload: object) => t.app.inject({ method: 'POST', url, payload, headers: adminHeaders })
+
+  it('accepts the examples its document gives, on a fresh installation: none names a shipped place', async () => {
+    const document = (await t.app.inject({ url: '/admin/openapi.json', headers: adminHeaders })).json<OpenApiDocument>()
+    for (const path of ['/admin/cities', '/admin/districts', '/admin/residential-complexes']) {
+      const media = document.paths[path]!.post!.requestBody!.content['application/json']!
+      const schema = media.schema.$ref ? document.components.schemas[media.schema.$ref.split('/').pop()!]! : media.schema
+      const example = (media.example ?? schema.examples?.[0]) as object | undefined
+      assert.ok(example, `${path} has an example`)
+      const added = await post(path, example)
+      assert.equal(added.statusCode, 201, `${path} ${JSON.stringify(example)}: ${added.body}`)
+    }
   })
 })

@@ -94,10 +94,10 @@ export const CityCreateBody = Type.Object(
 
 export const DistrictCreateBody = Type.Object(
   { city_id: Id, name: Name },
-  { title: 'DistrictCreate', additionalProperties: false, examples: [{ city_id: 1, name: 'Троицкий административный округ' }] },
+  { title: 'DistrictCreate', additionalProperties: false, examples: [{ city_id: 18, name: 'Сарайшык' }] },
 )
 
 export const ResidentialComplexCreateBody = Type.Object(
   { city_id: Id, district_id: Type.Optional(Nullable(Id)), name: Name },
-  { title: 'ResidentialComplexCreate', additionalProperties: false, examples: [{ city_id: 1, district_id: 6, name: 'Символ' }] },
+  { title: 'ResidentialComplexCreate', additionalProperties: false, examples: [{ city_id: 1, district_id: 8, name: 'Мосфильмовский' }] },
 )

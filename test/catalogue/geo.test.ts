@@ -324,6 +324,18 @@ describe('the catalogue on the map', () => {
         assert.equal(response.statusCode, 422, `${query}: ${response.body}`)
         assert.match(response.json<ValidationErrorBody>().detail, new RegExp(parameter), query)
       }
+      // Every problem at once: a box too wide for its zoom beside the filters' own.
+      for (const [query, named] of [
+        ['bbox=0,0,90,45&zoom=16&min_price=10&max_price=5', ['query.min_price', 'query.bbox']],
+        ['bbox=0,0,90,45&zoom=16&radius_m=5', ['query.radius_m', 'query.bbox']],
+      ] as const) {
+        const response = await t.app.inject(`/mls/clusters?${query}`)
+        assert.deepEqual(
+          response.json<ValidationErrorBody>().errors.map((error) => error.loc.join('.')),
+          named,
+          query,
+        )
+      }
     })
   })
 })

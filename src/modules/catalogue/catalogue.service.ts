@@ -2,7 +2,7 @@ import { hash } from 'node:crypto'
 import type { Database, PipelinedDatabase } from '../../db/client.js'
 import type { PropertyRow } from '../../db/schema.js'
 import { refuseOffsetWithCursor } from '../../lib/cursor.js'
-import { ApiError, PROPERTY_NOT_FOUND } from '../../lib/errors.js'
+import { ApiError, PROPERTY_NOT_FOUND, type FieldError } from '../../lib/errors.js'
 import type { ReferenceNames } from '../reference/reference-names.js'
 import { cursorAfter, keysetsAfter, positionOf, type Keyset } from './catalogue-cursor.js'
 import {
@@ -23,7 +23,7 @@ import { CatalogueVersions, type CatalogueSnapshot } from './catalogue-versions.
 import { placesOf, toCatalogueDetail, toCatalogueItem } from './catalogue.mapper.js'
 import * as repository from './catalogue.repository.js'
 import type { CatalogueDetail, CatalogueItem, CatalogueQuery, ClustersQuery, MapClusters } from './catalogue.schemas.js'
-import { cellDegrees, checkClusterBox, parseBbox } from './geo.js'
+import { cellDegrees, clusterBoxProblems } from './geo.js'
 import { filterErrors, geoOf } from './listing-filter.js'
 
 /** A catalogue answer ready to send: its JSON bytes and their ETag. */
@@ -42,8 +42,9 @@ type CataloguePage = { items: CatalogueItem[]; total: number; limit: number; off
  * parameter they do not take), its ranges checked. Bad filter parameters are one 422 naming
  * each (filterErrors).
  */
-function filterOf(query: CatalogueQuery | ClustersQuery, sort?: CatalogueSort): CatalogueFilter {
-  const errors = filterErrors(query, ['query'], sort)
+function filterOf(query: CatalogueQuery | ClustersQuery, sort?: CatalogueSort, moreErrors: FieldError[] = []): CatalogueFilter {
+  // Every problem at once: the filters' and those of the operation's own parameters.
+  const errors = [...filterErrors(query, ['query'], sort), ...moreErrors]
   if (errors.length > 0) throw ApiError.validation(errors)
   const geo = geoOf(query)
   return {
@@ -140,8 +141,8 @@ export class CatalogueService {
    * box that holds them. Kept like a search's answers.
    */
   async clusters(query: ClustersQuery, serialize: Serialize): Promise<CatalogueAnswer> {
-    const filter = filterOf(query)
-    checkClusterBox(parseBbox(query.bbox), query.zoom)
+    const boxProblems = clusterBoxProblems(query.bbox, query.zoom).map(({ parameter, message }) => ({ loc: ['query', parameter], msg: message }))
+    const filter = filterOf(query, undefined, boxProblems)
     const snapshot = await this.versions.current()
     return this.cache.get(`clusters:${query.zoom}:${JSON.stringify(Object.values(filter))}`, snapshot, async () => {
       const rows = await repository.readClusters(this.db, filter, query.zoom, cellDegrees(query.zoom), () => this.matchesIndexOf(filter, snapshot))

@@ -3,7 +3,6 @@
  * that takes the catalogue's filters (a search, clusters, a filtered subscription).
  */
 import { DECIMAL_NUMBER_TEXT } from '../../lib/decimals.js'
-import { ApiError } from '../../lib/errors.js'
 
 /** An area on the map, edges inclusive, in degrees: west ≤ east and south ≤ north. */
 export interface GeoBox {
@@ -188,12 +187,22 @@ export const MAX_CELLS_PER_SIDE = 256
  */
 export const cellDegrees = (zoom: number) => 360 / 2 ** zoom / CELLS_PER_TILE
 
-/** Refuses a box of more than MAX_CELLS_PER_SIDE cells on a side at `zoom`: the map would be all clusters of one. */
-export function checkClusterBox(box: GeoBox, zoom: number): void {
-  const cell = cellDegrees(zoom)
-  if ((box.east - box.west) / cell > MAX_CELLS_PER_SIDE || (box.north - box.south) / cell > MAX_CELLS_PER_SIDE) {
-    throw ApiError.validation([{ loc: ['query', 'bbox'], msg: `spans more than ${MAX_CELLS_PER_SIDE / CELLS_PER_TILE} map tiles on a side at zoom ${zoom}` }])
+/**
+ * What is wrong with a clusters' box at `zoom`, beside what parseBbox finds (reported with the
+ * other filters): more than MAX_CELLS_PER_SIDE cells on a side, when the map would be all
+ * clusters of one.
+ */
+export function clusterBoxProblems(bbox: string, zoom: number): GeoProblem[] {
+  let box: GeoBox
+  try {
+    box = parseBbox(bbox)
+  } catch (error) {
+    if (error instanceof GeoParameterError) return []
+    throw error
   }
+  const cell = cellDegrees(zoom)
+  if ((box.east - box.west) / cell <= MAX_CELLS_PER_SIDE && (box.north - box.south) / cell <= MAX_CELLS_PER_SIDE) return []
+  return [{ parameter: 'bbox', message: `spans more than ${MAX_CELLS_PER_SIDE / CELLS_PER_TILE} map tiles on a side at zoom ${zoom}` }]
 }
 
 /**

@@ -414,9 +414,14 @@ describe('feed runs', () => {
     })
     const newest = await runFeedNow(t.app, context(), agency, feed.id)
     assert.equal(old.problems.total, 1)
+    // A run of a large feed holds a problem per offer: 2,500 more here.
+    await t.db.execute(sql`insert into feed_run_problems (run_id, seq, internal_id, code, field, message)
+        select ${old.id}::int, 10 + n, 'offer-' || n, 'price_missing', 'price', 'The offer has no price.' from generate_series(1, 2500) n`)
     // Both finished long ago: the older goes, the newest stays as the feed's last run.
     await t.db.execute(sql`update feed_runs set finished_at = now() - interval '31 days' where feed_id = ${feed.id}::int`)
-    await runWhileWorkRemains(feedRunRetentionJob, context())
+    // At most 1,000 rows a statement, as every retention delete (docs/operations.md#retention):
+    // the problems first, then the run.
+    assert.deepEqual(await runWhileWorkRemains(feedRunRetentionJob, context()), [1000, 1000, 501, 1])
     const runs = (await t.app.inject({ method: 'GET', url: `/feeds/${feed.id}/runs`, headers: agency.headers })).json<{ items: FeedRunSummary[] }>()
     assert.deepEqual(
       runs.items.map((run) => run.id),

@@ -376,10 +376,31 @@ export async function deleteOldRuns(db: Database, days: number, limit: number): 
     db,
     sql`delete from feed_runs where id in (
           select r.id from feed_runs r
-          where r.status <> 'running' and r.finished_at < now() - make_interval(days => ${days}::int)
-            and r.id <> (select max(newest.id) from feed_runs newest where newest.feed_id = r.feed_id)
+          where ${isOldRun(days)} and not exists (select from feed_run_problems p where p.run_id = r.id)
           order by r.id limit ${limit}::int for update skip locked
         ) returning id`,
   )
   return rows.length
 }
+
+/**
+ * Deletes up to `limit` problems of runs past retention (deleteOldRuns), the oldest runs' first:
+ * a run of a large feed can hold a problem per offer, which the run's delete would otherwise
+ * take with it, all in one statement.
+ */
+export async function deleteOldRunsProblems(db: Database, days: number, limit: number): Promise<number> {
+  const rows = await queryRows<{ run_id: number }>(
+    db,
+    sql`delete from feed_run_problems where (run_id, seq) in (
+          select p.run_id, p.seq from feed_run_problems p join feed_runs r on r.id = p.run_id
+          where ${isOldRun(days)}
+          order by p.run_id, p.seq limit ${limit}::int for update of p skip locked
+        ) returning run_id`,
+  )
+  return rows.length
+}
+
+/** A run (`r`) past retention: finished more than `days` ago, and not its feed's newest. */
+const isOldRun = (days: number) =>
+  sql`r.status <> 'running' and r.finished_at < now() - make_interval(days => ${days}::int)
+      and r.id <> (select max(newest.id) from feed_runs newest where newest.feed_id = r.feed_id)`

@@ -184,9 +184,11 @@ export class FeedsService {
     return repository.scheduleDueRuns(this.db, SCHEDULE_BATCH)
   }
 
-  /** Retention: deletes up to `limit` runs finished more than `days` ago (with their problems), each feed's newest kept; how many. */
-  forgetOldRuns(days: number, limit: number): Promise<number> {
-    return repository.deleteOldRuns(this.db, days, limit)
+  /** Retention: deletes up to `limit` problems of runs finished more than `days` ago, or once they have none, up to `limit` such runs; each feed's newest kept. How many rows. */
+  async forgetOldRuns(days: number, limit: number): Promise<number> {
+    // Their problems first, a batch at a time; a run once it has none left.
+    const problems = await repository.deleteOldRunsProblems(this.db, days, limit)
+    return problems > 0 ? problems : repository.deleteOldRuns(this.db, days, limit)
   }
 
   /** Takes a run whose lease is free or lapsed, for `owner`. */

@@ -321,6 +321,32 @@ describe('the change feed, GET /mls/changes', () => {
     for (const item of upserts) assert.deepEqual(item.property, await catalogueDetail(item.id))
   })
 
+  it('lets a copy from the start read on past removals forgotten while it reads, of listings it never saw; 410 once one it saw is', async () => {
+    const seen = await publish()
+    const unseen = await publish()
+    assert.equal((await call('POST', `/properties/${unseen}/status`, { status_id: 4 })).statusCode, 200)
+    const age = (id: number, days: number) =>
+      t.db
+        .update(catalogueChanges)
+        .set({ changedAt: sql`now() - make_interval(days => ${days}::int)` })
+        .where(eq(catalogueChanges.listingId, id))
+    await age(unseen, 89)
+    // A mirror starts a copy from the start of the feed, one change a page, and reads to `seen`.
+    let page = await feed('?limit=1')
+    while (page.items[0]!.id !== seen) page = await feed(`?limit=1&after=${page.next_cursor}`)
+    // The withdrawal made before it started passes 90 days and is forgotten: the mirror never saw that listing.
+    await age(unseen, 91)
+    assert.equal(await t.app.services.changes.forgetRemovals(90, 1000), 1)
+    const readOn = await t.app.inject(`/mls/changes?limit=1&after=${page.next_cursor}`)
+    assert.equal(readOn.statusCode, 200, readOn.body)
+    // A listing it did see is withdrawn, and that removal forgotten before the mirror reads it: 410.
+    assert.equal((await call('POST', `/properties/${seen}/status`, { status_id: 4 })).statusCode, 200)
+    await age(seen, 91)
+    assert.equal(await t.app.services.changes.forgetRemovals(90, 1000), 1)
+    const gone = await t.app.inject(`/mls/changes?limit=1&after=${page.next_cursor}`)
+    assert.equal(gone.statusCode, 410, gone.body)
+  })
+
   it('positions changes in commit order: a reader never passes a change that commits after it read', async (test) => {
     if (t.database.handle.kind !== 'postgres') {
       test.skip('needs two transactions at once: PGlite runs one at a time, so nothing commits out of order there')

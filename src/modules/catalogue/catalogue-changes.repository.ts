@@ -42,16 +42,17 @@ export async function readChanges(
   db: PipelinedDatabase,
   after: number,
   limit: number,
-): Promise<{ changes: ChangeRow[]; prunedThrough: number; lastPosition: number }> {
+): Promise<{ changes: ChangeRow[]; prunedThrough: number; lastPosition: number; endPosition: number }> {
   // The page's rows first, on the position index (LIMIT written as a literal, 1 to 1,001, so
   // that even a generic plan reads the index in order and stops), then each row's listing: a
   // listing built in the same query level as the ORDER BY would be built for every change
   // after the cursor before the sort kept a page of them.
-  const [result] = await queryRows<{ pruned_through: string; last_position: string; changes: StoredChange[] | null }>(
+  const [result] = await queryRows<{ pruned_through: string; last_position: string; end_position: string | null; changes: StoredChange[] | null }>(
     db,
     sql`select
           (select pruned_through from catalogue_change_horizon) as pruned_through,
           (select case when is_called then last_value else 0 end from catalogue_change_positions) as last_position,
+          (select max(position) from catalogue_changes) as end_position,
           (select json_agg(json_build_object(
                'position', page.position, 'listing_id', page.listing_id, 'op', page.op, 'reason', page.reason,
                'changed_at', page.changed_at at time zone 'UTC',
@@ -85,7 +86,12 @@ export async function readChanges(
       publishedAt: offsetTimestampFromUtcText(change.listing.publishedAt),
     },
   }))
-  return { changes, prunedThrough: Number(result?.pruned_through ?? 0), lastPosition: Number(result?.last_position ?? 0) }
+  return {
+    changes,
+    prunedThrough: Number(result?.pruned_through ?? 0),
+    lastPosition: Number(result?.last_position ?? 0),
+    endPosition: Number(result?.end_position ?? 0),
+  }
 }
 
 /**

@@ -46,15 +46,17 @@ export class CatalogueChangesService {
     const cursor = after === undefined ? undefined : decodeCursor(after)
     const from = cursor?.position ?? 0
     // One more than asked for, to tell whether more follow.
-    const { changes, prunedThrough, lastPosition } = await repository.readChanges(this.db, from, limit + 1)
-    // Positions and the horizon only grow: a cursor past either was not given by this feed
-    // (read from it, a reader would skip what comes next, or dodge the 410 below).
-    if (cursor && (cursor.position > lastPosition || cursor.horizon > prunedThrough)) throw notOurs()
-    // Retention has pruned removals up to position `prunedThrough`. A reader that started under
-    // that horizon, or has read past it, has missed none of them: each listing has one row, so
-    // a removal pruned before a reader started is of a listing it never saw. Any other reader
-    // may have seen a listing whose removal is gone.
-    const horizon = cursor?.horizon ?? prunedThrough
+    const { changes, prunedThrough, lastPosition, endPosition } = await repository.readChanges(this.db, from, limit + 1)
+    // Positions only grow: a cursor past the last one given was not given by this feed (read
+    // from it, a reader would skip what comes next, or dodge the 410 below).
+    if (cursor && (cursor.position > lastPosition || cursor.horizon > lastPosition)) throw notOurs()
+    // Retention has pruned removals up to position `prunedThrough`. Each listing has one row,
+    // and a change moves it to a new position, past every one before: so a removal at or before
+    // the feed's end when a reader started is of a listing the reader never saw, whether it was
+    // pruned before the reader started or while it reads. Only a removal after that end (its
+    // horizon), which it has not read past, may be one it needed. Positions become visible in
+    // order (architecture.md#the-change-feed), so the end it saw has nothing before it to come.
+    const horizon = cursor?.horizon ?? Math.max(prunedThrough, endPosition)
     if (prunedThrough > Math.max(from, horizon)) {
       throw ApiError.gone(
         'This cursor is older than the kept history of changes (CHANGE_RETENTION_DAYS): some removals after it are gone. Copy the catalogue again from the start of the feed (no `after`) and go on from there.',

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { asc, eq, sql } from 'drizzle-orm'
 import pino from 'pino'
+import { openDatabase, queryRows } from '../../src/db/client.js'
 import { events, properties } from '../../src/db/schema.js'
 import type { CatalogueDetail } from '../../src/modules/catalogue/catalogue.schemas.js'
 import type { Property, PropertySubmission } from '../../src/modules/properties/properties.schemas.js'
@@ -9,6 +10,7 @@ import { moderationJob } from '../../src/modules/moderation/moderation.job.js'
 import { workerJobs } from '../../src/worker/jobs.js'
 import { Worker } from '../../src/worker/worker.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { engine } from '../helpers/database.js'
 import { adminHeaders, createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { capturedLog, jobContext, runWhileWorkRemains } from '../helpers/jobs.js'
 import { runInternalCheck } from '../helpers/moderation.js'
@@ -260,6 +262,77 @@ describe('the internal check (auto mode)', () => {
     const logged = lines.find((line) => line.propertyId === odd.id)
     assert.equal(logged?.level, 50, 'the failure is logged as an error, with the listing')
   })
+
+  it(
+    'checks an edit the agency made while the failing batch ran, instead of setting the edited version aside unchecked',
+    { skip: engine === 'pglite' && 'PGlite runs one statement at a time: no two transactions wait on each other' },
+    async () => {
+      const agency = await createTenant(t.app)
+      // A row no rule expects (attributes a JSON null), as in test/moderation/internal-check.test.ts.
+      const odd = await submitProperty(t.app, agency)
+      await t.db.execute(sql`update properties set attributes = 'null'::jsonb where id = ${odd.id}::int`)
+
+      const session = await openDatabase({ databaseUrl: t.database.url, pgliteDir: undefined, poolSize: 3 })
+      const waitingOnALock = (pattern: string) =>
+        waitFor(
+          async () => {
+            const [row] = await queryRows<{ n: number }>(
+              session.db,
+              sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query ilike ${pattern}`,
+            )
+            return row!.n > 0
+          },
+          30_000,
+          `a statement like ${pattern} to wait`,
+        )
+
+      // Another session holds the agency's row a moment (as a suspension being decided does):
+      // the check's batch, having claimed the listing, waits for it before it checks anything.
+      let release!: () => void
+      const released = new Promise<void>((resolve) => (release = resolve))
+      let holding!: () => void
+      const rowHeld = new Promise<void>((resolve) => (holding = resolve))
+      const blocker = session.db
+        .transaction(async (tx) => {
+          await tx.execute(sql`select id from tenants where id = ${agency.tenantId}::int for no key update`)
+          holding()
+          await released
+          tx.rollback()
+        })
+        .catch(() => {})
+      try {
+        await rowHeld
+        const check = t.app.services.moderation.checkWaiting(25)
+        await waitingOnALock('%from "tenants"%for share%')
+        // Meanwhile the agency fixes its listing: its PATCH waits for the batch's claim on the row.
+        const patch = t.app.inject({
+          method: 'PATCH',
+          url: `/properties/${odd.id}`,
+          headers: agency.headers,
+          payload: { attributes: { rooms: 2, area: 54.5, floor: 5, total_floors: 9 } },
+        })
+        await waitingOnALock('%from "properties"%for update%')
+        release()
+        await blocker
+        await check
+        const patched = await patch
+        assert.equal(patched.statusCode, 200, patched.body)
+      } finally {
+        release()
+        await session.close()
+      }
+
+      // The edit is a new version sent for the check (docs/api.md: "An edit sends the listing to
+      // the check again"); nothing is wrong with it, so the check publishes it.
+      await runInternalCheck(t.app)
+      const shown = (await t.app.inject({ url: `/properties/${odd.id}`, headers: agency.headers })).json<Property>()
+      assert.deepEqual(
+        { status_id: shown.status_id, reasons: shown.moderation?.reasons.map((reason) => reason.code) },
+        { status_id: 2, reasons: [] },
+        'the fixed version was checked',
+      )
+    },
+  )
 
   it('runs in the background worker and publishes within seconds', async () => {
     const worker = new Worker({ services: t.app.services, config: t.config, log: pino({ level: 'silent' }) }, workerJobs(t.config))

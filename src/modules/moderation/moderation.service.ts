@@ -2,7 +2,7 @@ import type { Logger } from 'pino'
 import { isMomentaryFailure } from '../../db/availability.js'
 import type { Database } from '../../db/client.js'
 import { retryingConflicts } from '../../db/conflicts.js'
-import type { ModerationReason, ModerationResult, RevisionStatus } from '../../db/schema.js'
+import type { ModerationReason, ModerationResult, PropertyRow, RevisionStatus } from '../../db/schema.js'
 import { seedPropertyTypes } from '../../db/seed/dictionaries.js'
 import { ApiError } from '../../lib/errors.js'
 import { toOffsetTimestamp } from '../../lib/time.js'
@@ -33,10 +33,11 @@ const CHECK_FAILED: ModerationReason = {
 /** The check of one listing failed for what the listing holds, not for the moment's reasons. */
 class CheckFailed extends Error {
   constructor(
-    readonly listingId: number,
+    /** The listing as the check claimed it: the version it failed on. */
+    readonly listing: PropertyRow,
     cause: unknown,
   ) {
-    super(`The internal check failed on listing ${listingId}.`, { cause })
+    super(`The internal check failed on listing ${listing.id}.`, { cause })
   }
 }
 
@@ -74,8 +75,8 @@ export class ModerationService {
         return await retryingConflicts(() => this.checkBatch(batchSize))
       } catch (error) {
         if (!(error instanceof CheckFailed) || setAside >= batchSize) throw error
-        log?.error({ err: error.cause, propertyId: error.listingId }, 'the internal check failed on a listing; it is set aside for an operator')
-        await this.setAside(error.listingId)
+        log?.error({ err: error.cause, propertyId: error.listing.id }, 'the internal check failed on a listing; it is set aside for an operator')
+        await this.setAside(error.listing)
       }
     }
   }
@@ -95,7 +96,7 @@ export class ModerationService {
         try {
           await this.decide(tx, claimed)
         } catch (error) {
-          throw isMomentaryFailure(error) ? error : new CheckFailed(claimed.listing.id, error)
+          throw isMomentaryFailure(error) ? error : new CheckFailed(claimed.listing, error)
         }
       }
       return waiting.length
@@ -122,14 +123,16 @@ export class ModerationService {
    * leaves every listing: out of the check's queue, with the finding `check_failed`. An edit
    * sends it to the check again.
    */
-  private async setAside(id: number): Promise<void> {
+  private async setAside(failed: PropertyRow): Promise<void> {
     await this.db.transaction(async (tx) => {
-      // Decided, deleted or changed meanwhile: nothing is left to set aside.
-      const undecided = await this.properties.lockUndecided(tx, id).catch((error: unknown) => {
+      // Decided, deleted or edited meanwhile (an edit waiting for the failed batch's lock on the
+      // listing): nothing is left to set aside, or the new version is the next batch's to check.
+      const undecided = await this.properties.lockUndecided(tx, failed.id).catch((error: unknown) => {
         if (error instanceof ApiError) return undefined
         throw error
       })
-      if (!undecided || undecided.listing.reviewRequestedAt === null) return
+      const requested = undecided?.listing.reviewRequestedAt
+      if (!undecided || !requested || requested.getTime() !== failed.reviewRequestedAt?.getTime()) return
       await this.properties.recordFindings(tx, undecided, findings([CHECK_FAILED]))
     })
   }

@@ -22,6 +22,16 @@ const SWEEP_PAGE = 1000
 const MISSING_REPORTED = 1000
 /** Photos added by URL are fetched within this time, through at most this many redirects. */
 const DOWNLOAD_TIMEOUT_MS = 10_000
+/** What a 503 for failing storage asks a client to wait. */
+const STORAGE_RETRY_AFTER_S = 5
+
+/** The photo's files could not be written: a 503, with the storage's error as its cause (logged). */
+class StorageUnavailable extends ApiError {
+  constructor(cause: unknown) {
+    super('unavailable', 'The photo storage cannot take the photo right now; retry shortly.', {}, { 'retry-after': String(STORAGE_RETRY_AFTER_S) })
+    this.cause = cause
+  }
+}
 const DOWNLOAD_MAX_REDIRECTS = 3
 
 export interface NewPhoto {
@@ -149,7 +159,7 @@ export class ImagesService {
    */
   async sweepOrphanFiles(olderThan: Date, signal?: AbortSignal): Promise<OrphanSweep> {
     const sweep: OrphanSweep = { filesListed: 0, filesRemoved: 0, missingFiles: [], missingFileCount: 0 }
-    for await (const found of compareStorageWithRows(this.storage.list(PHOTO_KEY_PREFIX, SWEEP_PAGE), this.namedKeys())) {
+    for await (const found of compareStorageWithRows(this.storage.list(PHOTO_KEY_PREFIX, SWEEP_PAGE, signal), this.namedKeys())) {
       sweep.filesListed += found.listed
       const old = found.unnamed.filter((file) => file.modifiedAt < olderThan).map((file) => file.key)
       if (old.length > 0) {
@@ -223,8 +233,7 @@ export class ImagesService {
     const processed = await this.processor.process(photo.bytes)
     const keys = storageKeys(processed)
     try {
-      await this.storage.put(keys.file, processed.full.data, processed.contentType)
-      await this.storage.put(keys.thumbnail, processed.thumbnail.data, processed.contentType)
+      await this.storeFiles(keys, processed)
       const row = await this.db.transaction(async (tx) => {
         checkPhotosCanChange(await repository.findOwnProperty(tx, tenantId, photo.propertyId, true))
         if ((await repository.countImages(tx, tenantId, photo.propertyId)) >= this.config.images.perProperty) throw this.tooManyPhotos()
@@ -248,8 +257,22 @@ export class ImagesService {
       // With the database lost, the row may have been committed (its COMMIT sent, the answer
       // lost): the files stay, since a photo without its file is broken, while files without
       // a photo are only space, which the hourly orphan sweep takes back.
-      if (!isDatabaseUnavailable(error)) await this.storage.remove([keys.file, keys.thumbnail]).catch(() => undefined)
+      // Storage that failed would fail (or stall) again now: what it kept is the sweep's too.
+      if (!isDatabaseUnavailable(error) && !(error instanceof StorageUnavailable)) await this.storage.remove([keys.file, keys.thumbnail]).catch(() => undefined)
       throw error
+    }
+  }
+
+  /**
+   * Writes a photo's files. Storage that fails (a full or read-only disk, an S3 store that
+   * refuses or does not answer) is no fault of the request: a 503 to retry, its cause logged.
+   */
+  private async storeFiles(keys: { file: string; thumbnail: string }, processed: ProcessedImage): Promise<void> {
+    try {
+      await this.storage.put(keys.file, processed.full.data, processed.contentType)
+      await this.storage.put(keys.thumbnail, processed.thumbnail.data, processed.contentType)
+    } catch (error) {
+      throw new StorageUnavailable(error)
     }
   }
 

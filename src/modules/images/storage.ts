@@ -22,7 +22,7 @@ export interface Storage {
    * The files whose keys start with `prefix`, in pages of at most `pageSize`, keys in
    * ascending byte order (as S3 lists them), so a listing can be walked beside sorted rows.
    */
-  list(prefix: string, pageSize?: number): AsyncIterable<StoredFile[]>
+  list(prefix: string, pageSize?: number, signal?: AbortSignal): AsyncIterable<StoredFile[]>
 }
 
 /** S3's largest page, and the default of both drivers. */
@@ -101,6 +101,15 @@ export class LocalStorage implements Storage {
   }
 }
 
+/**
+ * How long an S3 request may take, and how many times the SDK makes it: a store that accepts
+ * requests and never answers holds an upload (and its place in the photo queue), a deletion or
+ * the orphan sweep at most about twice this, never for good. A stored photo is a few MB.
+ */
+const S3_CONNECT_TIMEOUT_MS = 5_000
+const S3_REQUEST_TIMEOUT_MS = 10_000
+const S3_ATTEMPTS = 2
+
 /** Any S3-compatible store through the AWS SDK; URLs from S3_PUBLIC_URL. */
 export class S3Storage implements Storage {
   private readonly client: S3Client
@@ -114,6 +123,8 @@ export class S3Storage implements Storage {
       // default CRC32 headers, and the bodies here are small buffers sent whole.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
+      requestHandler: { connectionTimeout: S3_CONNECT_TIMEOUT_MS, requestTimeout: S3_REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true },
+      maxAttempts: S3_ATTEMPTS,
     })
   }
 
@@ -130,10 +141,12 @@ export class S3Storage implements Storage {
    * Pages by the last key seen (ListObjects, version 1), which every S3-compatible store
    * serves; some cannot make version 2's continuation tokens (s3rver under OpenSSL 3).
    */
-  async *list(prefix: string, pageSize = LIST_PAGE_SIZE): AsyncIterable<StoredFile[]> {
+  async *list(prefix: string, pageSize = LIST_PAGE_SIZE, signal?: AbortSignal): AsyncIterable<StoredFile[]> {
     let marker: string | undefined
     for (;;) {
-      const page = await this.client.send(new ListObjectsCommand({ Bucket: this.s3.bucket, Prefix: prefix, MaxKeys: pageSize, Marker: marker }))
+      const page = await this.client.send(new ListObjectsCommand({ Bucket: this.s3.bucket, Prefix: prefix, MaxKeys: pageSize, Marker: marker }), {
+        abortSignal: signal,
+      })
       const files = (page.Contents ?? []).flatMap((object) =>
         object.Key !== undefined && object.LastModified !== undefined ? [{ key: object.Key, modifiedAt: object.LastModified }] : [],
       )

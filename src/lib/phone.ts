@@ -46,10 +46,14 @@ function parsePhone(raw: string, country: CountryCode): string | null {
     parsed = international
   }
   if (!parsed.isPossible()) return null
+  const national = parsed.nationalNumber
+  // Ten digits take the interface's form whatever the operator (below). Any other length must
+  // be a number the country has: its possible lengths alone let a Russian number with four
+  // digits too many through (14 digits, which only 8 800-style numbers have).
+  if (national.length !== 10 && !parsed.isValid()) return null
   // An extension (`доб. 5`, `ext. 5`, `#5`) is part of the number: without it, an office's
   // extension would be taken for the office itself, another owner.
   const extension = parsed.ext ? ` доб. ${parsed.ext}` : ''
-  const national = parsed.nationalNumber
   if (national.length !== 10) return `${parsed.formatInternational({ formatExtension: (number) => number })}${extension}`
   return `+${parsed.countryCallingCode} ${national.slice(0, 3)} ${national.slice(3, 6)}-${national.slice(6, 8)}-${national.slice(8)}${extension}`
 }

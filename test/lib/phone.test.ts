@@ -57,6 +57,9 @@ describe('normalisePhone', () => {
       'email me 89123456789@x.ru',
       'abc 912 345 67 89',
       'тел. 8 912 345 67 89',
+      // Fourteen digits are a length Russian numbers may have, but only 8 800-style ones.
+      '8 912 345-67-89 1234',
+      '7 912 345-67-89 123',
     ]) {
       assert.equal(normalisePhone(raw, 'RU'), null, raw)
     }

@@ -3,7 +3,11 @@ import { after, before, describe, it } from 'node:test'
 import { cities, districts } from '../../src/db/schema.js'
 import { migrateDatabase } from '../../src/db/migrate.js'
 import { seedCities, seedDistricts, seedResidentialComplexes } from '../../src/db/seed/places.js'
-import { freshDatabase, type FreshDatabase } from '../helpers/database.js'
+import pg from 'pg'
+import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { engine, freshDatabase, type FreshDatabase } from '../helpers/database.js'
+import { adminHeaders } from '../helpers/factories.js'
+import type { City } from '../helpers/responses.js'
 
 describe('shipped reference data', () => {
   let database: FreshDatabase
@@ -32,4 +36,39 @@ describe('shipped reference data', () => {
     assert.equal(await db.$count(cities), citiesBefore + 1)
     assert.equal(await db.$count(districts), districtsBefore)
   })
+})
+
+describe('shipped reference data applied while an operator adds a place', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp()
+  })
+  after(() => t.close())
+
+  it(
+    'leaves the ids of places being added alone: the next new city is a 201, not a clash with one added meanwhile',
+    { skip: engine === 'pglite' && 'PGlite runs one transaction at a time' },
+    async () => {
+      // An operator's POST /admin/cities in flight in a running process (its row inserted, not
+      // committed yet) while another process starts and applies the shipped data.
+      const other = new pg.Client({ connectionString: t.database.url })
+      await other.connect()
+      try {
+        await other.query('begin')
+        await other.query(`insert into cities (name, country, region) values ('Тобольск', 'RU', 'Тюменская область')`)
+        await migrateDatabase(t.database.handle)
+        await other.query('commit')
+      } finally {
+        await other.end()
+      }
+      const added = await t.app.inject({
+        method: 'POST',
+        url: '/admin/cities',
+        headers: adminHeaders,
+        payload: { name: 'Тюмень', country: 'RU', region: 'Тюменская область' },
+      })
+      assert.equal(added.statusCode, 201, added.body)
+      assert.equal(added.json<City>().name, 'Тюмень')
+    },
+  )
 })

@@ -38,9 +38,13 @@ export async function applySeed(db: Database): Promise<void> {
       .onConflictDoNothing()
 
     // Rows were inserted with explicit ids: move each identity past them so the next
-    // admin-added place does not collide with a shipped one.
+    // admin-added place does not collide with a shipped one. Forward only: a place an operator
+    // is adding in another process, not committed yet, has taken an id this cannot see.
     for (const table of ['cities', 'districts', 'residential_complexes']) {
-      await tx.execute(sql.raw(`select setval(pg_get_serial_sequence('${table}', 'id'), greatest((select max(id) from ${table}), 1))`))
+      await tx.execute(
+        sql.raw(`select setval(seq, greatest((select max(id) from ${table}), coalesce(pg_sequence_last_value(seq), 0), 1))
+                 from (select pg_get_serial_sequence('${table}', 'id')::regclass as seq) identity`),
+      )
     }
   })
 }

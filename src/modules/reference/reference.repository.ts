@@ -80,16 +80,29 @@ export async function findResidentialComplex(db: Database, complexId: number) {
 }
 
 export async function insertCity(db: Database, values: typeof cities.$inferInsert) {
-  const [row] = await db.insert(cities).values(values).onConflictDoNothing().returning(cityColumns)
+  // Only a place of the same name is "already there"; any other conflict is an error of its own.
+  const [row] = await db
+    .insert(cities)
+    .values(values)
+    .onConflictDoNothing({ target: [cities.country, cities.region, cities.name] })
+    .returning(cityColumns)
   return row
 }
 
 export async function insertDistrict(db: Database, values: typeof districts.$inferInsert) {
-  const [row] = await db.insert(districts).values(values).onConflictDoNothing().returning(districtColumns)
+  const [row] = await db
+    .insert(districts)
+    .values(values)
+    .onConflictDoNothing({ target: [districts.cityId, districts.name] })
+    .returning(districtColumns)
   return row
 }
 
 export async function insertResidentialComplex(db: Database, values: typeof residentialComplexes.$inferInsert) {
-  const [row] = await db.insert(residentialComplexes).values(values).onConflictDoNothing().returning(complexColumns)
+  const [row] = await db
+    .insert(residentialComplexes)
+    .values(values)
+    .onConflictDoNothing({ target: [residentialComplexes.cityId, residentialComplexes.name] })
+    .returning(complexColumns)
   return row
 }

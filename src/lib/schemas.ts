@@ -81,7 +81,7 @@ export const ShownGivenUrl = (description: string) => Type.String({ minLength: 1
 
 export const ErrorBody = Type.Object(
   { detail: Type.String({ maxLength: MAX_TEXT_LENGTH, description: 'What went wrong, as a sentence a person understands.' }) },
-  { title: 'Error', additionalProperties: true, examples: [{ detail: 'Invalid or missing API key' }] },
+  { title: 'Error', examples: [{ detail: 'Invalid or missing API key' }] },
 )
 
 export const FieldErrorSchema = Type.Object(

@@ -1312,8 +1312,6 @@ export interface components {
         Error: {
             /** @description What went wrong, as a sentence a person understands. */
             detail: string;
-        } & {
-            [key: string]: unknown;
         };
         /** HealthStatus */
         HealthStatus: {

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { Database } from '../../db/client.js'
+import { retryingConflicts } from '../../db/conflicts.js'
 import { ApiError, WEBHOOK_NOT_FOUND } from '../../lib/errors.js'
 import { invalidAddressError, OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
 import type { SecretBox } from '../../lib/secrets.js'
@@ -149,7 +150,10 @@ export class WebhooksService {
 
   /** Deletes the subscription; its pending deliveries go with it, so none is sent afterwards. */
   async remove(tenantId: number, id: number): Promise<void> {
-    if (!(await repository.deleteSubscription(this.db, tenantId, id))) throw ApiError.notFound(WEBHOOK_NOT_FOUND)
+    // Its deliveries are taken in id order, the subscription last (deleteSubscription), but a
+    // worker recording a batch of attempts, or a suspension giving deliveries up, takes theirs
+    // in the order of one statement's plan: a deadlock with one of them is retried.
+    if (!(await retryingConflicts(() => repository.deleteSubscription(this.db, tenantId, id)))) throw ApiError.notFound(WEBHOOK_NOT_FOUND)
   }
 
   async logs(tenantId: number, id: number, page: { limit: number; offset: number }) {

@@ -355,12 +355,20 @@ describe('webhook log entries of receivers that break off', () => {
 
   it('keeps the status a receiver answered when the rest of its answer breaks off: a 2xx is delivered, another status fails', async () => {
     const accepted = await attemptAgainst(() => ({ status: 200, breakOff: true }))
-    assert.deepEqual([accepted.status, accepted.response_status_code, accepted.error], ['succeeded', 200, null])
+    assert.deepEqual([accepted.status, accepted.response_status_code, accepted.error, accepted.response_body], ['succeeded', 200, null, 'partial'])
     const unavailable = await attemptAgainst(() => ({ status: 503, breakOff: true }))
     assert.deepEqual([unavailable.status, unavailable.response_status_code], ['failed', 503])
     assert.match(unavailable.error!, /^connection: 127\.0\.0\.1 answered 503, then the connection broke off before the end of the answer/)
     // What arrived of its body stays in the log, often the receiver's own word on what went wrong.
     assert.equal(unavailable.response_body, 'partial')
+  })
+
+  it('logs the first 4 KiB of an answer without the character the limit cuts, and null for no body at all', async () => {
+    // 4,095 ASCII bytes, then "é" (two bytes) across the 4,096-byte limit.
+    const long = await attemptAgainst(() => ({ status: 500, body: `${'a'.repeat(4095)}é and more` }))
+    assert.equal(long.response_body, 'a'.repeat(4095))
+    const empty = await attemptAgainst(() => ({ status: 204 }))
+    assert.deepEqual([empty.status, empty.response_status_code, empty.response_body], ['succeeded', 204, null])
   })
 })
 

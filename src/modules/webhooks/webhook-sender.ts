@@ -5,6 +5,7 @@
  * over all three, signed by the `standardwebhooks` package with the subscription's secret.
  * Sent through the guarded outbound client: no redirects, a time limit, 4 KiB of the answer kept.
  */
+import { StringDecoder } from 'node:string_decoder'
 import { LRUCache } from 'lru-cache'
 import { Webhook } from 'standardwebhooks'
 import { OutboundError, type OutboundClient } from '../../lib/outbound-http.js'
@@ -103,12 +104,12 @@ export class WebhookSender {
       }
     } catch (error) {
       if (!(error instanceof OutboundError)) throw error
+      // What arrived of an answer that broke off is kept: often the receiver's own word on its error.
+      const received = error.receivedBody === undefined ? null : bodyText(error.receivedBody)
       // A receiver that answered 2xx took the message, whatever became of the rest of its answer.
       if (error.status !== undefined && error.status >= 200 && error.status < 300) {
-        return { succeeded: true, statusCode: error.status, responseBody: null, error: null, durationMs: elapsed(), retryAfterMs: undefined, gone: false }
+        return { succeeded: true, statusCode: error.status, responseBody: received, error: null, durationMs: elapsed(), retryAfterMs: undefined, gone: false }
       }
-      // What arrived of an answer that broke off is kept: often the receiver's own word on its error.
-      const received = error.receivedBody === undefined || error.receivedBody.length === 0 ? null : bodyText(error.receivedBody)
       return { ...failure(`${error.kind}: ${error.message}`, elapsed()), statusCode: error.status ?? null, responseBody: received, gone: error.status === 410 }
     }
   }
@@ -129,9 +130,14 @@ function failure(error: string, durationMs: number): AttemptOutcome {
   return { succeeded: false, statusCode: null, responseBody: null, error: shown, durationMs, retryAfterMs: undefined, gone: false }
 }
 
-/** Text for the log: invalid UTF-8 replaced, and NUL removed (PostgreSQL text cannot hold it). */
-function bodyText(bytes: Buffer): string {
-  return bytes.toString('utf8').replaceAll('\u0000', '')
+/**
+ * Text for the log, null for no byte at all: invalid UTF-8 replaced, a character cut by the
+ * 4 KiB limit (or by an answer that broke off) left out rather than shown as U+FFFD, and NUL
+ * removed (PostgreSQL text cannot hold it).
+ */
+function bodyText(bytes: Buffer): string | null {
+  if (bytes.length === 0) return null
+  return new StringDecoder('utf8').write(bytes).replaceAll('\u0000', '')
 }
 
 /** `Retry-After` as delay-seconds or an HTTP date (RFC 9110 §10.2.3); anything else is ignored. */

@@ -116,7 +116,8 @@ export const DeliveryLogEntry = Type.Object(
     error: Nullable(
       Type.String({
         maxLength: ERROR_MAX_LENGTH,
-        description: 'Why the attempt failed, starting with its kind: `http_status`, `timeout`, `connection`, `dns`, `blocked_address`, `invalid_url`.',
+        description:
+          'Why the attempt failed, starting with its kind: `http_status`, `timeout`, `connection`, `dns`, `blocked_address`, `invalid_url`, `signing`.',
       }),
     ),
     duration_ms: Int32({ minimum: 0 }),

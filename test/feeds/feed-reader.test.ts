@@ -130,6 +130,16 @@ describe('readYandexRealtyOffers', () => {
     assert.equal(childText(offer!.element, 'description'), 'Тёплая квартира у Волги.')
   })
 
+  it('stops a file whose bytes are not UTF-8, with no declaration saying what they are, with not_xml', async () => {
+    // The windows-1251 feed with its declaration cut to `<?xml version="1.0"?>`: read as UTF-8,
+    // every Russian letter would be a replacement character, and the ids other offers' ids.
+    const bytes = readFileSync(fixture('windows-1251.xml')).toString('latin1').replace(' encoding="windows-1251"', '')
+    const { error, offers } = await failure(slices(Buffer.from(bytes, 'latin1'), 100))
+    assert.equal(error.code, 'not_xml')
+    assert.match(error.message, /not valid utf-8 text; write it in UTF-8, or name its encoding/)
+    assert.deepEqual(offers, [])
+  })
+
   it('yields an offer without internal-id with an empty id, and trims the id', async () => {
     const offers = await readAll(strings('<realty-feed><offer><type>sale</type></offer><offer internal-id="  A-1  "/></realty-feed>'))
     assert.deepEqual(

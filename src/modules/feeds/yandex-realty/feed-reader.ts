@@ -199,7 +199,7 @@ class StreamingDecoder {
 
   decode(chunk: Buffer | string): string {
     if (typeof chunk === 'string') return this.start('utf-8') + chunk
-    if (this.decoder) return this.decoder.decode(chunk, { stream: true })
+    if (this.decoder) return this.read(this.decoder, chunk, true)
     this.head.push(chunk)
     this.headLength += chunk.length
     // The declaration sits in the first bytes; wait for enough of them to read it.
@@ -207,7 +207,24 @@ class StreamingDecoder {
   }
 
   end(): string {
-    return this.start(null) + (this.decoder?.decode() ?? '')
+    const held = this.start(null)
+    return held + (this.decoder ? this.read(this.decoder, undefined, false) : '')
+  }
+
+  /**
+   * Bytes that are not text in the encoding (a windows-1251 file that declares none, read as
+   * UTF-8) end the run: read with replacement characters, every Cyrillic id would be another
+   * offer's, and the file's own offers would look gone.
+   */
+  private read(decoder: TextDecoder, bytes: Buffer | undefined, stream: boolean): string {
+    try {
+      return decoder.decode(bytes, { stream })
+    } catch {
+      throw new FeedFormatError(
+        'not_xml',
+        `The feed is not valid ${decoder.encoding} text; write it in UTF-8, or name its encoding in the XML declaration (<?xml version="1.0" encoding="windows-1251"?>).`,
+      )
+    }
   }
 
   /** Chooses the decoder once, and decodes the bytes held back until then. */
@@ -217,11 +234,11 @@ class StreamingDecoder {
     this.head = []
     const encoding = known ?? declaredEncoding(bytes)
     try {
-      this.decoder = new TextDecoder(encoding)
+      this.decoder = new TextDecoder(encoding, { fatal: true })
     } catch {
       throw new FeedFormatError('not_xml', `The feed declares the encoding "${encoding}", which cannot be read; write it in UTF-8.`)
     }
-    return this.decoder.decode(bytes, { stream: true })
+    return this.read(this.decoder, bytes, true)
   }
 }
 

@@ -461,6 +461,11 @@ export const propertyImages = pgTable(
     bytes: integer('bytes').notNull(),
     /** The address it was downloaded from, for photos added by URL. */
     sourceUrl: text('source_url'),
+    /**
+     * Added by the listing's feed, which keeps such photos as its offer lists them (migration
+     * 0033); the agency's own, uploaded or added by URL, the feed leaves alone.
+     */
+    addedByFeed: boolean('added_by_feed').notNull().default(false),
     createdAt: createdAt(),
   },
   (t) => [

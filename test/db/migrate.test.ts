@@ -272,6 +272,47 @@ describe('map filters written as every query number is (migration 0032)', () => 
   })
 })
 
+describe('the photos a feed added, marked as its own (migration 0033)', () => {
+  it('marks the photos with a source URL of listings a feed keeps, and no other', async () => {
+    const t = await buildTestApp()
+    try {
+      const agency = await createTenant(t.app)
+      const [fed, own] = [await submitProperty(t.app, agency), await submitProperty(t.app, agency)]
+      const [feed] = await queryRows<{ id: number }>(
+        t.db,
+        sql`insert into feeds (tenant_id, url, format) values (${agency.tenantId}::int, 'https://crm.example/feed.xml', 'yandex_realty') returning id`,
+      )
+      await t.db.execute(sql`insert into feed_offers (feed_id, internal_id, property_id, content_digest, last_run_id)
+          values (${feed!.id}::int, 'offer-1', ${fed.id}::int, 'digest', 0)`)
+      // As stored before: a photo by URL of the feed's listing, one uploaded to it, one by URL of another listing.
+      const photo = (propertyId: number, key: string, sourceUrl: string | null) =>
+        t.db.execute(sql`insert into property_images (tenant_id, property_id, file_key, thumbnail_key, content_type, width, height, bytes, source_url)
+            values (${agency.tenantId}::int, ${propertyId}::int, ${`photos/${key}.jpg`}, ${`photos/${key}.thumb.jpg`}, 'image/jpeg', 10, 10, 100, ${sourceUrl})`)
+      await photo(fed.id, 'fed-by-url', 'https://crm.example/1.jpg')
+      await photo(fed.id, 'fed-uploaded', null)
+      await photo(own.id, 'own-by-url', 'https://agency.example/2.jpg')
+      await rewindBefore(t, 'feed_photos_marked')
+
+      await migrateDatabase(t.database.handle)
+
+      const marked = await queryRows<{ file_key: string; added_by_feed: boolean }>(
+        t.db,
+        sql`select file_key, added_by_feed from property_images order by file_key`,
+      )
+      assert.deepEqual(
+        marked.map((row) => [row.file_key, row.added_by_feed]),
+        [
+          ['photos/fed-by-url.jpg', true],
+          ['photos/fed-uploaded.jpg', false],
+          ['photos/own-by-url.jpg', false],
+        ],
+      )
+    } finally {
+      await t.close()
+    }
+  })
+})
+
 /**
  * Takes a migrated database back to before the migration tagged `…_<name>`, as far as the
  * migrations after it need: their records go, so they run again, and what they add that would
@@ -291,4 +332,5 @@ async function rewindBefore(t: TestApp, name: string): Promise<void> {
 /** What a migration adds that it would not add twice, taken away so that it can run again. */
 const UNDO: Record<string, SQL> = {
   published_has_published_at: sql`alter table properties drop constraint properties_published_has_published_at_check`,
+  feed_photos_marked: sql`alter table property_images drop column added_by_feed`,
 }

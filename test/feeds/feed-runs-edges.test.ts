@@ -121,6 +121,37 @@ describe('feed runs at their edges', () => {
     )
   })
 
+  it('leaves alone a photo the agency added by URL to a listing of the feed when the offer changes', async () => {
+    const agency = await createTenant(t.app, { email: 'own-url-photo@agency.example' })
+    server.serve('/own/feed-photo.jpg', { body: await photo('jpeg', 120, 90), contentType: 'image/jpeg' })
+    server.serve('/own/agency-photo.jpg', { body: await photo('jpeg', 100, 80), contentType: 'image/jpeg' })
+    server.serve('/own-photo.xml', { body: feedXml([{ id: 'op-1', price: 5_000_000, images: [server.url('/own/feed-photo.jpg')] }]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/own-photo.xml') })
+    assert.equal((await runFeedNow(t.app, context(), agency, feed.id)).counts.created, 1)
+    const listing = (await listingByExternalId(t.app, agency, 'op-1'))!
+
+    // The agency adds a photo of its own, by URL, as api.md allows ("treats it as an upload").
+    const added = await t.app.inject({
+      method: 'POST',
+      url: '/property-images',
+      headers: agency.headers,
+      payload: { property_id: listing.id, url: server.url('/own/agency-photo.jpg'), sort_order: 5 },
+    })
+    assert.equal(added.statusCode, 201, added.body)
+
+    // The CRM changes the price: the offer is applied again.
+    server.serve('/own-photo.xml', { body: feedXml([{ id: 'op-1', price: 5_100_000, images: [server.url('/own/feed-photo.jpg')] }]) })
+    const second = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(second.counts.updated, 1, JSON.stringify(second))
+    const photos = await t.app.inject({ url: `/property-images?property_id=${listing.id}`, headers: agency.headers })
+    assert.deepEqual(
+      photos
+        .json<{ source_url?: string }[]>()
+        .map((image) => image.source_url)
+        .sort(),
+      [server.url('/own/agency-photo.jpg'), server.url('/own/feed-photo.jpg')],
+    )
+  })
   it('counts an offer whose photos changed as updated, not unchanged', async () => {
     const agency = await createTenant(t.app, { email: 'photo-count@agency.example' })
     server.serve('/pc/a.jpg', { body: await photo('jpeg', 120, 90), contentType: 'image/jpeg' })

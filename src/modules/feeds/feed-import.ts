@@ -407,7 +407,7 @@ function refusalOf(internalId: string, error: ApiError): OfferProblem[] {
 /**
  * Makes the listing's feed photos those of the offer, in its order: URLs not attached yet are
  * downloaded, feed photos no longer listed are removed, the rest moved to their place. Photos
- * the agency uploaded itself (no source URL) are left alone. Whether every photo is there now,
+ * the agency added itself, uploaded or by URL, are left alone. Whether every photo is there now,
  * and whether any was added, removed or moved.
  *
  * A listing whose photos cannot change now (its deal closed, its agency's suspension holding
@@ -425,12 +425,11 @@ async function syncPhotos(
   problems: ProblemLog,
 ): Promise<{ complete: boolean; changed: boolean }> {
   try {
-    const attached = await deps.images.list(tenantId, propertyId)
-    const bySource = new Map(attached.filter((photo) => photo.source_url !== undefined).map((photo) => [photo.source_url!, photo]))
+    const bySource = new Map((await deps.images.feedPhotosOf(tenantId, propertyId)).map((photo) => [photo.sourceUrl, photo]))
     const wanted = new Set(urls)
     let changed = false
     for (const photo of bySource.values()) {
-      if (wanted.has(photo.source_url!)) continue
+      if (wanted.has(photo.sourceUrl)) continue
       await deps.images.remove(tenantId, photo.id)
       changed = true
     }
@@ -438,13 +437,13 @@ async function syncPhotos(
     for (const [sortOrder, url] of urls.entries()) {
       const photo = bySource.get(url)
       if (photo) {
-        if (photo.sort_order === sortOrder) continue
+        if (photo.sortOrder === sortOrder) continue
         await deps.images.updateSortOrder(tenantId, photo.id, sortOrder)
         changed = true
         continue
       }
       try {
-        await deps.images.addFromUrl(tenantId, { propertyId, sortOrder, url })
+        await deps.images.addFromUrl(tenantId, { propertyId, sortOrder, url, byFeed: true })
         changed = true
       } catch (error) {
         // The image queue full (a 503 of its own): as a photo that failed, taken at the next run.

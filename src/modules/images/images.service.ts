@@ -39,6 +39,8 @@ export interface NewPhoto {
   sortOrder: number
   bytes: Buffer
   sourceUrl?: string | undefined
+  /** Added by the listing's feed (feedPhotosOf), not by the agency. */
+  byFeed?: boolean
 }
 
 /** A 404 for a listing that is not the agency's, a 409 for a closed one or one its suspension holds (nothing changes). */
@@ -97,6 +99,13 @@ export class ImagesService {
   /** The tenant's photos, or one property's; `via` a transaction that holds the property. */
   async list(tenantId: number, propertyId?: number, via: PipelinedDatabase = this.db): Promise<PropertyImage[]> {
     return (await repository.listImages(via, tenantId, propertyId)).map((row) => toImage(row, this.mediaBase))
+  }
+
+  /** The photos the listing's feed added (addFromUrl with `byFeed`), in display order: those the feed keeps as its offer says. */
+  async feedPhotosOf(tenantId: number, propertyId: number): Promise<{ id: number; sourceUrl: string; sortOrder: number }[]> {
+    return (await repository.listImages(this.db, tenantId, propertyId)).flatMap((row) =>
+      row.addedByFeed && row.sourceUrl !== null ? [{ id: row.id, sourceUrl: row.sourceUrl, sortOrder: row.sortOrder }] : [],
+    )
   }
 
   async get(tenantId: number, id: number): Promise<PropertyImage> {
@@ -248,6 +257,7 @@ export class ImagesService {
           height: processed.full.height,
           bytes: processed.full.data.length,
           sourceUrl: photo.sourceUrl ?? null,
+          addedByFeed: photo.byFeed ?? false,
         })
         await this.announce.photosChanged(tx, photo.propertyId)
         return inserted
@@ -277,14 +287,16 @@ export class ImagesService {
   }
 
   /** Downloads the photo through the guarded client, then adds it as an upload. */
-  async addFromUrl(tenantId: number, photo: { propertyId: number; sortOrder: number; url: string }): Promise<PropertyImage> {
+  async addFromUrl(tenantId: number, photo: { propertyId: number; sortOrder: number; url: string; byFeed?: boolean }): Promise<PropertyImage> {
     await this.assertPropertyAccepts(tenantId, photo.propertyId)
     const release = this.processor.admit()
     try {
       const bytes = await this.download(photo.url)
-      return await this.add(tenantId, { propertyId: photo.propertyId, sortOrder: photo.sortOrder, bytes, sourceUrl: photo.url }).catch((error: unknown) => {
-        throw namedOnUrl(error)
-      })
+      return await this.add(tenantId, { propertyId: photo.propertyId, sortOrder: photo.sortOrder, bytes, sourceUrl: photo.url, byFeed: photo.byFeed }).catch(
+        (error: unknown) => {
+          throw namedOnUrl(error)
+        },
+      )
     } finally {
       release()
     }

@@ -432,11 +432,15 @@ function originList(raw: string): string[] {
     })
 }
 
-/** A base URL the service puts paths after: no query or fragment, which the paths would follow. */
+/**
+ * A base URL the service puts paths after: no query or fragment, which the paths would follow.
+ * Kept as URL parsers read it (`HTTPS://MLS.example` → `https://mls.example`, `https:/mls.example`
+ * → `https://mls.example`), which is what every URL the service gives starts with.
+ */
 function httpUrl(raw: string): string {
   const url = parsedUrl(raw, ['http:', 'https:'], 'an http(s):// URL')
   if (url.search !== '' || url.hash !== '' || /[?#]/.test(raw)) throw new Error('expected an http(s):// URL without a query or a fragment')
-  return raw.replace(/\/+$/, '')
+  return url.href.replace(/\/+$/, '')
 }
 
 /** A name of a host (RFC 1123 labels) or an IP address, to bind or to reach. */

@@ -220,6 +220,13 @@ describe('configuration', () => {
     refused({ METRICS_HOST: 'metrics host' }, /METRICS_HOST="metrics host"/)
     for (const url of ['https://mls.example?x=1', 'https://mls.example/#top'])
       refused({ PUBLIC_BASE_URL: url }, /PUBLIC_BASE_URL=.*without a query or a fragment/)
+    // Kept as URL parsers read it, which every URL the service gives then starts with.
+    for (const [written, read] of [
+      ['https:/mls.example', 'https://mls.example'],
+      ['https:mls.example/', 'https://mls.example'],
+      ['HTTPS://MLS.Example/api/', 'https://mls.example/api'],
+    ])
+      assert.equal(loadConfig({ DATA_DIR: dataDir(), PUBLIC_BASE_URL: written }).publicBaseUrl, read, written)
     refused({ PORT: '9464' }, /METRICS_PORT=9464: the API's own port/)
     const s3 = { STORAGE_DRIVER: 's3', S3_BUCKET: 'photos', S3_PUBLIC_URL: 'https://cdn.example' }
     refused({ ...s3, S3_ACCESS_KEY_ID: 'key' }, /S3_SECRET_ACCESS_KEY: required with S3_ACCESS_KEY_ID/)

@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import type { Config } from './config.js'
 import type { DatabaseHandle } from './db/client.js'
+import { trustedProxy } from './lib/client-connection.js'
 import { ApiError } from './lib/errors.js'
 import { logSerializers } from './lib/log.js'
 import catalogueChangesRoutes from './modules/catalogue/catalogue-changes.routes.js'
@@ -75,7 +76,7 @@ export async function buildApp({ config, database, services, logger, startingUp 
     // A missing Host is refused below (requireHost), in the service's shape: Node's own 400 is bare.
     http: { connectionsCheckingInterval: 1000, headersTimeout: Math.min(config.requestTimeoutMs, HEADERS_TIMEOUT_MS), requireHostHeader: false },
     // By address, never `true`: trusting every hop takes the leftmost X-Forwarded-For entry, which the caller writes.
-    trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
+    trustProxy: config.trustedProxies.length > 0 ? trustedProxy(config.trustedProxies) : false,
     // A path parameter may be an agency's external id: 100 characters, each up to 4 bytes of
     // UTF-8 percent-encoded (12 characters); the router's default of 100 would answer 404.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1200 },

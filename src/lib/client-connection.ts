@@ -1,3 +1,4 @@
+import { compile } from '@fastify/proxy-addr'
 import type { FastifyRequest } from 'fastify'
 import ipaddr from 'ipaddr.js'
 
@@ -22,6 +23,16 @@ export function clientNetwork(written: string): string {
   if (address.kind() === 'ipv4') return address.toString()
   const network = (address as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16))
   return `${network.join(':')}::/64`
+}
+
+/**
+ * Fastify's `trustProxy` for the configured proxies (TRUST_PROXY): whether an address in
+ * X-Forwarded-For, or the connection's, is one of them, also as a proxy writes itself with a
+ * port (`203.0.113.9:4711`), which would otherwise be taken for the client.
+ */
+export function trustedProxy(proxies: readonly string[]): (address: string, hop: number) => boolean {
+  const trusts = compile([...proxies])
+  return (address, hop) => trusts(withoutPort(address), hop)
 }
 
 /** An address as written with a port, or in brackets (IPv6), without them. */

@@ -373,3 +373,25 @@ describe('limits per address behind a proxy that writes the client’s port (203
     assertThrottled(await wrong('198.51.100.45:2001'), 'a wrong key from the same address on another port')
   })
 })
+
+describe('limits per address behind a CDN that writes itself with a port, before a load balancer', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp({ TRUST_PROXY: '203.0.113.9,2001:db8::9,10.0.0.0/8', RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_CATALOGUE_PER_MINUTE: '1' })
+  })
+  after(() => t.close())
+
+  const search = (forwardedFor: string) => t.app.inject({ url: '/mls/properties', remoteAddress: '10.0.0.1', headers: { 'x-forwarded-for': forwardedFor } })
+
+  it('passes over the CDN written with a port, and counts each client behind it apart', async () => {
+    for (const [cdn, first, second] of [
+      ['203.0.113.9:4711', '198.51.100.7', '198.51.100.8'],
+      ['[2001:db8::9]:443', '198.51.100.17', '198.51.100.18'],
+    ] as const) {
+      assert.equal((await search(`${first}, ${cdn}`)).statusCode, 200)
+      assert.equal((await search(`${first}, ${cdn}`)).statusCode, 429, `${first} past its limit`)
+      const other = await search(`${second}, ${cdn}`)
+      assert.equal(other.statusCode, 200, `${second} behind ${cdn}: ${other.body}`)
+    }
+  })
+})

@@ -33,7 +33,25 @@ closeWithGrace({ delay: 15_000, logger: { error: (message: string) => log.error(
   await database.close()
 })
 
-await app.listen({ port: config.port, host: config.host })
+try {
+  await app.listen({ port: config.port, host: config.host })
+} catch (error) {
+  // A port another process holds, or an address not this machine's: one line saying which, as
+  // for a bad configuration, then what was opened is closed.
+  console.error(`Cannot listen on ${config.host}:${config.port}: ${whyNotListening(error)}`)
+  await Promise.all([app.close(), metrics?.close()])
+  await services.close()
+  await database.close()
+  process.exit(1)
+}
 await migrated()
 worker?.start()
 log.info(`Open MLS is listening on http://${config.host}:${config.port} (docs: ${config.publicBaseUrl}/docs)`)
+
+function whyNotListening(error: unknown): string {
+  const { code, message } = error as NodeJS.ErrnoException
+  if (code === 'EADDRINUSE') return 'another process is listening there (set PORT to a free port).'
+  if (code === 'EADDRNOTAVAIL') return 'the address is not one of this machine’s (set HOST).'
+  if (code === 'EACCES') return 'not allowed (a port below 1024 needs privileges; set PORT).'
+  return message
+}

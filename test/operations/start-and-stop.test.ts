@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { existsSync, rmSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import pg from 'pg'
@@ -49,6 +51,28 @@ describe('start-up', () => {
       assert.doesNotMatch(output, /\n\s+at |\\n\s+at /, `a stack trace in the output:\n${output}`)
       assert.equal(output.trim().split('\n').length, 1, `more than one line:\n${output}`)
     } finally {
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('start-up on a port another process holds', () => {
+  // docs/operations.md, Processes: what stops a process at start says so in one line.
+  it('stops with one line naming the address, no stack trace, closing what it opened', async () => {
+    const holder = createServer()
+    holder.listen(0, '127.0.0.1')
+    await once(holder, 'listening')
+    const port = (holder.address() as AddressInfo).port
+    const dataDir = await newDataDir('mls-port-taken-', { pglite: true })
+    const api = spawnProcess(nodeArguments('src/server'), { DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(port), METRICS_PORT: '0', LOG_LEVEL: 'warn' })
+    try {
+      const code = await api.exited
+      const { stdout, stderr } = api.output()
+      assert.equal(code, 1, `${stdout}${stderr}`)
+      assert.equal(stderr.trim(), `Cannot listen on 127.0.0.1:${port}: another process is listening there (set PORT to a free port).`)
+      assert.doesNotMatch(stdout, /\n\s+at |\\n\s+at /, `a stack trace in the output:\n${stdout}`)
+    } finally {
+      holder.close()
       rmSync(dataDir, { recursive: true, force: true })
     }
   })

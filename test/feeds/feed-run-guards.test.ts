@@ -13,6 +13,8 @@ import { createTenant, type Tenant } from '../helpers/factories.js'
 import { startFeedServer, type FeedServer } from '../helpers/feed-server.js'
 import { createFeed, feedXml, listingByExternalId, runFeedNow, numberedOffers as offers } from '../helpers/feeds.js'
 import { capturedLog, jobContext } from '../helpers/jobs.js'
+import { waitFor } from '../helpers/webhooks.js'
+import { photo } from '../helpers/photos.js'
 
 describe('feed runs against hostile files and changes made meanwhile', () => {
   let t: TestApp
@@ -135,6 +137,50 @@ describe('feed runs against hostile files and changes made meanwhile', () => {
   // the old address that ends after the PATCH keeps its file's validators only while the feed
   // still reads that address: the new one, answering 304 to the old file's If-None-Match (a
   // CRM's CDN), is asked without it and imported.
+  it('stops quietly, logging no unexpected error, when its feed is deleted while an offer is being applied', async () => {
+    const agency = await createTenant(t.app, { email: 'delete-mid@agency.example' })
+    const jpeg = await photo('jpeg', 120, 90)
+    let release!: () => void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    server.serve('/mid/slow.jpg', {
+      contentType: 'image/jpeg',
+      body: async function* () {
+        await released
+        yield jpeg
+      },
+    })
+    server.serve('/mid.xml', { body: feedXml([{ id: 'dm-1', images: [server.url('/mid/slow.jpg')] }, { id: 'dm-2' }]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/mid.xml') })
+    const started = await t.app.inject({ method: 'POST', url: `/feeds/${feed.id}/runs`, headers: agency.headers })
+    assert.equal(started.statusCode, 202, started.body)
+    const { log, lines } = capturedLog()
+    const job = new FeedRunJob({ pollIntervalMs: 50 })
+    const working = (async () => {
+      while ((await job.runOnce(jobContext(t, log))) > 0) {
+        // until no run is left to take
+      }
+    })()
+    try {
+      await waitFor(() => server.requests.some((request) => request.path === '/mid/slow.jpg'), 30_000, 'the photo to be requested')
+      const deleted = await t.app.inject({ method: 'DELETE', url: `/feeds/${feed.id}`, headers: agency.headers })
+      assert.equal(deleted.statusCode, 204, deleted.body)
+    } finally {
+      release()
+      await working
+    }
+    const errors = lines.filter((line) => line.level >= 50)
+    assert.deepEqual(
+      errors.map(
+        (line) =>
+          `${line.msg}: ${String((line.err as { message?: string } | undefined)?.message ?? '')
+            .split('\n')
+            .at(-1)}`,
+      ),
+      [],
+      'the agency’s deletion is no failure of the service',
+    )
+  })
+
   it('downloads a new url whole at the next run, even when the PATCH came while a run of the old url was going', async () => {
     const tenant = await agency()
     let feedId = 0

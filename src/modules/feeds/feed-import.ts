@@ -228,6 +228,9 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
     // The offers under way end before the run goes on or stops: none is left writing behind it.
     await Promise.all(inFlight)
   }
+  // A feed deleted meanwhile (the agency stopping it) fails the rows written for it on their
+  // foreign key: asked first, the run then stops as one that lost its lease, quietly.
+  await input.confirmHeld()
   if (failure !== undefined) throw failure
   await memory.flush()
 

@@ -17,7 +17,9 @@ const catalogue = { tags: ['Catalogue'] }
  */
 const ConditionalRequest = Type.Object({
   'if-none-match': Type.Optional(
-    Type.String({ maxLength: 2000, description: 'An ETag this client holds (a list, weak tags and `*` work too): a 304 while it is current.' }),
+    // A precondition is evaluated, never refused (RFC 9110, 13.1.2): the limit is Node's on a
+    // request's headers as a whole (16 KiB), which no longer list of tags held can pass.
+    Type.String({ maxLength: 16_384, description: 'An ETag this client holds (a list, weak tags and `*` work too): a 304 while it is current.' }),
   ),
 })
 const cachingHeaders: ResponseHeaders = {

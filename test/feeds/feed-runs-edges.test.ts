@@ -10,7 +10,7 @@ import { queryRows } from '../../src/db/client.js'
 import { FeedRunJob } from '../../src/modules/feeds/feed-runs.job.js'
 import type { FeedRunSummary } from '../../src/modules/feeds/feeds.schemas.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
-import { adminHeaders, createTenant, type Tenant } from '../helpers/factories.js'
+import { adminHeaders, createTenant, propertyBody, type Tenant } from '../helpers/factories.js'
 import { startFeedServer, type FeedServer } from '../helpers/feed-server.js'
 import { createFeed, feedXml, runFeedNow, runReport, type TestOffer, listingByExternalId, numberedOffers as offers } from '../helpers/feeds.js'
 import { jobContext } from '../helpers/jobs.js'
@@ -152,6 +152,32 @@ describe('feed runs at their edges', () => {
       [server.url('/own/agency-photo.jpg'), server.url('/own/feed-photo.jpg')],
     )
   })
+  it('does not download again a photo the agency attached from the same URL, when the feed takes the listing over', async () => {
+    // An agency that kept its listings through the API (PUT by external id, photos by URL from
+    // its CRM) switches to the CRM's feed, which lists the same listing and the same photo URLs.
+    const agency = await createTenant(t.app, { email: 'api-then-feed@agency.example' })
+    server.serve('/crm/photo-1.jpg', { body: await photo('jpeg', 120, 90), contentType: 'image/jpeg' })
+    const put = await t.app.inject({ method: 'PUT', url: '/properties/by-external-id/crm-1', headers: agency.headers, payload: propertyBody() })
+    assert.ok([200, 201].includes(put.statusCode), put.body)
+    const listingId = put.json<{ id: number }>().id
+    const added = await t.app.inject({
+      method: 'POST',
+      url: '/property-images',
+      headers: agency.headers,
+      payload: { property_id: listingId, url: server.url('/crm/photo-1.jpg'), sort_order: 0 },
+    })
+    assert.equal(added.statusCode, 201, added.body)
+
+    server.serve('/api-then-feed.xml', { body: feedXml([{ id: 'crm-1', price: 5_000_000, images: [server.url('/crm/photo-1.jpg')] }]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/api-then-feed.xml') })
+    const report = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal((await listingByExternalId(t.app, agency, 'crm-1'))?.id, listingId, JSON.stringify(report))
+
+    const photos = await t.app.inject({ url: `/property-images?property_id=${listingId}`, headers: agency.headers })
+    const sources = photos.json<{ source_url?: string }[]>().map((image) => image.source_url)
+    assert.deepEqual(sources, [server.url('/crm/photo-1.jpg')], `the listing shows the same photo ${sources.length} times`)
+  })
+
   it('counts an offer whose photos changed as updated, not unchanged', async () => {
     const agency = await createTenant(t.app, { email: 'photo-count@agency.example' })
     server.serve('/pc/a.jpg', { body: await photo('jpeg', 120, 90), contentType: 'image/jpeg' })

@@ -14,6 +14,9 @@ import { mediaRoot } from '../../src/modules/images/storage.js'
 import { Worker } from '../../src/worker/worker.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
+import { startFeedServer, type FeedServer } from '../helpers/feed-server.js'
+import { createFeed, feedXml, runFeedNow } from '../helpers/feeds.js'
+import { jobContext } from '../helpers/jobs.js'
 import { photo, upload } from '../helpers/photos.js'
 import type { ErrorBody, StoredImage } from '../helpers/responses.js'
 import { waitFor } from '../helpers/webhooks.js'
@@ -278,5 +281,36 @@ describe('an upload while DATA_DIR/media cannot be written', () => {
     mkdirSync(photos)
     const stored = await upload(t.app, agency, { file: await photo('jpeg', 64, 48), fields: { property_id: String(propertyId) } })
     assert.equal(stored.statusCode, 201, stored.body)
+  })
+})
+
+describe('a feed run while DATA_DIR/media cannot be written', () => {
+  let t: TestApp
+  let server: FeedServer
+  before(async () => {
+    t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true' })
+    server = await startFeedServer()
+  })
+  after(async () => {
+    await t.close()
+    await server.close()
+  })
+
+  it('fails with the storage’s own words, not as a photo waiting behind other listings’, and runs again once it is writable', async () => {
+    const agency = await createTenant(t.app)
+    server.serve('/down/photo.jpg', { body: await photo('jpeg', 120, 90), contentType: 'image/jpeg' })
+    server.serve('/down.xml', { body: feedXml([{ id: 'sd-1', price: 5_000_000, images: [server.url('/down/photo.jpg')] }]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/down.xml') })
+    const photos = path.join(mediaRoot(t.config), 'photos')
+    rmSync(photos, { recursive: true, force: true })
+    writeFileSync(photos, 'not a folder')
+    const failed = await runFeedNow(t.app, jobContext(t), agency, feed.id)
+    assert.equal(`${failed.status} ${failed.failure_code}`, 'failed internal_error')
+    assert.match(failed.detail!, /The photo storage cannot take the photo right now/)
+
+    rmSync(photos)
+    mkdirSync(photos)
+    const next = await runFeedNow(t.app, jobContext(t), agency, feed.id)
+    assert.equal(next.status, 'succeeded', JSON.stringify(next))
   })
 })

@@ -4,7 +4,7 @@ import stringify from 'safe-stable-stringify'
 import type { Database } from '../../db/client.js'
 import type { feedOffers, feedRunProblems } from '../../db/schema.js'
 import { ApiError, cut } from '../../lib/errors.js'
-import type { ImagesService } from '../images/images.service.js'
+import { StorageUnavailable, type ImagesService } from '../images/images.service.js'
 import { feedMovesFrom, ListingStatus } from '../properties/listing-status.js'
 import type { PropertiesService } from '../properties/properties.service.js'
 import type { ReferenceService } from '../reference/reference.service.js'
@@ -428,7 +428,11 @@ async function syncPhotos(
   problems: ProblemLog,
 ): Promise<{ complete: boolean; changed: boolean }> {
   try {
-    const bySource = new Map((await deps.images.feedPhotosOf(tenantId, propertyId)).map((photo) => [photo.sourceUrl, photo]))
+    const byUrl = await deps.images.photosByUrlOf(tenantId, propertyId)
+    const bySource = new Map(byUrl.filter((photo) => photo.byFeed).map((photo) => [photo.sourceUrl, photo]))
+    // The agency's own photos by URL are not the feed's to move or remove, but a URL one of
+    // them was downloaded from is attached already, and not downloaded again.
+    const attachedByAgency = new Set(byUrl.filter((photo) => !photo.byFeed).map((photo) => photo.sourceUrl))
     const wanted = new Set(urls)
     let changed = false
     for (const photo of bySource.values()) {
@@ -445,11 +449,15 @@ async function syncPhotos(
         changed = true
         continue
       }
+      if (attachedByAgency.has(url)) continue
       try {
         await deps.images.addFromUrl(tenantId, { propertyId, sortOrder, url, byFeed: true })
         changed = true
       } catch (error) {
         // The image queue full (a 503 of its own): as a photo that failed, taken at the next run.
+        // Storage that cannot take photos fails the run: every photo would be downloaded and
+        // processed only to be dropped.
+        if (error instanceof StorageUnavailable) throw error
         const busy = error instanceof ApiError && error.code === 'unavailable'
         if (!(error instanceof ApiError) || error.code === 'conflict' || (error.statusCode >= 500 && !busy)) throw error
         complete = false

@@ -26,7 +26,7 @@ const DOWNLOAD_TIMEOUT_MS = 10_000
 const STORAGE_RETRY_AFTER_S = 5
 
 /** The photo's files could not be written: a 503, with the storage's error as its cause (logged). */
-class StorageUnavailable extends ApiError {
+export class StorageUnavailable extends ApiError {
   constructor(cause: unknown) {
     super('unavailable', 'The photo storage cannot take the photo right now; retry shortly.', {}, { 'retry-after': String(STORAGE_RETRY_AFTER_S) })
     this.cause = cause
@@ -101,10 +101,14 @@ export class ImagesService {
     return (await repository.listImages(via, tenantId, propertyId)).map((row) => toImage(row, this.mediaBase))
   }
 
-  /** The photos the listing's feed added (addFromUrl with `byFeed`), in display order: those the feed keeps as its offer says. */
-  async feedPhotosOf(tenantId: number, propertyId: number): Promise<{ id: number; sourceUrl: string; sortOrder: number }[]> {
+  /**
+   * The listing's photos added by URL, in display order, and whether its feed added each
+   * (addFromUrl with `byFeed`): the feed keeps its own as its offer says, and downloads no URL
+   * already attached.
+   */
+  async photosByUrlOf(tenantId: number, propertyId: number): Promise<{ id: number; sourceUrl: string; sortOrder: number; byFeed: boolean }[]> {
     return (await repository.listImages(this.db, tenantId, propertyId)).flatMap((row) =>
-      row.addedByFeed && row.sourceUrl !== null ? [{ id: row.id, sourceUrl: row.sourceUrl, sortOrder: row.sortOrder }] : [],
+      row.sourceUrl !== null ? [{ id: row.id, sourceUrl: row.sourceUrl, sortOrder: row.sortOrder, byFeed: row.addedByFeed }] : [],
     )
   }
 

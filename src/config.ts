@@ -380,6 +380,8 @@ function shownSetting(name: string, raw: string): string {
   try {
     const url = new URL(raw.trim())
     if (url.password !== '') url.password = '***'
+    // libpq and node-postgres also take it in the query (`?password=…`, `sslpassword`).
+    for (const key of [...url.searchParams.keys()]) if (/password/i.test(key)) url.searchParams.set(key, '***')
     return `${name}=${JSON.stringify(url.href)}`
   } catch {
     return `${name} (its value not shown)`

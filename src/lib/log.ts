@@ -15,6 +15,22 @@ export function createLogger(options: LoggerOptions, destination?: DestinationSt
   return destination ? pino(settings, destination) : pino(settings)
 }
 
+/**
+ * Fields libraries copy onto their errors that may hold a secret, left out at every level of
+ * an error's causes: ioredis's failed `command` (AUTH carries REDIS_URL's password), and what
+ * S3 answers of a refused signature (the access key id, the signed text).
+ */
+const SECRET_ERROR_FIELDS = [
+  'params',
+  'command',
+  'AWSAccessKeyId',
+  'StringToSign',
+  'StringToSignBytes',
+  'CanonicalRequest',
+  'CanonicalRequestBytes',
+  'SignatureProvided',
+]
+
 function serializeError(error: Error): SerializedError {
   const serialized = pino.stdSerializers.err(error)
   for (let link: unknown = error; link instanceof Error; link = link.cause) {
@@ -24,7 +40,9 @@ function serializeError(error: Error): SerializedError {
     serialized.message = serialized.message.replaceAll(values, '')
     serialized.stack = serialized.stack.replaceAll(values, '')
   }
-  delete serialized.params
+  for (let level: Record<string, unknown> | undefined = serialized; level; level = level.cause as Record<string, unknown> | undefined) {
+    for (const field of SECRET_ERROR_FIELDS) delete level[field]
+  }
   return serialized
 }
 
@@ -51,11 +69,28 @@ export const REGISTRATION_LOOKUP_ROUTE = '/tenants/register/:request_code'
  * key while it is active, so it is logged as its path's template, without the code or the e-mail.
  */
 function serializeRequest(request: LoggedRequest) {
+  const lookup = request.routeOptions?.url === REGISTRATION_LOOKUP_ROUTE || namesARegistration(request.url)
   return {
     method: request.method,
-    url: request.routeOptions?.url === REGISTRATION_LOOKUP_ROUTE ? '/tenants/register/{request_code}' : request.url,
+    url: lookup ? '/tenants/register/{request_code}' : request.url,
     host: request.host,
     remoteAddress: request.ip,
     remotePort: request.socket?.remotePort,
   }
+}
+
+/**
+ * Whether a URL no route took as the lookup names a registration all the same: a browser's
+ * CORS preflight of it (`OPTIONS`), another method, or a spelling of the path the router
+ * refuses (`//tenants/register/…`, `/Tenants/…`). Its code and e-mail would read back the key.
+ */
+function namesARegistration(url: string | undefined): boolean {
+  const path = (url ?? '').split('?')[0]!
+  let decoded = path
+  try {
+    decoded = decodeURIComponent(path)
+  } catch {
+    // Not percent-encoding: read as written.
+  }
+  return /^\/+tenants\/+register\/+[^/]/i.test(decoded)
 }

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError, INVALID_API_KEY } from '../lib/errors.js'
 import { secretsEqual } from '../lib/secrets.js'
@@ -38,7 +38,7 @@ export default fp(
     // process does not know takes its failure before it is looked up, and gives it back if right.
     const throttle = app.failureThrottle
 
-    app.decorate('authenticate', async function authenticate(request: FastifyRequest) {
+    app.decorate('authenticate', async function authenticate(request: FastifyRequest, reply: FastifyReply) {
       const key = singleHeader(request, API_KEY_HEADER)
       let reservation: Reservation | undefined
       let authenticated: AuthenticatedKey | undefined
@@ -62,7 +62,9 @@ export default fp(
       await reservation?.refund()
       request.tenant = authenticated.tenant
       request.apiKeyId = authenticated.keyId
+      // Both: Fastify writes the request's last line, `request completed`, with the reply's.
       request.log = request.log.child({ tenantId: authenticated.tenant.id })
+      reply.log = request.log
     })
 
     const adminKey = app.config.adminApiKey

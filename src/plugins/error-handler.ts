@@ -93,7 +93,7 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
  * as the rest of what the client sends may still be arriving: destroyed at once, it would be
  * reset, and the client would lose the answer.
  */
-export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+export function clientErrorHandler(this: FastifyInstance | undefined, error: Error & { code?: string }, socket: Socket): void {
   // A reset connection is gone: nothing to answer. One that has had its last answer (the parser
   // reports every later chunk too) is closing already.
   if (error.code === 'ECONNRESET' || socket.destroyed || isAnsweredAndClosing(socket)) return
@@ -110,11 +110,14 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
     socket.destroy(error)
     return
   }
+  // A request id of its own: the caller's, if it sent one, was never read. Logged as every
+  // refused request is (Fastify binds `this` to the app).
+  const requestId = randomUUID()
+  this?.log.info({ reqId: requestId, status, detail }, 'request rejected')
   const headers = [
     `Content-Length: ${Buffer.byteLength(body)}`,
     'Content-Type: application/json; charset=utf-8',
-    // A request id of its own: the caller's, if it sent one, was never read.
-    `X-Request-Id: ${randomUUID()}`,
+    `X-Request-Id: ${requestId}`,
     ...RAW_SECURITY_HEADER_LINES,
     'Connection: close',
   ]

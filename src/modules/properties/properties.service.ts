@@ -621,7 +621,9 @@ export class PropertiesService {
     }
     await repository.deleteRevision(tx, listing.id)
     const shownBefore = await this.announce.shownNow(tx, listing.id)
-    const updated = await repository.updateProperty(tx, listing.tenantId, listing.id, { ...revision.fields, moderation: findings, reviewRequestedAt: null })
+    // The version as the check and the operator read it (withRevision), not the stored fields as
+    // they are: a revision's attributes written as JSON null are read, and published, as none.
+    const updated = await repository.updateProperty(tx, listing.tenantId, listing.id, { ...fieldsOf(listing), moderation: findings, reviewRequestedAt: null })
     await this.announce.updated(tx, updated, approved, shownBefore)
     return updated.publishedAt!
   }

@@ -4,6 +4,7 @@ import type { OpenAPIV3_1 } from 'openapi-types'
 import { shareRepeatedHeaders, type DocumentWithHeaders } from './headers.js'
 import { shareRepeatedResponses, type DocumentWithResponses } from './responses.js'
 import { documentedRouteSchema, NamedSchemas, type RouteSchema } from './components.js'
+import { bodyMayBeLeftOut } from '../plugins/validation.js'
 
 export interface DocumentOptions {
   /** The name of the decorator that builds the document (`swagger`, `adminSwagger`). */
@@ -62,7 +63,9 @@ export async function registerOpenApiDocument(app: FastifyInstance, options: Doc
     // Headers first: a response is shared only if declared the same way everywhere, their references included.
     transformObject: (built) =>
       'openapiObject' in built
-        ? shareRepeatedResponses(shareRepeatedHeaders(built.openapiObject as DocumentWithHeaders & DocumentWithResponses))
+        ? shareRepeatedResponses(
+            shareRepeatedHeaders(optionalBodiesNotRequired(built.openapiObject as DocumentWithHeaders & DocumentWithResponses & DocumentWithBodies)),
+          )
         : built.swaggerObject,
     transform: ({ schema, url }) => {
       // A route without a schema has none to change (swagger passes it as undefined).
@@ -71,4 +74,30 @@ export async function registerOpenApiDocument(app: FastifyInstance, options: Doc
       return { schema: given ? document(given) : given!, url }
     },
   })
+}
+
+interface DocumentWithBodies {
+  paths?: Record<
+    string,
+    Record<string, { requestBody?: { required?: boolean; content?: Record<string, { schema?: { $ref?: string; required?: unknown[] } }> } }>
+  >
+  components?: { schemas?: Record<string, { required?: unknown[] }> }
+}
+
+/**
+ * @fastify/swagger marks every declared body required; one whose fields are all optional may
+ * be left out (an operator's rejection, creating an API key, a PATCH: `leftOutBodiesAsEmpty`),
+ * and a client generated from the document must be able to.
+ */
+function optionalBodiesNotRequired<T extends DocumentWithBodies>(document: T): T {
+  for (const item of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(item)) {
+      const body = operation.requestBody
+      const json = body?.content?.['application/json']?.schema
+      if (!body || !json) continue
+      const schema = json.$ref ? document.components?.schemas?.[json.$ref.split('/').pop()!] : json
+      if (schema && bodyMayBeLeftOut(schema)) body.required = false
+    }
+  }
+  return document
 }

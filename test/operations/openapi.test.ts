@@ -258,6 +258,9 @@ describe('the OpenAPI documents', () => {
       for (const status of ['401', '429']) assert.ok(operation.responses[status], `${method} ${path} declares ${status}`)
     }
     for (const ref of new Set(refsOf(admin))) assert.ok(resolve(admin, ref), `${ref} resolves`)
+    // A body whose every field is optional may be left out (a rejection without a reason).
+    assert.equal(admin.paths['/admin/properties/{id}/reject'].post.requestBody.required, false)
+    assert.equal(admin.paths['/admin/registrations/{request_code}/reject'].post.requestBody.required, true, 'a registration’s rejection says why')
     // Both retry a deadlock with the check's batches (retryingConflicts), and answer 409 if it lasts.
     for (const action of ['suspend', 'unsuspend'])
       assert.ok(admin.paths[`/admin/tenants/{tenant_id}/${action}`].post.responses['409'], `${action} declares 409`)

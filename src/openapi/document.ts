@@ -76,12 +76,14 @@ export async function registerOpenApiDocument(app: FastifyInstance, options: Doc
   })
 }
 
+interface BodySchema {
+  required?: unknown[]
+  minProperties?: number
+}
+
 interface DocumentWithBodies {
-  paths?: Record<
-    string,
-    Record<string, { requestBody?: { required?: boolean; content?: Record<string, { schema?: { $ref?: string; required?: unknown[] } }> } }>
-  >
-  components?: { schemas?: Record<string, { required?: unknown[] }> }
+  paths?: Record<string, Record<string, { requestBody?: { required?: boolean; content?: Record<string, { schema?: BodySchema & { $ref?: string } }> } }>>
+  components?: { schemas?: Record<string, BodySchema> }
 }
 
 /**
@@ -96,7 +98,8 @@ function optionalBodiesNotRequired<T extends DocumentWithBodies>(document: T): T
       const json = body?.content?.['application/json']?.schema
       if (!body || !json) continue
       const schema = json.$ref ? document.components?.schemas?.[json.$ref.split('/').pop()!] : json
-      if (schema && bodyMayBeLeftOut(schema)) body.required = false
+      // Left out, a body is taken as `{}`: one that must name a field (a PATCH) is required all the same.
+      if (schema && bodyMayBeLeftOut(schema) && !(schema.minProperties ?? 0)) body.required = false
     }
   }
   return document

@@ -51,6 +51,17 @@ describe('the OpenAPI documents', () => {
   })
   after(() => t.close())
 
+  it('declare a body that may be left out as not required, and every other as required', () => {
+    // Creating a key takes a body of optional fields, and none; a PATCH must name a field.
+    assert.equal(document.paths['/tenants/me/api-keys'].post.requestBody.required, false)
+    for (const [path, method] of [
+      ['/properties/{id}', 'patch'],
+      ['/webhooks/{id}', 'patch'],
+      ['/properties', 'post'],
+    ] as const)
+      assert.equal(document.paths[path][method].requestBody.required, true, `${method} ${path}`)
+  })
+
   it('give every operation a unique verb-and-noun operationId, a description and a tag', () => {
     const ids = new Set<string>()
     for (const { method, path, operation } of operationsOf(document)) {

@@ -40,10 +40,30 @@ function serializeError(error: Error): SerializedError {
     serialized.message = serialized.message.replaceAll(values, '')
     serialized.stack = serialized.stack.replaceAll(values, '')
   }
-  for (let level: Record<string, unknown> | undefined = serialized; level; level = level.cause as Record<string, unknown> | undefined) {
-    for (const field of SECRET_ERROR_FIELDS) delete level[field]
+  return withoutSecrets(serialized, new Map()) as SerializedError
+}
+
+/**
+ * A copy of what an error's serializer built, without SECRET_ERROR_FIELDS at any depth: the
+ * errors of an AggregateError, another error held in a field, a cause that is not an Error.
+ * Copied, never changed in place: a cause that is no Error is the application's own object.
+ * A cycle stays a cycle (pino writes it as [Circular]).
+ */
+function withoutSecrets(value: unknown, copies: Map<object, unknown>): unknown {
+  // Values the logger writes as they are (a time, bytes), with no fields of their own to leave out.
+  if (value === null || typeof value !== 'object' || value instanceof Date || ArrayBuffer.isView(value)) return value
+  const copied = copies.get(value)
+  if (copied !== undefined) return copied
+  if (Array.isArray(value)) {
+    const list: unknown[] = []
+    copies.set(value, list)
+    for (const item of value) list.push(withoutSecrets(item, copies))
+    return list
   }
-  return serialized
+  const object: Record<string, unknown> = {}
+  copies.set(value, object)
+  for (const [key, field] of Object.entries(value)) if (!SECRET_ERROR_FIELDS.includes(key)) object[key] = withoutSecrets(field, copies)
+  return object
 }
 
 /** What Fastify's own serializer logs of a request, and the route it found. */

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
+import { spawnSync } from 'node:child_process'
+import { pathToFileURL } from 'node:url'
 import { createLogger } from '../../src/lib/log.js'
 import { buildTestApp } from '../helpers/app.js'
+import { codeFile, codeRoot, nodeArguments } from '../helpers/code-tree.js'
 import { freshDatabase, type FreshDatabase } from '../helpers/database.js'
 import { createTenant } from '../helpers/factories.js'
 
@@ -99,5 +102,51 @@ describe('the log of a request', () => {
     } finally {
       await t.close()
     }
+  })
+})
+
+describe('the log of an error that holds another', () => {
+  /** The service's own logger (as src/runtime.ts builds it), its lines captured. */
+  function capturingLogger() {
+    const raw: string[] = []
+    return { log: createLogger({ level: 'info' }, { write: (line: string) => void raw.push(line) }), raw }
+  }
+  /** ioredis copies the failed command onto its error: AUTH carries REDIS_URL's password. */
+  const refusedAuth = () =>
+    Object.assign(new Error('WRONGPASS invalid username-password pair'), { command: { name: 'auth', args: ['default', 'redis-secret-password'] } })
+
+  it('leaves out a secret-bearing field in an AggregateError’s errors and in an error held in another field', () => {
+    const { log, raw } = capturingLogger()
+    log.error({ err: new AggregateError([refusedAuth()], 'every connection attempt failed') }, 'redis down')
+    // ioredis's ClusterAllFailedError keeps the last node's error as `lastNodeError`.
+    log.error({ err: Object.assign(new Error('Failed to refresh slots cache.'), { lastNodeError: refusedAuth() }) }, 'redis down')
+    assert.equal(raw.length, 2)
+    for (const line of raw) {
+      assert.ok(!line.includes('redis-secret-password'), `the password is in the log: ${line}`)
+      assert.match(line, /WRONGPASS/, 'the error itself is logged')
+    }
+  })
+
+  it('logs a cause that is not an Error without changing it, a cause that refers to itself included', () => {
+    const { log, raw } = capturingLogger()
+    const cause: Record<string, unknown> = { command: { name: 'get', args: ['key'] }, reason: 'timeout' }
+    log.error({ err: Object.assign(new Error('lookup failed'), { cause }) }, 'failed')
+    assert.deepEqual(cause, { command: { name: 'get', args: ['key'] }, reason: 'timeout' })
+    assert.match(raw[0]!, /"reason":"timeout"/)
+    assert.ok(!raw[0]!.includes('"command"'))
+    // In a process of its own: a logger that looped for ever would hold no test runner.
+    const script = [
+      `import { createLogger } from ${JSON.stringify(pathToFileURL(codeFile('src/lib/log')).href)}`,
+      "const log = createLogger({ level: 'info' }, { write: () => {} })",
+      "const cause = { reason: 'loop' }; cause.cause = cause",
+      "log.error({ err: Object.assign(new Error('circular'), { cause }) }, 'failed'); console.log('logged')",
+    ].join('\n')
+    const run = spawnSync(process.execPath, [...nodeArguments('src/lib/log').slice(0, -1), '--input-type=module', '-e', script], {
+      cwd: codeRoot,
+      timeout: 30_000,
+      encoding: 'utf8',
+    })
+    assert.equal(run.signal, null, 'logging the error never returned')
+    assert.equal(run.stdout.trim(), 'logged', run.stderr)
   })
 })

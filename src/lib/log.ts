@@ -16,9 +16,10 @@ export function createLogger(options: LoggerOptions, destination?: DestinationSt
 }
 
 /**
- * Fields libraries copy onto their errors that may hold a secret, left out at every level of
- * an error's causes: ioredis's failed `command` (AUTH carries REDIS_URL's password), and what
- * S3 answers of a refused signature (the access key id, the signed text).
+ * Fields libraries copy onto their errors that may hold a secret, left out at any depth of a
+ * logged error (withoutSecrets): Drizzle's statement `params`, ioredis's failed `command` (AUTH
+ * carries REDIS_URL's password), and what S3 answers of a refused signature (the access key id,
+ * the signed text).
  */
 const SECRET_ERROR_FIELDS = [
   'params',

@@ -128,62 +128,56 @@ async function photoRows(t: TestApp, propertyId: number): Promise<number> {
   return (await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from property_images where property_id = ${propertyId}`))[0]!.n
 }
 
-describe('an upload while S3 answers 500', () => {
-  const s3 = new FakeS3()
-  let t: TestApp
-  let agency: Tenant
-
+/**
+ * The service on a FakeS3 of its own, with an agency, for the describe that calls it (its
+ * before and after hooks); `extra` settings beside the S3 ones.
+ */
+function onFakeS3(extra: Record<string, string> = {}) {
+  const on = { s3: new FakeS3(), t: undefined as unknown as TestApp, agency: undefined as unknown as Tenant }
   before(async () => {
-    await s3.start()
-    t = await buildTestApp(s3Env(s3))
-    agency = await createTenant(t.app)
+    await on.s3.start()
+    on.t = await buildTestApp(s3Env(on.s3, extra))
+    on.agency = await createTenant(on.t.app)
   })
   after(async () => {
-    s3.stop()
-    await t.close()
+    on.s3.stop()
+    await on.t.close()
   })
+  return on
+}
+
+describe('an upload while S3 answers 500', () => {
+  const on = onFakeS3()
 
   it('is a 503 with a detail and Retry-After, storing no row, and uploads succeed once S3 answers again', async () => {
-    const propertyId = (await submitProperty(t.app, agency)).id
-    s3.behaviour.put = 'error'
-    const refused = await upload(t.app, agency, { file: await photo('jpeg', 64, 48), fields: { property_id: String(propertyId) } })
+    const propertyId = (await submitProperty(on.t.app, on.agency)).id
+    on.s3.behaviour.put = 'error'
+    const refused = await upload(on.t.app, on.agency, { file: await photo('jpeg', 64, 48), fields: { property_id: String(propertyId) } })
     assert.equal(refused.headers['content-type'], 'application/json; charset=utf-8')
     assert.equal(typeof refused.json<ErrorBody>().detail, 'string')
     assert.equal(refused.statusCode, 503, `a storage outage is a dependency that blinked, not a bug: ${refused.body}`)
     assert.ok(refused.headers['retry-after'], 'a 503 says when to retry')
-    assert.equal(await photoRows(t, propertyId), 0)
+    assert.equal(await photoRows(on.t, propertyId), 0)
 
-    s3.behaviour.put = 'ok'
-    const stored = await upload(t.app, agency, { file: await photo('jpeg', 64, 48), fields: { property_id: String(propertyId) } })
+    on.s3.behaviour.put = 'ok'
+    const stored = await upload(on.t.app, on.agency, { file: await photo('jpeg', 64, 48), fields: { property_id: String(propertyId) } })
     assert.equal(stored.statusCode, 201, stored.body)
   })
 })
 
 describe('an upload while S3 stalls', () => {
-  const s3 = new FakeS3()
-  let t: TestApp
-  let agency: Tenant
-
-  before(async () => {
-    await s3.start()
-    // One place for photos (one processed, none waiting), so a photo that never leaves shows at once.
-    t = await buildTestApp(s3Env(s3, { IMAGE_PROCESSING_CONCURRENCY: '1', IMAGE_QUEUE_MAX: '0' }))
-    agency = await createTenant(t.app)
-  })
-  after(async () => {
-    s3.stop()
-    await t.close()
-  })
+  // One place for photos (one processed, none waiting), so a photo that never leaves shows at once.
+  const on = onFakeS3({ IMAGE_PROCESSING_CONCURRENCY: '1', IMAGE_QUEUE_MAX: '0' })
 
   it('is answered in bounded time, 201 or 503, and gives its place back so uploads succeed once S3 answers', async () => {
-    const propertyId = (await submitProperty(t.app, agency)).id
+    const propertyId = (await submitProperty(on.t.app, on.agency)).id
     const file = await photo('jpeg', 64, 48)
-    s3.behaviour.put = 'stall'
-    const stalled = upload(t.app, agency, { file, fields: { property_id: String(propertyId) } })
-    await waitFor(() => s3.stalled.put > 0, 20_000, 'the upload to reach S3')
+    on.s3.behaviour.put = 'stall'
+    const stalled = upload(on.t.app, on.agency, { file, fields: { property_id: String(propertyId) } })
+    await waitFor(() => on.s3.stalled.put > 0, 20_000, 'the upload to reach S3')
 
     // S3 answers new requests again; the one it swallowed stays unanswered, as a dropped connection's would.
-    s3.behaviour.put = 'ok'
+    on.s3.behaviour.put = 'ok'
     const answer = await within(stalled, STALL_PATIENCE_MS)
     assert.notEqual(answer, TIMED_OUT, `an upload whose storage write stalls is still unanswered after ${STALL_PATIENCE_MS} ms`)
     if (answer === TIMED_OUT) return
@@ -191,60 +185,38 @@ describe('an upload while S3 stalls', () => {
     assert.ok([201, 503].includes(answer.statusCode), answer.body)
     if (answer.statusCode === 503) assert.equal(typeof answer.json<ErrorBody>().detail, 'string')
 
-    const next = await upload(t.app, agency, { file, fields: { property_id: String(propertyId) } })
+    const next = await upload(on.t.app, on.agency, { file, fields: { property_id: String(propertyId) } })
     assert.equal(next.statusCode, 201, `with S3 back, uploads succeed again: ${next.body}`)
   })
 })
 
 describe('a photo deleted while S3 stalls its deletes', () => {
-  const s3 = new FakeS3()
-  let t: TestApp
-  let agency: Tenant
-
-  before(async () => {
-    await s3.start()
-    t = await buildTestApp(s3Env(s3))
-    agency = await createTenant(t.app)
-  })
-  after(async () => {
-    s3.stop()
-    await t.close()
-  })
+  const on = onFakeS3()
 
   it('is answered 204 in bounded time: the deletion has committed, and its files are the orphan sweep’s', async () => {
-    const propertyId = (await submitProperty(t.app, agency)).id
-    const created = await upload(t.app, agency, { file: await photo('jpeg', 64, 48), fields: { property_id: String(propertyId) } })
+    const propertyId = (await submitProperty(on.t.app, on.agency)).id
+    const created = await upload(on.t.app, on.agency, { file: await photo('jpeg', 64, 48), fields: { property_id: String(propertyId) } })
     assert.equal(created.statusCode, 201, created.body)
     const image = created.json<StoredImage>()
 
-    s3.behaviour.delete = 'stall'
-    const deletion = t.app.inject({ method: 'DELETE', url: `/property-images/${image.id}`, headers: agency.headers })
+    on.s3.behaviour.delete = 'stall'
+    const deletion = on.t.app.inject({ method: 'DELETE', url: `/property-images/${image.id}`, headers: on.agency.headers })
     const answer = await within(deletion, STALL_PATIENCE_MS)
     assert.notEqual(answer, TIMED_OUT, `DELETE of a photo is still unanswered after ${STALL_PATIENCE_MS} ms while S3 holds its DeleteObject`)
     if (answer === TIMED_OUT) return
     assert.equal(answer.statusCode, 204, answer.body)
-    assert.equal(await photoRows(t, propertyId), 0)
+    assert.equal(await photoRows(on.t, propertyId), 0)
   })
 })
 
 describe('the worker while S3 stalls the orphan sweep’s listing', () => {
-  const s3 = new FakeS3()
-  let t: TestApp
-
-  before(async () => {
-    await s3.start()
-    t = await buildTestApp(s3Env(s3))
-  })
-  after(async () => {
-    s3.stop()
-    await t.close()
-  })
+  const on = onFakeS3()
 
   it('stops within the grace the worker process gives it, instead of waiting for the listing forever', async () => {
-    s3.behaviour.list = 'stall'
-    const worker = new Worker({ services: t.app.services, config: t.config, log: pino({ level: 'silent' }) }, [orphanFilesJob])
+    on.s3.behaviour.list = 'stall'
+    const worker = new Worker({ services: on.t.app.services, config: on.t.config, log: pino({ level: 'silent' }) }, [orphanFilesJob])
     worker.start()
-    await waitFor(() => s3.stalled.list > 0, 20_000, 'the sweep to list the bucket')
+    await waitFor(() => on.s3.stalled.list > 0, 20_000, 'the sweep to list the bucket')
     const stopped = await within(
       worker.stop().then(() => 'stopped' as const),
       WORKER_STOP_GRACE_MS,

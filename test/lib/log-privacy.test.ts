@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict'
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { connect, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { Redis } from 'ioredis'
 import S3rver from 's3rver'
 import { createLogger } from '../../src/lib/log.js'
 import { orphanFilesJob } from '../../src/modules/images/orphan-files.job.js'
@@ -15,6 +14,7 @@ import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { codeRoot, nodeArguments } from '../helpers/code-tree.js'
 import { createTenant, propertyBody, type Tenant } from '../helpers/factories.js'
 import type { LogLine } from '../helpers/jobs.js'
+import { hasRedisServer, startOwnRedis, stopOwnRedis } from '../helpers/own-redis.js'
 import { freePort } from '../helpers/service-process.js'
 import { waitFor } from '../helpers/webhooks.js'
 
@@ -114,39 +114,6 @@ describe('the log of an answer written before the request could be read', () => 
   })
 })
 
-/** A throwaway redis-server of this file's own (never the machine's 6379) that wants a password. */
-async function startOwnRedis(port: number, password: string): Promise<ChildProcess> {
-  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--requirepass', password], {
-    stdio: 'ignore',
-  })
-  await waitFor(
-    async () => {
-      const probe = new Redis(port, { host: '127.0.0.1', password, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 })
-      probe.on('error', () => {})
-      try {
-        await probe.connect()
-        return (await probe.ping()) === 'PONG'
-      } catch {
-        return false
-      } finally {
-        probe.disconnect()
-      }
-    },
-    10_000,
-    'the throwaway redis-server',
-  )
-  return server
-}
-
-function hasRedisServer(): boolean {
-  try {
-    execFileSync('redis-server', ['--version'], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-}
-
 describe('the log of a Redis that refuses the configured password', { skip: hasRedisServer() ? false : 'needs redis-server' }, () => {
   const configured = 'Redis-Passw0rd-From-REDIS_URL'
   let redis: ChildProcess
@@ -160,8 +127,7 @@ describe('the log of a Redis that refuses the configured password', { skip: hasR
   })
   after(async () => {
     await t.close()
-    redis.kill('SIGKILL')
-    await once(redis, 'exit').catch(() => undefined)
+    await stopOwnRedis(redis)
   })
 
   it('says that Redis is unavailable without writing the password of REDIS_URL', async () => {

@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict'
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { once } from 'node:events'
+import type { ChildProcess } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
-import { Redis } from 'ioredis'
 import pino from 'pino'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, type Tenant } from '../helpers/factories.js'
+import { hasRedisServer, startOwnRedis, stopOwnRedis } from '../helpers/own-redis.js'
 import { freePort } from '../helpers/service-process.js'
-import { waitFor } from '../helpers/webhooks.js'
 
 /**
  * A Redis that stops answering while the service runs, frozen (SIGSTOP) as a stuck server or a
@@ -15,44 +13,6 @@ import { waitFor } from '../helpers/webhooks.js'
  * throwaway redis-server, never the machine's.
  */
 const skip = hasRedisServer() ? false : 'needs redis-server'
-
-function hasRedisServer(): boolean {
-  try {
-    execFileSync('redis-server', ['--version'], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** A throwaway Redis of this file's own (never the machine's 6379), ready to answer. */
-async function startOwnRedis(port: number): Promise<ChildProcess> {
-  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-  await waitFor(
-    async () => {
-      const probe = new Redis(port, { host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 })
-      probe.on('error', () => {})
-      try {
-        await probe.connect()
-        return (await probe.ping()) === 'PONG'
-      } catch {
-        return false
-      } finally {
-        probe.disconnect()
-      }
-    },
-    10_000,
-    'the throwaway redis-server',
-  )
-  return server
-}
-
-async function stopOwnRedis(server: ChildProcess): Promise<void> {
-  if (server.exitCode !== null || server.signalCode !== null) return
-  server.kill('SIGCONT')
-  server.kill('SIGKILL')
-  await once(server, 'exit')
-}
 
 describe('Redis for rate limits that stops answering while the service runs', { skip }, () => {
   const PINO_WARN = 40

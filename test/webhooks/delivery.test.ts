@@ -238,6 +238,25 @@ describe('webhook deliveries', () => {
     assert.equal(old.requests.length, 0)
   })
 
+  it('keeps the failing streak when a PATCH gives the url the subscription already has', async () => {
+    const owner = await agency()
+    const hook = await receiver(() => ({ status: 500 }))
+    const subscription = await subscribe(t.app, owner, { url: hook.url, events: ['property.published'] })
+    await t.db.execute(sql`update webhook_subscriptions set failing_since = now() - interval '3 days' where id = ${subscription.id}::int`)
+    const patch = await t.app.inject({
+      method: 'PATCH',
+      url: `/webhooks/${subscription.id}`,
+      headers: owner.headers,
+      payload: { url: hook.url, description: 'the same receiver' },
+    })
+    assert.equal(patch.statusCode, 200, patch.body)
+    const [row] = await queryRows<{ days: number }>(
+      t.db,
+      sql`select extract(epoch from now() - failing_since) / 86400 as days from webhook_subscriptions where id = ${subscription.id}::int`,
+    )
+    assert.ok(Number(row!.days) > 2.9, `the streak was reset: ${JSON.stringify(row)}`)
+  })
+
   it('a success ends the failing streak that the 5 days are counted from', async () => {
     const owner = await agency()
     const hook = await receiver(({ index }) => (index === 0 ? { status: 500 } : { status: 200 }))

@@ -46,11 +46,19 @@ export async function updateSubscription(
   db: Database,
   tenantId: number,
   id: number,
-  values: Partial<Pick<NewSubscription, 'url' | 'events' | 'description' | 'filter' | 'failingSince'>>,
+  values: Partial<Pick<NewSubscription, 'url' | 'events' | 'description' | 'filter'>>,
 ): Promise<SubscriptionRow | undefined> {
   const [row] = await db
     .update(webhookSubscriptions)
-    .set(values)
+    .set({
+      ...values,
+      // A new receiver's failures are counted afresh; the url it already has is not a new one.
+      ...(values.url === undefined
+        ? {}
+        : {
+            failingSince: sql`case when ${webhookSubscriptions.url} = ${values.url} then ${webhookSubscriptions.failingSince} end`,
+          }),
+    })
     .where(and(eq(webhookSubscriptions.tenantId, tenantId), eq(webhookSubscriptions.id, id)))
     .returning()
   return row

@@ -130,7 +130,7 @@ export class WebhooksService {
     const row = await this.db.transaction(async (tx) => {
       if (input.events !== undefined || input.filter !== undefined) await deliveries.lockOutFanOut(tx)
       return repository.updateSubscription(tx, tenantId, id, {
-        ...(url === undefined ? {} : { url, failingSince: null }),
+        ...(url === undefined ? {} : { url }),
         ...(input.events === undefined ? {} : { events: [...new Set(input.events)] }),
         ...(input.description === undefined ? {} : { description: input.description }),
         ...(input.filter === undefined ? {} : { filter: input.filter }),

@@ -1185,7 +1185,7 @@ export interface components {
         };
         /**
          * FeedRunStatus
-         * @description `running` until it ends; `succeeded`: every offer was taken; `partially_succeeded`: some offers were refused or had a problem (see `problems`); `failed`: the run changed nothing (see `detail`); `unchanged`: the file had not changed since the last import, nothing was touched.
+         * @description `running` until it ends; `succeeded`: every offer was taken; `partially_succeeded`: some offers were refused or had a problem (see `problems`); `failed`: the run stopped (see `detail` and `failure_code`; only `internal_error` and `agency_suspended` may have applied some offers); `unchanged`: the file had not changed since the last import, nothing was touched.
          * @enum {unknown}
          */
         FeedRunStatus: "running" | "succeeded" | "partially_succeeded" | "failed" | "unchanged";

@@ -198,13 +198,10 @@ export async function finishRun(tx: Database, runId: number, owner: string, outc
 }
 
 /**
- * What the next run compares the file with (a 304, or the same bytes, is `unchanged`): the file
- * this run imported, or nothing (null) so that the next run reads the file again whatever it holds.
- */
-/**
- * Keeps what tells the file read from `url` unchanged next time (its validators and digest), or
- * forgets them (null). Only while the feed still reads `url`: a new address, set while the run
- * went on, is downloaded whole at the next run.
+ * Keeps what tells the file read from `url` unchanged next time (its validators and digest: a
+ * 304, or the same bytes, is `unchanged`), or forgets them (null) so that the next run reads the
+ * file again whatever it holds. Only while the feed still reads `url`: a new address, set while
+ * the run went on, is downloaded whole at the next run.
  */
 export async function rememberImportedFile(
   tx: Database,

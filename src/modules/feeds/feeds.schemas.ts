@@ -15,7 +15,7 @@ const FeedFormat = StringEnum('FeedFormat', ['yandex_realty'], 'The file’s for
 const FeedRunStatus = StringEnum(
   'FeedRunStatus',
   [...feedRunStatuses],
-  '`running` until it ends; `succeeded`: every offer was taken; `partially_succeeded`: some offers were refused or had a problem (see `problems`); `failed`: the run changed nothing (see `detail`); `unchanged`: the file had not changed since the last import, nothing was touched.',
+  '`running` until it ends; `succeeded`: every offer was taken; `partially_succeeded`: some offers were refused or had a problem (see `problems`); `failed`: the run stopped (see `detail` and `failure_code`; only `internal_error` and `agency_suspended` may have applied some offers); `unchanged`: the file had not changed since the last import, nothing was touched.',
 )
 
 const scheduleField = Int32({

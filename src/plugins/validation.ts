@@ -19,6 +19,9 @@ const NON_ASCII_LETTER = /[^\p{ASCII}](?<=[\p{L}\p{M}\p{N}])/gu
  * the local part.
  */
 function isIdnEmail(value: string): boolean {
+  // A blank or an invisible character (a zero-width space pasted with the address) is in no
+  // e-mail, although the domain's conversion below would quietly drop some of them.
+  if (/[\s\p{Cf}\p{Cc}]/u.test(value)) return false
   const at = value.lastIndexOf('@')
   const domain = domainToASCII(value.slice(at + 1))
   return at > 0 && domain !== '' && asciiEmail.test(`${value.slice(0, at).replace(NON_ASCII_LETTER, 'a')}@${domain}`)

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { PassThrough } from 'node:stream'
 import { after, before, describe, it } from 'node:test'
 import { eq, sql } from 'drizzle-orm'
 import { apiKeys } from '../../src/db/schema.js'
@@ -212,6 +213,31 @@ describe('an agency’s API keys', () => {
     assert.ok(revokedAt)
     assert.equal((await revoke(agency, spare.id)).statusCode, 204)
     assert.equal((await keysOf(agency)).find((key) => key.id === spare.id)!.revoked_at, revokedAt)
+  })
+
+  it('refuses to mint a key for a request let in with a key revoked before its body arrived', async () => {
+    const agency = await createTenant(t.app)
+    const leaked = await createKey(agency, { name: 'leaked' })
+    // Let in on its headers, its body still coming: its key's use is recorded.
+    const body = new PassThrough()
+    const inFlight = t.app.inject({
+      method: 'POST',
+      url: '/tenants/me/api-keys',
+      headers: { ...headersOf(leaked.key), 'content-type': 'application/json' },
+      payload: body,
+    })
+    await waitFor(
+      async () => (await t.db.select({ lastUsedAt: apiKeys.lastUsedAt }).from(apiKeys).where(eq(apiKeys.id, leaked.id)))[0]?.lastUsedAt != null,
+      30_000,
+      'the leaked key to be let in',
+    )
+    const revoked = await t.app.inject({ method: 'DELETE', url: `/tenants/me/api-keys/${leaked.id}`, headers: agency.headers })
+    assert.equal(revoked.statusCode, 204, revoked.body)
+    body.end(JSON.stringify({ name: 'persistence' }))
+    const response = await inFlight
+    assert.equal(response.statusCode, 401, response.body)
+    assert.equal(response.body, INVALID_KEY)
+    assert.equal((await keysOf(agency)).length, 2, 'no key minted: the approval key and the leaked one')
   })
 
   it('never revokes the agency’s last active key', async () => {

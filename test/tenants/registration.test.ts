@@ -65,6 +65,27 @@ describe('POST /tenants/register', () => {
     }
   })
 
+  it('refuses an e-mail with an invisible character in it, as pasted with the address', async () => {
+    for (const email of ['info@agency.example\u200b', 'info@agen\u200bcy.example', 'in\u00adfo@agency.example', 'info@agency.example\u0085']) {
+      const refused = await t.app.inject({ method: 'POST', url: '/tenants/register', payload: registrationBody({ email }) })
+      assert.equal(refused.statusCode, 422, `${JSON.stringify(email)}: ${refused.body}`)
+      assert.deepEqual(
+        refused.json<ValidationErrorBody>().errors.map((error) => error.loc),
+        [['body', 'email']],
+      )
+    }
+  })
+
+  it('finds a request by its e-mail whatever form of the domain the applicant typed it in', async () => {
+    const { request_code: code } = await submitRegistration(t.app, { email: 'info@ＡＧＥＮＣＹ.example' })
+    for (const email of ['info@agency.example', 'INFO@Agency.Example', 'info@ＡＧＥＮＣＹ.example']) {
+      const lookup = await t.app.inject({ url: `/tenants/register/${code}`, query: { email } })
+      assert.equal(lookup.statusCode, 200, `${email}: ${lookup.body}`)
+    }
+    const other = await t.app.inject({ url: `/tenants/register/${code}`, query: { email: 'info@agency.example.ru' } })
+    assert.equal(other.statusCode, 404, other.body)
+  })
+
   it('refuses names that are blank, invisible characters included, or more than one line, naming the field', async () => {
     const cases: [field: string, value: string][] = [
       ['contact_name', '   '],

@@ -43,7 +43,7 @@ const apiKeysRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const created = await app.services.tenants.createKey(request.tenant.id, request.body)
+      const created = await app.services.tenants.createKey(request.tenant.id, request.body, request.apiKeyId)
       return reply.code(201).header('location', '/tenants/me/api-keys').header('cache-control', 'no-store').send(created)
     },
   )
@@ -65,7 +65,7 @@ const apiKeysRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      await app.services.tenants.revokeOwnKey(request.tenant.id, request.params.id)
+      await app.services.tenants.revokeOwnKey(request.tenant.id, request.params.id, request.apiKeyId)
       return reply.code(204).send(null)
     },
   )

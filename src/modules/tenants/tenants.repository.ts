@@ -1,3 +1,4 @@
+import { domainToASCII } from 'node:url'
 import { and, count, desc, eq, gt, isNull, or, sql, type SQL } from 'drizzle-orm'
 import type { CountryCode } from 'libphonenumber-js'
 import type { Database } from '../../db/client.js'
@@ -147,11 +148,17 @@ export async function insertRegistrationRequest(db: Database, values: NewRegistr
 /**
  * The request with this code *and* this e-mail (compared case-insensitively, in any script:
  * here rather than with SQL's lower(), which under the C collation, PGlite's, folds only ASCII
- * letters), so an unknown code and a wrong e-mail give the same answer.
+ * letters; the domains in their ASCII form, so `ＡＧＥＮＣＹ.example` is `agency.example`), so an
+ * unknown code and a wrong e-mail give the same answer.
  */
 export async function findRegistrationRequestForApplicant(db: Database, requestCode: string, email: string): Promise<RegistrationRequestRow | undefined> {
   const [row] = await db.select().from(registrationRequests).where(eq(registrationRequests.requestCode, requestCode))
-  return row && row.email.toLowerCase() === email.toLowerCase() ? row : undefined
+  return row && comparableEmail(row.email) === comparableEmail(email) ? row : undefined
+}
+
+function comparableEmail(email: string): string {
+  const at = email.lastIndexOf('@')
+  return `${email.slice(0, at + 1).toLowerCase()}${domainToASCII(email.slice(at + 1)) || email.slice(at + 1).toLowerCase()}`
 }
 
 /** Locks the request row for a decision, so two admins cannot approve it twice. */

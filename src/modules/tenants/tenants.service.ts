@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache'
 import type { Database } from '../../db/client.js'
 import { retryingConflicts } from '../../db/conflicts.js'
-import { ApiError, REGISTRATION_NOT_FOUND, TENANT_NOT_FOUND, API_KEY_NOT_FOUND } from '../../lib/errors.js'
+import { ApiError, REGISTRATION_NOT_FOUND, TENANT_NOT_FOUND, API_KEY_NOT_FOUND, INVALID_API_KEY } from '../../lib/errors.js'
 import { isSupportedCountry, normalisePhone } from '../../lib/phone.js'
 import { trimmedText } from '../../lib/text.js'
 import { digestSecret, generateApiKey, generateRequestCode, type SecretBox } from '../../lib/secrets.js'
@@ -158,13 +158,17 @@ export class TenantsService {
     return this.listKeys(tenantId, page)
   }
 
-  /** A new key for the agency, shown this once; at most MAX_ACTIVE_KEYS may be active. */
-  async createKey(tenantId: number, input: ApiKeyCreateBody): Promise<CreatedApiKey> {
+  /**
+   * A new key for the agency, shown this once; at most MAX_ACTIVE_KEYS may be active.
+   * `callerKeyId`: the key an agency's own request came with (not given by operators).
+   */
+  async createKey(tenantId: number, input: ApiKeyCreateBody, callerKeyId?: number): Promise<CreatedApiKey> {
     const name = input.name === undefined ? undefined : trimmedText(input.name)
     if (name === '') throw ApiError.validation([{ loc: ['body', 'name'], msg: 'must not be blank' }])
     const key = generateApiKey()
     const row = await this.db.transaction(async (tx) => {
-      await this.lockTenant(tx, tenantId)
+      const tenant = await this.lockTenant(tx, tenantId)
+      if (callerKeyId !== undefined) await this.confirmCaller(tx, tenant, callerKeyId)
       if ((await repository.countActiveKeys(tx, tenantId)) >= MAX_ACTIVE_KEYS) {
         throw ApiError.conflict(`An agency may have at most ${MAX_ACTIVE_KEYS} active API keys; revoke one before creating another.`)
       }
@@ -183,9 +187,9 @@ export class TenantsService {
    * The agency revokes one of its keys. Revoking a revoked key changes nothing; revoking the
    * last active one is refused, as the agency would lock itself out.
    */
-  async revokeOwnKey(tenantId: number, id: number): Promise<void> {
+  async revokeOwnKey(tenantId: number, id: number, callerKeyId: number): Promise<void> {
     await this.db.transaction(async (tx) => {
-      await this.lockTenant(tx, tenantId)
+      await this.confirmCaller(tx, await this.lockTenant(tx, tenantId), callerKeyId)
       const key = await repository.findApiKey(tx, tenantId, id)
       if (!key) throw ApiError.notFound(API_KEY_NOT_FOUND)
       if (key.revokedAt) return
@@ -281,7 +285,7 @@ export class TenantsService {
     const row = await repository.insertRegistrationRequest(this.db, {
       requestCode: generateRequestCode(),
       companyName,
-      email: input.email.trim(),
+      email: input.email,
       country,
       contactName,
       phone,
@@ -394,6 +398,18 @@ export class TenantsService {
     const tenant = await repository.lockTenant(tx, tenantId)
     if (!tenant) throw ApiError.notFound(TENANT_NOT_FOUND)
     return tenant
+  }
+
+  /**
+   * The key an agency's request was let in with is still its active key, and the agency not
+   * suspended, under the agency's lock, which revocations and suspensions take too. A request
+   * let in before a revocation of its key and still sending its body would otherwise mint a key
+   * that outlives the revocation: what an agency revokes a leaked key for.
+   */
+  private async confirmCaller(tx: Database, tenant: TenantRow, callerKeyId: number): Promise<void> {
+    if (tenant.suspendedAt !== null || !(await repository.isActiveKeyOf(tx, tenant.id, callerKeyId))) {
+      throw new ApiError('unauthorized', INVALID_API_KEY)
+    }
   }
 
   /** Revokes the key and tells the other API processes to forget it once this commits. */

@@ -347,7 +347,7 @@ describe('the change feed, GET /mls/changes', () => {
     assert.equal(gone.statusCode, 410, gone.body)
   })
 
-  it('positions changes in commit order: a reader never passes a change that commits after it read', async (test) => {
+  it('positions and times changes in commit order: a reader never passes a change that commits after it read, and changed_at never goes back', async (test) => {
     if (t.database.handle.kind !== 'postgres') {
       test.skip('needs two transactions at once: PGlite runs one at a time, so nothing commits out of order there')
       return
@@ -388,5 +388,7 @@ describe('the change feed, GET /mls/changes', () => {
       .where(inArray(catalogueChanges.listingId, [slow, fast]))
     const position = new Map(stored.map((row) => [row.id, row.position!]))
     assert.ok(position.get(slow)! > position.get(fast)!)
+    const [fastAt, slowAt] = [early.items[0]!.changed_at, late.items[0]!.changed_at]
+    assert.ok(Date.parse(slowAt) >= Date.parse(fastAt), `the change listed last says it changed at ${slowAt}, before ${fastAt}`)
   })
 })

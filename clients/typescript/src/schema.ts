@@ -1566,6 +1566,7 @@ export interface components {
             id: number;
             /**
              * Format: date-time
+             * @description When the change committed; it never goes back along the feed.
              * @example 2026-11-22T09:15:02.123+00:00
              */
             changed_at: string;

@@ -29,7 +29,7 @@ export const CatalogueChange = Type.Object(
     cursor: Type.String({ maxLength: 64, description: 'Where this change is in the feed: `after` this cursor reads the changes that follow it.' }),
     op: StringEnum('CatalogueChangeOp', ['upsert', 'remove'], '`upsert`: the listing is in the catalogue, as `property` shows it; `remove`: it left.'),
     id: Id,
-    changed_at: Timestamp,
+    changed_at: { ...Timestamp, description: 'When the change committed; it never goes back along the feed.' },
     property: Type.Union([CatalogueDetail, ListingRemoval], {
       description: 'For `upsert`, the listing exactly as `GET /mls/properties/{id}` shows it; for `remove`, its id and why it left.',
     }),

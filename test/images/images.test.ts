@@ -4,14 +4,16 @@ import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
 import sharp from 'sharp'
-import { queryRows } from '../../src/db/client.js'
+import { openDatabase, queryRows } from '../../src/db/client.js'
 import type { CatalogueDetail } from '../../src/modules/catalogue/catalogue.schemas.js'
 import type { Property } from '../../src/modules/properties/properties.schemas.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
+import { engine } from '../helpers/database.js'
 import { createTenant, submitProperty, type Tenant } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import { jpegWithGpsAndOrientation, photo, pngBomb, pngChunk, upload } from '../helpers/photos.js'
 import type { CataloguePage, ErrorBody, StoredImage, ValidationErrorBody } from '../helpers/responses.js'
+import { waitFor } from '../helpers/webhooks.js'
 
 /** Every file the local driver holds, relative to DATA_DIR/media. */
 function storedFiles(t: TestApp): string[] {
@@ -488,4 +490,68 @@ describe('photos at the edges of what the docs promise', () => {
       assert.doesNotMatch(detail, /application\/json/, `${contentType}: ${detail}`)
     }
   })
+})
+
+describe('a photo whose listing is deleted while its change waits for the listing', () => {
+  let t: TestApp
+  let agency: Tenant
+  before(async () => {
+    t = await buildTestApp()
+    agency = await createTenant(t.app, { email: 'photo-race@agency.example' })
+  })
+  after(() => t.close())
+
+  for (const method of ['PUT', 'DELETE'] as const) {
+    it(
+      `answers the ${method} with the photo’s 404, as a GET of it answers then`,
+      { skip: engine === 'pglite' && 'needs two transactions at once (PGlite runs one at a time)' },
+      async () => {
+        const { id: propertyId } = await submitProperty(t.app, agency)
+        const uploaded = await upload(t.app, agency, { file: await photo('jpeg', 120, 90), fields: { property_id: String(propertyId) } })
+        assert.equal(uploaded.statusCode, 201, uploaded.body)
+        const image = uploaded.json<StoredImage>()
+        // Another session deletes the listing, its photos' rows first, while the request waits for the listing's lock.
+        const session = await openDatabase({ databaseUrl: t.database.url, pgliteDir: undefined, poolSize: 2 })
+        let release!: () => void
+        const released = new Promise<void>((resolve) => (release = resolve))
+        let holding!: () => void
+        const rowHeld = new Promise<void>((resolve) => (holding = resolve))
+        const deletion = session.db.transaction(async (tx) => {
+          await tx.execute(sql`select id from properties where id = ${propertyId}::int for update`)
+          holding()
+          await released
+          await tx.execute(sql`delete from property_images where property_id = ${propertyId}::int`)
+          await tx.execute(sql`delete from properties where id = ${propertyId}::int`)
+        })
+        try {
+          await rowHeld
+          const request = t.app.inject({
+            method,
+            url: `/property-images/${image.id}`,
+            headers: agency.headers,
+            ...(method === 'PUT' ? { payload: { sort_order: 7 } } : {}),
+          })
+          await waitFor(async () => {
+            const [row] = await queryRows<{ waiting: number }>(
+              session.db,
+              sql`select count(*)::int as waiting from pg_stat_activity
+                  where datname = current_database() and wait_event_type = 'Lock' and query ilike '%from "properties"%for update%'`,
+            )
+            return row!.waiting > 0
+          })
+          release()
+          await deletion
+          const response = await request
+          assert.equal(response.statusCode, 404, response.body)
+          assert.equal(response.json<ErrorBody>().detail, 'Image not found')
+          const shown = await t.app.inject({ url: `/property-images/${image.id}`, headers: agency.headers })
+          assert.equal(shown.json<ErrorBody>().detail, 'Image not found')
+        } finally {
+          release()
+          await deletion.catch(() => {})
+          await session.close()
+        }
+      },
+    )
+  }
 })

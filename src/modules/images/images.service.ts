@@ -215,12 +215,16 @@ export class ImagesService {
    * withdrawal) whole, and is announced for the status the listing has once that has committed
    * (otherwise it read the status before a withdrawal committed and wrote the change feed an
    * `upsert` after its `remove`). A missing photo is a 404 (IMAGE_NOT_FOUND) later. Answers the
-   * listing's id, undefined when there is no such photo.
+   * listing's id, undefined when there is no such photo, nor when its listing was deleted (and
+   * the photo with it) while this waited for the lock: what the caller asked for is the photo.
    */
   private async lockListingOfPhoto(tx: Database, tenantId: number, id: number): Promise<number | undefined> {
     const photo = await repository.findImage(tx, tenantId, id)
-    if (photo) checkPhotosCanChange(await repository.findOwnProperty(tx, tenantId, photo.propertyId, true))
-    return photo?.propertyId
+    if (!photo) return undefined
+    const listing = await repository.findOwnProperty(tx, tenantId, photo.propertyId, true)
+    if (!listing) return undefined
+    checkPhotosCanChange(listing)
+    return photo.propertyId
   }
 
   /**

@@ -262,7 +262,11 @@ export const properties = pgTable(
     heldStatusId: smallint('held_status_id'),
     /** Set when the listing waits for the internal check; the worker clears it. */
     reviewRequestedAt: timestamp('review_requested_at', { withTimezone: true, mode: 'date' }),
-    createdAt: createdAt(),
+    // To the millisecond, as shown: two listings created within one millisecond show the same
+    // time, and are then listed by id (newest first, ties by id), as their times say.
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' })
+      .notNull()
+      .default(sql`date_trunc('milliseconds', now())`),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     publishedAt: timestamp('published_at', { withTimezone: true, mode: 'date' }),
     /**

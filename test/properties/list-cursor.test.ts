@@ -109,6 +109,25 @@ describe('the tenant’s list by cursor', () => {
     }
   })
 
+  it('keeps a new listing’s creation time to the millisecond it shows, so equal times shown are listed by id', async () => {
+    const fresh = await createTenant(t.app, { email: 'milliseconds@agency.example' })
+    const ids = await Promise.all([0, 1, 2, 3].map(async () => (await submitProperty(t.app, fresh)).id))
+    const rows = await queryRows<{ id: number; sub_millisecond: number }>(
+      t.db,
+      sql`select id, (extract(microseconds from created_at)::int % 1000) as sub_millisecond from properties where id in (${sql.join(ids, sql`, `)})`,
+    )
+    assert.deepEqual(
+      rows.map((row) => Number(row.sub_millisecond)),
+      [0, 0, 0, 0],
+    )
+    const { items } = (await t.app.inject({ url: '/properties?limit=10', headers: fresh.headers })).json<PropertyPage>()
+    for (let index = 1; index < items.length; index++) {
+      const [newer, older] = [items[index - 1]!, items[index]!]
+      const [newerAt, olderAt] = [Date.parse(newer.created_at), Date.parse(older.created_at)]
+      assert.ok(newerAt > olderAt || (newerAt === olderAt && newer.id > older.id), `${newer.id} (${newer.created_at}) before ${older.id} (${older.created_at})`)
+    }
+  })
+
   it('needs a key, as the list always does', async () => {
     const cursor = (await list('limit=1')).next_cursor!
     const response = await t.app.inject({ url: `/properties?cursor=${cursor}` })

@@ -135,7 +135,7 @@ export const locationHeader = (description: string): ResponseHeaders => ({
 })
 
 const errorDescriptions = {
-  400: 'Malformed request (for example a body that is not JSON).',
+  400: 'Malformed request: a body that is not JSON, a path that is not valid percent-encoding, a request without a Host header.',
   401: 'Missing or invalid key.',
   404: 'Not found, or not the caller’s.',
   409: 'Conflicts with the current state, or collided with a concurrent change to the same data (retry it).',
@@ -145,10 +145,12 @@ const errorDescriptions = {
   422: 'Validation failed.',
   429: 'Rate limited; see Retry-After.',
   500: 'Something went wrong on our side; the error has been logged.',
-  503: 'Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds.',
+  503: 'Temporarily unavailable (the database cannot be reached, or the service is starting or stopping); retry after the Retry-After seconds.',
 } as const
 
 type ErrorStatus = keyof typeof errorDescriptions
+const ALWAYS_POSSIBLE = [400, 500, 503] as const
+type AlwaysPossible = (typeof ALWAYS_POSSIBLE)[number]
 
 const errorHeaders: Partial<Record<ErrorStatus, ResponseHeaders>> = {
   429: { ...retryAfter('Seconds to wait before retrying.'), ...rateLimitHeaders },
@@ -157,13 +159,14 @@ const errorHeaders: Partial<Record<ErrorStatus, ResponseHeaders>> = {
 
 /**
  * The response schemas for the given error statuses, for a route's `schema.response`. Every
- * operation can also answer 500 (a bug, its message hidden) and 503 (the database is
- * unreachable), so those two are always included. `x-response-description` describes the
- * answer, the `title` names its body.
+ * operation can also answer 400 (a request HTTP itself finds malformed: a path that is not
+ * valid percent-encoding, no Host header), 500 (a bug, its message hidden) and 503 (the
+ * database is unreachable, the service starting or stopping), so those three are always
+ * included. `x-response-description` describes the answer, the `title` names its body.
  */
-export function errorResponses<const S extends ErrorStatus>(...statuses: S[]): Record<S | 500 | 503, TSchema> {
-  const responses = {} as Record<S | 500 | 503, TSchema>
-  for (const status of [...statuses, 500 as const, 503 as const]) {
+export function errorResponses<const S extends ErrorStatus>(...statuses: S[]): Record<S | AlwaysPossible, TSchema> {
+  const responses = {} as Record<S | AlwaysPossible, TSchema>
+  for (const status of [...statuses, ...ALWAYS_POSSIBLE]) {
     const body = status === 422 ? ValidationErrorBody : ErrorBody
     responses[status] = { ...body, 'x-response-description': errorDescriptions[status], ...withHeaders(errorHeaders[status]) }
   }
@@ -201,9 +204,9 @@ export const rateLimited = <T extends TSchema>(schema: T, headers: ResponseHeade
  * 503 once the request was counted), except a 401, which is answered before the request is
  * counted, and a 429, which has its own.
  */
-export function rateLimitedErrorResponses<const S extends ErrorStatus>(...statuses: S[]): Record<S | 500 | 503, TSchema> {
+export function rateLimitedErrorResponses<const S extends ErrorStatus>(...statuses: S[]): Record<S | AlwaysPossible, TSchema> {
   const responses = errorResponses(...statuses)
-  for (const status of [...statuses, 500 as const, 503 as const]) {
+  for (const status of [...statuses, ...ALWAYS_POSSIBLE]) {
     if (status !== 401 && status !== 429) {
       responses[status] = withResponseHeaders(responses[status], rateLimitHeaders)
     }

@@ -1,6 +1,10 @@
-import type { FastifyInstance } from 'fastify'
+import contentType from 'content-type'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ApiError } from '../lib/errors.js'
 import { bodyMayBeLeftOut } from './validation.js'
+
+/** JSON is UTF-8 (RFC 8259 §8.1); a byte that is not is refused, not read as U+FFFD and stored so. */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
 /**
  * JSON bodies through Fastify's own parser (which refuses `__proto__` and
@@ -8,13 +12,26 @@ import { bodyMayBeLeftOut } from './validation.js'
  * - some clients label every request JSON, a DELETE or a bare POST included; with nothing in
  *   it, such a request has no body, not an empty and invalid one, where the operation may be
  *   sent without one (elsewhere Fastify's "empty body" answer says what is missing);
- * - JSON that parses but names a forbidden key is a 422 that says so, not "not valid JSON".
+ * - JSON that parses but names a forbidden key is a 422 that says so, not "not valid JSON";
+ * - a body in another charset than UTF-8 is a 415, and bytes that are not UTF-8 a 400: either
+ *   would otherwise be read as UTF-8 and stored with U+FFFD in place of its letters.
+ * And a compressed body of any type is a 415 that says so, not a body that does not parse.
  */
 export function installJsonBodyParser(app: FastifyInstance): void {
+  app.addHook('onRequest', refuseEncodedBody)
   const parseJson = app.getDefaultJsonParser('error', 'error')
   app.removeContentTypeParser('application/json')
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body as string
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const charset = charsetOf(request)
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      return done(new ApiError('unsupported_media_type', `JSON is read in UTF-8 only, and this body says it is in ${charset}: send it in UTF-8.`), undefined)
+    }
+    let text: string
+    try {
+      text = utf8.decode(body as Buffer)
+    } catch {
+      return done(new ApiError('bad_request', 'The request body is not valid UTF-8 text, which JSON must be.'), undefined)
+    }
     if (text === '' && bodyMayBeLeftOut(request.routeOptions.schema?.body)) return done(null, undefined)
     void parseJson(request, text, (error, value) => {
       if (error && isJson(text)) {
@@ -34,4 +51,23 @@ function isJson(text: string): boolean {
   } catch {
     return false
   }
+}
+
+/** The charset the request's Content-Type names, in lower case; undefined when it names none. */
+function charsetOf(request: FastifyRequest): string | undefined {
+  try {
+    return contentType.parse(request).parameters.charset?.toLowerCase()
+  } catch {
+    // A header Fastify took as JSON but too loose for the strict grammar: it names no charset we can read.
+    return undefined
+  }
+}
+
+/** A body sent compressed (`Content-Encoding: gzip`): none is accepted, and the answer says so. */
+async function refuseEncodedBody(request: FastifyRequest): Promise<void> {
+  const encoding = request.headers['content-encoding']?.trim().toLowerCase()
+  if (encoding === undefined || encoding === '' || encoding === 'identity') return
+  const length = request.headers['content-length']
+  if (request.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return
+  throw new ApiError('unsupported_media_type', `Request bodies are taken uncompressed: send this one without its Content-Encoding (${encoding}).`)
 }

@@ -182,10 +182,18 @@ async function refuseBody(request: FastifyRequest): Promise<void> {
 export async function rejectUnstorableValues(request: FastifyRequest): Promise<void> {
   const errors = unstorableValues([
     ['path', request.params],
-    ['query', request.query],
+    ['query', declaredParameters(request)],
     ['body', request.body],
   ])
   if (errors.length > 0) throw ApiError.validation(errors)
+}
+
+/** The query's parameters the route reads: the others are ignored, whatever they hold (a `utm_source=%00`). */
+function declaredParameters(request: FastifyRequest): Record<string, unknown> {
+  const declared = (request.routeOptions.schema?.querystring as { properties?: Record<string, unknown> } | undefined)?.properties
+  const query = request.query as Record<string, unknown> | undefined
+  if (!declared || !query) return {}
+  return Object.fromEntries(Object.entries(query).filter(([name]) => Object.hasOwn(declared, name)))
 }
 
 const NUL = '\u0000'

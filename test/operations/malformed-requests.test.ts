@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { connect, type AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
+import { gzipSync } from 'node:zlib'
 import { sql } from 'drizzle-orm'
 import { queryRows } from '../../src/db/client.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
@@ -243,6 +244,50 @@ describe('malformed requests', () => {
     assert.match(raw, /\r\nx-request-id: [0-9a-f-]{36}\r\n/i)
     const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as ErrorBody
     assert.equal(body.detail, 'An HTTP/1.1 request must carry a Host header.')
+  })
+
+  it('refuses a JSON body in another charset than UTF-8 (415) or with bytes that are not UTF-8 (400), rather than store U+FFFD for its letters', async () => {
+    const before = await propertyCount()
+    // "caf" and the bytes given for "é", in a listing's description.
+    const [head, tail] = JSON.stringify(propertyBody({ description: 'caf\u0001' })).split('\\u0001') as [string, string]
+    const cafe = (...bytes: number[]) => Buffer.concat([Buffer.from(head), Buffer.from(bytes), Buffer.from(tail)])
+    for (const [contentType, body, status] of [
+      ['application/json; charset=iso-8859-1', cafe(0xe9), 415],
+      ['application/json; charset="windows-1251"', cafe(0xe9), 415],
+      ['application/json', cafe(0xe9), 400],
+      ['application/json; charset=utf-8', cafe(0xff, 0xfe), 400],
+    ] as const) {
+      const response = await t.app.inject({ method: 'POST', url: '/properties', headers: { ...agency.headers, 'content-type': contentType }, payload: body })
+      assert.equal(response.statusCode, status, `${contentType}: ${response.body}`)
+      assert.match(response.json<ErrorBody>().detail, /UTF-8/)
+    }
+    const utf8 = await t.app.inject({
+      method: 'POST',
+      url: '/properties',
+      headers: { ...agency.headers, 'content-type': 'application/json; charset=UTF-8' },
+      payload: cafe(0xc3, 0xa9),
+    })
+    assert.equal(utf8.statusCode, 201, utf8.body)
+    assert.equal(utf8.json<Property>().description, 'café')
+    assert.equal(await propertyCount(), before + 1)
+  })
+
+  it('refuses a compressed body with a 415 that says so, not as broken JSON', async () => {
+    const response = await t.app.inject({
+      method: 'POST',
+      url: '/tenants/register',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      payload: gzipSync(JSON.stringify(registrationBody())),
+    })
+    assert.equal(response.statusCode, 415, response.body)
+    assert.match(response.json<ErrorBody>().detail, /Content-Encoding \(gzip\)/)
+  })
+
+  it('ignores a query parameter no route reads, whatever it holds: a NUL in a tracking parameter is not refused', async () => {
+    for (const url of ['/healthz?utm_source=%00', '/?utm_source=%00', '/property-types?x=%00', '/webhooks?x=%00', '/tenants/me?x=%00', '/properties?x=%00']) {
+      const response = await t.app.inject({ url, headers: agency.headers })
+      assert.equal(response.statusCode, 200, `${url}: ${response.body}`)
+    }
   })
 
   it('refuses a __proto__ field as a field the API does not have, not as broken JSON', async () => {

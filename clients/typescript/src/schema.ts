@@ -2468,7 +2468,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description Malformed request (for example a body that is not JSON). */
+        /** @description Malformed request: a body that is not JSON, a path that is not valid percent-encoding, a request without a Host header. */
         BadRequest: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -2574,7 +2574,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+        /** @description Temporarily unavailable (the database cannot be reached, or the service is starting or stopping); retry after the Retry-After seconds. */
         Unavailable: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
@@ -2624,9 +2624,28 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceIndex"];
                 };
             };
+            /** @description Malformed request: a body that is not JSON, a path that is not valid percent-encoding, a request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Something went wrong on our side; the error has been logged. */
             500: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable (the database cannot be reached, or the service is starting or stopping); retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2653,9 +2672,28 @@ export interface operations {
                     "application/json": components["schemas"]["HealthStatus"];
                 };
             };
+            /** @description Malformed request: a body that is not JSON, a path that is not valid percent-encoding, a request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Something went wrong on our side; the error has been logged. */
             500: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable (the database cannot be reached, or the service is starting or stopping); retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2680,6 +2718,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HealthStatus"];
+                };
+            };
+            /** @description Malformed request: a body that is not JSON, a path that is not valid percent-encoding, a request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Something went wrong on our side; the error has been logged. */
@@ -2722,6 +2769,15 @@ export interface operations {
                     "application/json": components["schemas"]["ReferenceItem"][];
                 };
             };
+            /** @description Malformed request: a body that is not JSON, a path that is not valid percent-encoding, a request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Something went wrong on our side; the error has been logged. */
             500: {
                 headers: {
@@ -2731,7 +2787,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            /** @description Temporarily unavailable (the database cannot be reached, or the service is starting or stopping); retry after the Retry-After seconds. */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -2763,6 +2819,15 @@ export interface operations {
                     "application/json": components["schemas"]["ReferenceItem"][];
                 };
             };
+            /** @description Malformed request: a body that is not JSON, a path that is not valid percent-encoding, a request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Something went wrong on our side; the error has been logged. */
             500: {
                 headers: {
@@ -2772,7 +2837,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            /** @description Temporarily unavailable (the database cannot be reached, or the service is starting or stopping); retry after the Retry-After seconds. */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -2804,6 +2869,15 @@ export interface operations {
                     "application/json": components["schemas"]["PropertyStatus"][];
                 };
             };
+            /** @description Malformed request: a body that is not JSON, a path that is not valid percent-encoding, a request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Something went wrong on our side; the error has been logged. */
             500: {
                 headers: {
@@ -2813,7 +2887,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            /** @description Temporarily unavailable (the database cannot be reached, or the service is starting or stopping); retry after the Retry-After seconds. */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -2848,6 +2922,15 @@ export interface operations {
                     "application/json": components["schemas"]["City"][];
                 };
             };
+            /** @description Malformed request: a body that is not JSON, a path that is not valid percent-encoding, a request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Validation failed. */
             422: {
                 headers: {
@@ -2866,7 +2949,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            /** @description Temporarily unavailable (the database cannot be reached, or the service is starting or stopping); retry after the Retry-After seconds. */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -2900,6 +2983,15 @@ export interface operations {
                     "application/json": components["schemas"]["District"][];
                 };
             };
+            /** @description Malformed request: a body that is not JSON, a path that is not valid percent-encoding, a request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Validation failed. */
             422: {
                 headers: {
@@ -2918,7 +3010,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            /** @description Temporarily unavailable (the database cannot be reached, or the service is starting or stopping); retry after the Retry-After seconds. */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -2952,6 +3044,15 @@ export interface operations {
                     "application/json": components["schemas"]["ResidentialComplex"][];
                 };
             };
+            /** @description Malformed request: a body that is not JSON, a path that is not valid percent-encoding, a request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Validation failed. */
             422: {
                 headers: {
@@ -2970,7 +3071,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            /** @description Temporarily unavailable (the database cannot be reached, or the service is starting or stopping); retry after the Retry-After seconds. */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -3004,6 +3105,15 @@ export interface operations {
                     "application/json": components["schemas"]["City"];
                 };
             };
+            /** @description Malformed request: a body that is not JSON, a path that is not valid percent-encoding, a request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found, or not the caller’s. */
             404: {
                 headers: {
@@ -3031,7 +3141,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            /** @description Temporarily unavailable (the database cannot be reached, or the service is starting or stopping); retry after the Retry-After seconds. */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -3065,6 +3175,15 @@ export interface operations {
                     "application/json": components["schemas"]["District"];
                 };
             };
+            /** @description Malformed request: a body that is not JSON, a path that is not valid percent-encoding, a request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found, or not the caller’s. */
             404: {
                 headers: {
@@ -3092,7 +3211,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            /** @description Temporarily unavailable (the database cannot be reached, or the service is starting or stopping); retry after the Retry-After seconds. */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -3126,6 +3245,15 @@ export interface operations {
                     "application/json": components["schemas"]["ResidentialComplex"];
                 };
             };
+            /** @description Malformed request: a body that is not JSON, a path that is not valid percent-encoding, a request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found, or not the caller’s. */
             404: {
                 headers: {
@@ -3153,7 +3281,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            /** @description Temporarily unavailable (the database cannot be reached, or the service is starting or stopping); retry after the Retry-After seconds. */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -3185,6 +3313,15 @@ export interface operations {
                     "application/json": components["schemas"]["Attribute"][];
                 };
             };
+            /** @description Malformed request: a body that is not JSON, a path that is not valid percent-encoding, a request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Something went wrong on our side; the error has been logged. */
             500: {
                 headers: {
@@ -3194,7 +3331,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Temporarily unavailable (the database cannot be reached); retry after the Retry-After seconds. */
+            /** @description Temporarily unavailable (the database cannot be reached, or the service is starting or stopping); retry after the Retry-After seconds. */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -3270,6 +3407,7 @@ export interface operations {
                     "application/json": components["schemas"]["RegistrationStatus"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -3354,6 +3492,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3431,6 +3570,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3479,6 +3619,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -3514,6 +3655,7 @@ export interface operations {
                     "application/json": components["schemas"]["CatalogueChangesPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             /** @description Gone: what was asked for is no longer kept. */
             410: {
                 headers: {
@@ -3555,6 +3697,7 @@ export interface operations {
                     "application/json": components["schemas"]["CatalogueChangesSnapshot"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -3583,6 +3726,7 @@ export interface operations {
                     "application/json": components["schemas"]["Tenant"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3617,6 +3761,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -3732,6 +3877,7 @@ export interface operations {
                     "application/json": components["schemas"]["PropertyPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -3809,6 +3955,7 @@ export interface operations {
                     "application/json": components["schemas"]["Property"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
@@ -3916,6 +4063,7 @@ export interface operations {
                     "application/json": components["schemas"]["Property"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
@@ -4124,6 +4272,7 @@ export interface operations {
                     "application/json": components["schemas"]["Image"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -4238,6 +4387,7 @@ export interface operations {
                     "application/json": components["schemas"]["Image"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
@@ -4343,6 +4493,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -4414,6 +4565,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
@@ -4562,6 +4714,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookLogPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
@@ -4598,6 +4751,7 @@ export interface operations {
                     "application/json": components["schemas"]["FeedPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -4670,6 +4824,7 @@ export interface operations {
                     "application/json": components["schemas"]["Feed"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
@@ -4782,6 +4937,7 @@ export interface operations {
                     "application/json": components["schemas"]["FeedRunPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
@@ -4860,6 +5016,7 @@ export interface operations {
                     "application/json": components["schemas"]["FeedRunReport"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];

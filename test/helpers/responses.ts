@@ -63,6 +63,11 @@ export interface ListingUnderReview {
   deal_type_id: number
   price: number | null
   city_id: number | null
+  district_id: number | null
+  residential_complex_id: number | null
+  address: string | null
+  latitude: number | null
+  longitude: number | null
   description: string | null
   attributes: Record<string, string | number | boolean>
   moderation: { checked_at: string; reasons: ModerationReason[] } | null

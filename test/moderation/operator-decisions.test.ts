@@ -97,6 +97,46 @@ describe('operator decisions', () => {
     )
   })
 
+  it('shows the operator where a revision moves the listing: its district, complex, address and coordinates', async () => {
+    const id = await published()
+    const moved = { city_id: 1, district_id: 2, address: 'Москва, ул. Тверская, д. 9', latitude: 55.8702, longitude: 37.5011 }
+    assert.equal((await patch(id, { location: moved })).statusCode, 200)
+    await runInternalCheck(t.app)
+    const item = (await t.app.inject({ url: '/admin/properties?revision=pending_review&limit=100', headers: adminHeaders }))
+      .json<ListingUnderReviewPage>()
+      .items.find((entry) => entry.id === id)
+    assert.ok(item, 'the revision waits in the queue')
+    assert.deepEqual(
+      {
+        district_id: item.district_id,
+        residential_complex_id: item.residential_complex_id,
+        address: item.address,
+        latitude: item.latitude,
+        longitude: item.longitude,
+      },
+      { district_id: 2, residential_complex_id: null, address: moved.address, latitude: moved.latitude, longitude: moved.longitude },
+    )
+  })
+
+  it('lists revisions without status_id, as only a published listing has them; with another status it is a 422', async () => {
+    const id = await published()
+    assert.equal((await patch(id, { price: 7_250_000 })).statusCode, 200)
+    const listed = await t.app.inject({ url: '/admin/properties?revision=pending_review&limit=100', headers: adminHeaders })
+    assert.equal(listed.statusCode, 200, listed.body)
+    assert.ok(listed.json<ListingUnderReviewPage>().items.some((item) => item.id === id))
+    const refused = await t.app.inject({ url: '/admin/properties?status_id=1&revision=pending_review', headers: adminHeaders })
+    assert.equal(refused.statusCode, 422, refused.body)
+    assert.deepEqual(
+      refused.json<ValidationErrorBody>().errors.map((error) => error.loc),
+      [['query', 'status_id']],
+    )
+    // Without either, the listings waiting for review, as before.
+    const waiting = await submitProperty(t.app, agency)
+    const pending = (await t.app.inject({ url: '/admin/properties?limit=100', headers: adminHeaders })).json<ListingUnderReviewPage>()
+    assert.ok(pending.items.some((item) => item.id === waiting.id))
+    assert.ok(pending.items.every((item) => item.status_id === 1))
+  })
+
   it('refuses to decide a suspended agency’s revision with the suspension’s 409, not a status the listing never had', async () => {
     const id = await published()
     assert.equal((await patch(id, { price: 9_100_000 })).statusCode, 200)

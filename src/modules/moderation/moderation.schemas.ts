@@ -15,6 +15,11 @@ export const ListingUnderReview = Type.Object(
     deal_type_id: Int32({ minimum: 1, maximum: 32767 }),
     price: Nullable(Type.Number({ minimum: 0 })),
     city_id: Nullable(Id),
+    district_id: Nullable(Id),
+    residential_complex_id: Nullable(Id),
+    address: Nullable(Type.String({ maxLength: 1000 })),
+    latitude: Nullable(Type.Number({ minimum: -90, maximum: 90 })),
+    longitude: Nullable(Type.Number({ minimum: -180, maximum: 180 })),
     description: Nullable(Type.String({ maxLength: 10_000 })),
     attributes: Type.Record(Type.String(), Type.Union([Type.String({ maxLength: 1000 }), Type.Number(), Type.Boolean()]), { maxProperties: 100 }),
     moderation: Nullable(ModerationResultSchema),
@@ -38,12 +43,12 @@ export type ListingUnderReview = Static<typeof ListingUnderReview>
 export const ListingUnderReviewPage = Page(ListingUnderReview, 'ListingUnderReviewPage')
 
 export const ReviewListQuery = Type.Object({
-  status_id: { ...StatusId, default: 1 },
+  status_id: Type.Optional({ ...StatusId, description: 'The listings’ status: 1 (waiting for review) by default, 2 with `revision`.' }),
   revision: Type.Optional(
     Type.Enum([...revisionStatuses], {
       type: 'string',
       description:
-        'Only listings with a revision in this state: `status_id=2&revision=pending_review` lists the published listings whose changes wait for a decision.',
+        'Only listings with a revision in this state: `revision=pending_review` lists the published listings whose changes wait for a decision. Only a published listing has revisions: with another `status_id` it is a 422.',
     }),
   ),
   ...PageQuery,

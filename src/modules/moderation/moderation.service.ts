@@ -207,7 +207,13 @@ export class ModerationService {
   }
 
   /** Listings in one status across all agencies, oldest change first, with the check's findings. */
-  async list(statusId: number, limit: number, offset: number, revision?: RevisionStatus) {
+  async list(status: number | undefined, limit: number, offset: number, revision?: RevisionStatus) {
+    if (revision !== undefined && status !== undefined && status !== ListingStatus.Published) {
+      throw ApiError.validation([
+        { loc: ['query', 'status_id'], msg: `must be ${ListingStatus.Published} (published) with revision: only a published listing has revisions` },
+      ])
+    }
+    const statusId = status ?? (revision === undefined ? ListingStatus.PendingReview : ListingStatus.Published)
     const { rows, total } = await this.properties.listByStatus(statusId, { limit, offset }, revision)
     return {
       items: rows.map(underReview),
@@ -280,6 +286,11 @@ function underReview({ listing: row, revision }: UnderCheck): ListingUnderReview
     deal_type_id: row.dealTypeId,
     price: row.price,
     city_id: row.cityId,
+    district_id: row.districtId,
+    residential_complex_id: row.residentialComplexId,
+    address: row.address,
+    latitude: row.latitude,
+    longitude: row.longitude,
     description: row.description,
     attributes: row.attributes,
     moderation: revision ? revision.moderation : row.moderation,

@@ -74,6 +74,7 @@ export interface ListingUnderReview {
   waiting_for_check: boolean
   revision: { status: 'pending_review' | 'rejected'; submitted_at: string } | null
   updated_at: string
+  version: string
 }
 
 export interface ListingUnderReviewPage {

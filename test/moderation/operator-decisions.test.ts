@@ -137,6 +137,49 @@ describe('operator decisions', () => {
     assert.ok(pending.items.every((item) => item.status_id === 1))
   })
 
+  it('decides only the version the operator read, when given it: a revision changed since is a 409 and stays undecided', async () => {
+    const id = await published()
+    assert.equal((await patch(id, { price: 7_100_000 })).statusCode, 200)
+    const read = async () =>
+      (await t.app.inject({ url: '/admin/properties?revision=pending_review&limit=100', headers: adminHeaders }))
+        .json<ListingUnderReviewPage>()
+        .items.find((item) => item.id === id)!
+    const seen = await read()
+    assert.equal(seen.price, 7_100_000)
+    // The agency changes the price again after the operator read the revision.
+    assert.equal((await patch(id, { price: 9_900_000 })).statusCode, 200)
+    for (const [action, payload] of [
+      ['approve', { version: seen.version }],
+      ['reject', { version: seen.version, reason: 'Цена завышена' }],
+    ] as const) {
+      const refused = await decide(action, id, payload)
+      assert.equal(refused.statusCode, 409, refused.body)
+      assert.match(refused.json<ErrorBody>().detail, /changed since/)
+    }
+    const now = await read()
+    assert.equal(now.revision?.status, 'pending_review')
+    assert.notEqual(now.version, seen.version)
+    const catalogue = (await t.app.inject(`/mls/properties/${id}`)).json<{ price: number }>()
+    assert.notEqual(catalogue.price, 9_900_000, 'nothing was approved')
+    // The version read now is decided.
+    const approved = await decide('approve', id, { version: now.version })
+    assert.equal(approved.statusCode, 200, approved.body)
+    assert.equal((await t.app.inject(`/mls/properties/${id}`)).json<{ price: number }>().price, 9_900_000)
+  })
+
+  it('decides a first submission given its version, and without one as before', async () => {
+    const first = await submitProperty(t.app, agency)
+    const second = await submitProperty(t.app, agency)
+    const items = (await t.app.inject({ url: '/admin/properties?limit=100', headers: adminHeaders })).json<ListingUnderReviewPage>().items
+    const version = items.find((item) => item.id === first.id)!.version
+    assert.match(version, /^[\w-]{22}$/)
+    const approved = await decide('approve', first.id, { version })
+    assert.equal(approved.statusCode, 200, approved.body)
+    assert.equal((await decide('reject', second.id)).statusCode, 200)
+    const unknown = await decide('approve', (await submitProperty(t.app, agency)).id, { version: 'x', extra: 1 })
+    assert.equal(unknown.statusCode, 422, unknown.body)
+  })
+
   it('refuses to decide a suspended agency’s revision with the suspension’s 409, not a status the listing never had', async () => {
     const id = await published()
     assert.equal((await patch(id, { price: 9_100_000 })).statusCode, 200)

@@ -4,6 +4,12 @@ import { PROPERTY_NOT_FOUND } from '../../lib/errors.js'
 import { revisionStatuses } from '../../db/schema.js'
 import { ExternalId, ModerationResultSchema, RevisionStatusName, StatusId } from '../properties/properties.schemas.js'
 
+const ListingVersion = Type.String({
+  maxLength: 64,
+  description:
+    'A digest of everything else this item shows. Given back as `version` to approve or reject, it makes the decision apply to this version only: a listing changed since (edited, a new revision, new findings of the check) is a 409 instead of being decided unseen.',
+})
+
 /** A listing as an operator reviews it: the submission's facts and the check's findings. */
 export const ListingUnderReview = Type.Object(
   {
@@ -35,6 +41,7 @@ export const ListingUnderReview = Type.Object(
       ),
     ),
     updated_at: Timestamp,
+    version: ListingVersion,
   },
   { title: 'ListingUnderReview' },
 )
@@ -56,8 +63,11 @@ export const ReviewListQuery = Type.Object({
 
 export const ListingIdParams = Type.Object({ id: PathId(PROPERTY_NOT_FOUND) })
 
+export const ListingApproval = Type.Object({ version: Type.Optional(ListingVersion) }, { title: 'ListingApproval', additionalProperties: false })
+
 export const ListingRejection = Type.Object(
   {
+    version: Type.Optional(ListingVersion),
     reason: Type.Optional(
       Type.String({
         minLength: 1,

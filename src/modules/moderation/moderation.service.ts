@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import type { Logger } from 'pino'
 import { isMomentaryFailure } from '../../db/availability.js'
 import type { Database } from '../../db/client.js'
@@ -141,12 +142,13 @@ export class ModerationService {
    * An operator publishes a listing waiting for review (manual mode, or overruling the check);
    * not while its agency is suspended.
    */
-  async approve(id: number): Promise<ListingUnderReview> {
+  async approve(id: number, version?: string): Promise<ListingUnderReview> {
     // Publication writes the catalogue's count rows, as the check's batches and a suspension
     // do, so it can deadlock with them: retried as they are (retryingConflicts).
     return retryingConflicts(() =>
       this.db.transaction(async (tx) => {
         const undecided = await this.properties.lockUndecided(tx, id)
+        refuseAnotherVersion(undecided, version)
         await this.refuseWhileSuspended(tx, undecided, 'published')
         // The catalogue lists every listing under its city: one without a city (or a revision that
         // removed it) cannot be published, whatever the operator decides.
@@ -175,7 +177,7 @@ export class ModerationService {
    * beside the reason. A version edited since the check last ran (still waiting for it) has
    * none yet: the findings it carries are of the version it replaced.
    */
-  async reject(id: number, reason: string | undefined): Promise<ListingUnderReview> {
+  async reject(id: number, reason: string | undefined, version?: string): Promise<ListingUnderReview> {
     // A reason may be left out (the agency then reads a general one), but one given says something.
     const why = reason === undefined ? undefined : trimmedText(reason)
     if (why === '') throw ApiError.validation([{ loc: ['body', 'reason'], msg: 'must not be blank: leave it out, or say why' }])
@@ -183,6 +185,7 @@ export class ModerationService {
     return retryingConflicts(() =>
       this.db.transaction(async (tx) => {
         const undecided = await this.properties.lockUndecided(tx, id)
+        refuseAnotherVersion(undecided, version)
         await this.refuseWhileSuspended(tx, undecided, 'rejected')
         const waitingForCheck = undecided.listing.reviewRequestedAt !== null
         const checked = waitingForCheck ? null : undecided.revision ? undecided.revision.moderation : undecided.listing.moderation
@@ -275,8 +278,23 @@ export class ModerationService {
   }
 }
 
+/**
+ * A decision given the version the operator read applies to that version only: the agency may
+ * have edited the listing (or sent a new revision) since, and the check found other things.
+ */
+function refuseAnotherVersion(undecided: UnderCheck, version: string | undefined): void {
+  if (version !== undefined && underReview(undecided).version !== version) {
+    throw ApiError.conflict('The listing has changed since that version was read; read it again (GET /admin/properties) before deciding.')
+  }
+}
+
 /** A listing as an operator reviews it: the submission's facts (a revision's, if it has one) and the check's findings. */
-function underReview({ listing: row, revision }: UnderCheck): ListingUnderReview {
+function underReview(undecided: UnderCheck): ListingUnderReview {
+  const shown = shownForReview(undecided)
+  return { ...shown, version: createHash('sha256').update(JSON.stringify(shown)).digest('base64url').slice(0, 22) }
+}
+
+function shownForReview({ listing: row, revision }: UnderCheck): Omit<ListingUnderReview, 'version'> {
   return {
     id: row.id,
     tenant_id: row.tenantId,

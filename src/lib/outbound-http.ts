@@ -239,7 +239,8 @@ export class OutboundClient {
       }
       const location = response.headers.location
       if (REDIRECTS.has(response.statusCode) && options.maxRedirects > 0 && typeof location === 'string') {
-        response.body.resume()
+        // Not read: a redirect's body is no part of the answer, and a server could make it endless.
+        response.body.on('error', () => undefined).destroy()
         if (hop >= options.maxRedirects) throw new OutboundError('too_many_redirects', `More than ${options.maxRedirects} redirects.`)
         url = this.parseTarget(location, url)
         if (options.httpsOnly && url.protocol !== 'https:') {

@@ -1,14 +1,34 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
-import { createServer } from 'node:http'
+import { createServer, type ServerResponse } from 'node:http'
 import { isIP, type AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { isPublicAddress, OutboundClient, OutboundError } from '../../src/lib/outbound-http.js'
 import { ADDRESS_CASES, resolvable } from '../helpers/ssrf-addresses.js'
 
+/** What became of a redirect's large body: sent whole (the client read it all), or the client hung up first. */
+const redirectBodies: Promise<'read whole' | 'hung up'>[] = []
+const REDIRECT_BODY_BYTES = 48 * 1024 * 1024
+
+function largeRedirect(response: ServerResponse, location: string): void {
+  response.writeHead(302, { location, 'content-length': String(REDIRECT_BODY_BYTES) })
+  const chunk = Buffer.alloc(1024 * 1024, 97)
+  let sent = 0
+  const pump = () => {
+    while (sent < REDIRECT_BODY_BYTES) {
+      sent += chunk.length
+      if (!response.write(chunk)) return void response.once('drain', pump)
+    }
+    response.end()
+  }
+  pump()
+  redirectBodies.push(once(response, 'close').then(() => (response.writableFinished ? 'read whole' : 'hung up')))
+}
+
 describe('the guarded outbound HTTP client', () => {
   const server = createServer((request, response) => {
-    if (request.url === '/to-loopback') response.writeHead(302, { location: `http://127.0.0.1:${port}/secret` }).end()
+    if (request.url === '/big-redirect') largeRedirect(response, '/ok')
+    else if (request.url === '/to-loopback') response.writeHead(302, { location: `http://127.0.0.1:${port}/secret` }).end()
     else if (request.url === '/to-localhost') response.writeHead(307, { location: `http://localhost:${port}/secret` }).end()
     else if (request.url === '/big') response.end(Buffer.alloc(10_000, 120))
     else if (request.url === '/slow') setTimeout(() => response.end('late'), 2_000)
@@ -55,6 +75,11 @@ describe('the guarded outbound HTTP client', () => {
     const cut = await get('/big', { onLargeBody: 'truncate' })
     assert.equal(cut.body.length, 1_000)
     assert.equal(cut.truncated, true)
+  })
+
+  it('does not read the body of a redirect it follows: a redirect’s body is capped by nothing', async () => {
+    assert.equal((await get('/big-redirect')).body.toString(), 'secret')
+    assert.equal(await redirectBodies.at(-1), 'hung up', 'the 48 MiB body of the redirect was read')
   })
 
   it('gives up after the time limit', async () => {

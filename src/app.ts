@@ -28,7 +28,7 @@ import { installConnectionClosing } from './plugins/connection-closing.js'
 import docsPlugin, { adminDocsPlugin } from './plugins/docs.js'
 import { clientErrorHandler, frameworkErrors, installErrorHandlers, RETRY_AFTER_S } from './plugins/error-handler.js'
 import failureThrottlePlugin from './plugins/failure-throttle.js'
-import { installJsonBodyParser } from './plugins/json-body.js'
+import { installJsonBodyParser, refuseEncodedBody } from './plugins/json-body.js'
 import { neverCached } from './plugins/never-cached.js'
 import keyRevocationsPlugin from './plugins/key-revocations.js'
 import metricsPlugin from './plugins/metrics.js'
@@ -111,6 +111,8 @@ export async function buildApp({ config, database, services, logger, startingUp 
   // After the browser policy's hooks, whose headers this answer carries too.
   refuseWhileClosing(app)
   if (startingUp) refuseWhileStartingUp(app, startingUp)
+  // A request's body is judged only where the service would answer it at all.
+  app.addHook('onRequest', refuseEncodedBody)
   await app.register(rateLimitPlugin)
   await app.register(failureThrottlePlugin)
   await app.register(authPlugin)

@@ -3,6 +3,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ApiError } from '../lib/errors.js'
 import { bodyMayBeLeftOut } from './validation.js'
 
+/** Charsets whose texts are the same bytes in UTF-8: ASCII is a part of it. */
+const UTF8_BYTES = new Set(['utf-8', 'utf8', 'us-ascii', 'ascii'])
+
 /** JSON is UTF-8 (RFC 8259 §8.1); a byte that is not is refused, not read as U+FFFD and stored so. */
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
@@ -15,15 +18,14 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
  * - JSON that parses but names a forbidden key is a 422 that says so, not "not valid JSON";
  * - a body in another charset than UTF-8 is a 415, and bytes that are not UTF-8 a 400: either
  *   would otherwise be read as UTF-8 and stored with U+FFFD in place of its letters.
- * And a compressed body of any type is a 415 that says so, not a body that does not parse.
+ * (A compressed body of any type is refused before, by refuseEncodedBody.)
  */
 export function installJsonBodyParser(app: FastifyInstance): void {
-  app.addHook('onRequest', refuseEncodedBody)
   const parseJson = app.getDefaultJsonParser('error', 'error')
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const charset = charsetOf(request)
-    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    if (charset !== undefined && !UTF8_BYTES.has(charset)) {
       return done(new ApiError('unsupported_media_type', `JSON is read in UTF-8 only, and this body says it is in ${charset}: send it in UTF-8.`), undefined)
     }
     let text: string
@@ -63,10 +65,15 @@ function charsetOf(request: FastifyRequest): string | undefined {
   }
 }
 
-/** A body sent compressed (`Content-Encoding: gzip`): none is accepted, and the answer says so. */
-async function refuseEncodedBody(request: FastifyRequest): Promise<void> {
-  const encoding = request.headers['content-encoding']?.trim().toLowerCase()
-  if (encoding === undefined || encoding === '' || encoding === 'identity') return
+/**
+ * onRequest hook: a body sent compressed (`Content-Encoding: gzip`) is a 415 that says so, not a
+ * body that does not parse. Only where a body is read (not GET, HEAD or OPTIONS).
+ */
+export async function refuseEncodedBody(request: FastifyRequest): Promise<void> {
+  if (request.method === 'GET' || request.method === 'HEAD' || request.method === 'OPTIONS') return
+  const codings = (request.headers['content-encoding'] ?? '').split(',').map((coding) => coding.trim().toLowerCase())
+  const encoding = codings.filter((coding) => coding !== '' && coding !== 'identity').join(', ')
+  if (encoding === '') return
   const length = request.headers['content-length']
   if (request.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return
   throw new ApiError('unsupported_media_type', `Request bodies are taken uncompressed: send this one without its Content-Encoding (${encoding}).`)

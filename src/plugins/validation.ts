@@ -19,9 +19,10 @@ const NON_ASCII_LETTER = /[^\p{ASCII}](?<=[\p{L}\p{M}\p{N}])/gu
  * the local part.
  */
 function isIdnEmail(value: string): boolean {
-  // A blank or an invisible character (a zero-width space pasted with the address) is in no
-  // e-mail, although the domain's conversion below would quietly drop some of them.
-  if (/[\s\p{Cf}\p{Cc}]/u.test(value)) return false
+  // A blank or an invisible character (a zero-width space pasted with the address, a filler, a
+  // variation selector) is in no e-mail, although the domain's conversion below would quietly
+  // drop some of them and the local part's letters pass for letters.
+  if (/[\s\p{Cf}\p{Cc}\p{Default_Ignorable_Code_Point}]/u.test(value)) return false
   const at = value.lastIndexOf('@')
   const domain = domainToASCII(value.slice(at + 1))
   return at > 0 && domain !== '' && asciiEmail.test(`${value.slice(0, at).replace(NON_ASCII_LETTER, 'a')}@${domain}`)

@@ -256,6 +256,7 @@ describe('malformed requests', () => {
       ['application/json; charset="windows-1251"', cafe(0xe9), 415],
       ['application/json', cafe(0xe9), 400],
       ['application/json; charset=utf-8', cafe(0xff, 0xfe), 400],
+      ['application/json; charset=us-ascii', cafe(0xe9), 400],
     ] as const) {
       const response = await t.app.inject({ method: 'POST', url: '/properties', headers: { ...agency.headers, 'content-type': contentType }, payload: body })
       assert.equal(response.statusCode, status, `${contentType}: ${response.body}`)
@@ -269,7 +270,15 @@ describe('malformed requests', () => {
     })
     assert.equal(utf8.statusCode, 201, utf8.body)
     assert.equal(utf8.json<Property>().description, 'café')
-    assert.equal(await propertyCount(), before + 1)
+    // ASCII is UTF-8's first 128 characters: a body labelled so is read as it is.
+    const ascii = await t.app.inject({
+      method: 'POST',
+      url: '/properties',
+      headers: { ...agency.headers, 'content-type': 'application/json; charset=US-ASCII' },
+      payload: JSON.stringify(propertyBody({ description: 'Bright flat, park view.' })),
+    })
+    assert.equal(ascii.statusCode, 201, ascii.body)
+    assert.equal(await propertyCount(), before + 2)
   })
 
   it('refuses a compressed body with a 415 that says so, not as broken JSON', async () => {
@@ -281,6 +290,17 @@ describe('malformed requests', () => {
     })
     assert.equal(response.statusCode, 415, response.body)
     assert.match(response.json<ErrorBody>().detail, /Content-Encoding \(gzip\)/)
+    // With the headers every answer carries, so a page on another site can read why.
+    assert.equal(response.headers['x-content-type-options'], 'nosniff')
+    assert.equal(response.headers['access-control-allow-origin'], '*')
+    // Nothing compressed about `identity`, however often it is said.
+    const identity = await t.app.inject({
+      method: 'POST',
+      url: '/tenants/register',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'identity, identity' },
+      payload: registrationBody({ email: 'identity@agency.example' }),
+    })
+    assert.equal(identity.statusCode, 201, identity.body)
   })
 
   it('ignores a query parameter no route reads, whatever it holds: a NUL in a tracking parameter is not refused', async () => {

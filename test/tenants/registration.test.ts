@@ -66,7 +66,16 @@ describe('POST /tenants/register', () => {
   })
 
   it('refuses an e-mail with an invisible character in it, as pasted with the address', async () => {
-    for (const email of ['info@agency.example\u200b', 'info@agen\u200bcy.example', 'in\u00adfo@agency.example', 'info@agency.example\u0085']) {
+    for (const email of [
+      'info@agency.example\u200b',
+      'info@agen\u200bcy.example',
+      'in\u00adfo@agency.example',
+      'info@agency.example\u0085',
+      // Letters and marks that show nothing: a Hangul filler, a grapheme joiner, a variation selector.
+      'info\u3164@agency.example',
+      'info\u034f@agency.example',
+      'info\ufe0f@agency.example',
+    ]) {
       const refused = await t.app.inject({ method: 'POST', url: '/tenants/register', payload: registrationBody({ email }) })
       assert.equal(refused.statusCode, 422, `${JSON.stringify(email)}: ${refused.body}`)
       assert.deepEqual(

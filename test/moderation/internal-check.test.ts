@@ -66,6 +66,7 @@ describe('the internal check (auto mode)', () => {
     ['a zero price', { price: 0 }, 'price_not_positive', 'price'],
     ['a floor above the building', { attributes: { floor: '10', total_floors: '9' } }, 'floor_above_total_floors', 'attributes.floor'],
     ['areas that do not add up', { attributes: { area: '50', living_area: '40', kitchen_area: '15' } }, 'areas_exceed_total', 'attributes.living_area'],
+    ['a kitchen larger than the flat, and no living area', { attributes: { area: '40', kitchen_area: '50' } }, 'areas_exceed_total', 'attributes.kitchen_area'],
     ['rooms on land', { property_type: 'Земля', attributes: { area_land: '6', rooms: '3' } }, 'attribute_not_applicable', 'attributes.rooms'],
     ['a land category on an apartment', { attributes: { land_category: 'ИЖС' } }, 'attribute_not_applicable', 'attributes.land_category'],
     ['a phone in the description', { description: 'Звоните: 8 (912) 345-67-89, без посредников' }, 'contacts_in_description', 'description'],

@@ -279,6 +279,19 @@ describe('POST /properties', () => {
     }
   })
 
+  it('refuses a number written with more digits than a stored number keeps, rather than store another', async () => {
+    for (const value of ['2.99999999999999999999', '2.1234567890123456']) {
+      const response = await submit(propertyBody({ attributes: { ceiling_height: value } }))
+      assert.equal(response.statusCode, 422, response.body)
+      assert.deepEqual(response.json<ValidationErrorBody>().errors, [
+        { loc: ['body', 'attributes', 'ceiling_height'], msg: 'must have at most 15 significant digits, as it would otherwise be stored as another number' },
+      ])
+    }
+    const kept = await submit(propertyBody({ attributes: { ceiling_height: '2.12345678901234', area: '0054.50' } }))
+    assert.equal(kept.statusCode, 201, kept.body)
+    assert.equal(kept.json<Property>().attributes.ceiling_height, 2.12345678901234)
+  })
+
   it('answers 401 without a valid key and stores nothing', async () => {
     const before = await t.db.$count(properties)
     for (const headers of [{}, { 'x-api-key': 'mls_live_wrong' }] as Record<string, string>[]) {

@@ -113,7 +113,9 @@ export function checkListing({ listing, propertyType, country, ownerPhone, hasDu
     const parts = hundredths(living) + hundredths(kitchen)
     if (parts > hundredths(area)) {
       const shown = parts / 10 ** AREA_DECIMALS
-      reason('areas_exceed_total', 'attributes.living_area', `Living and kitchen areas (${shown} m²) add up to more than the total area (${area} m²).`)
+      // Named by the part the listing has: living_area, or kitchen_area without it.
+      const field = typeof living === 'number' ? 'attributes.living_area' : 'attributes.kitchen_area'
+      reason('areas_exceed_total', field, `Living and kitchen areas (${shown} m²) add up to more than the total area (${area} m²).`)
     }
   }
 

@@ -4,6 +4,12 @@ import type { FieldError } from '../../lib/errors.js'
 import { attributesByName, DEFAULT_ATTRIBUTE_MAX, type AttributeDefinition } from '../reference/attribute-catalogue.js'
 
 const DECIMAL = /^-?\d+(\.\d+)?$/
+const MAX_SIGNIFICANT_DIGITS = 15
+
+/** The digits of a decimal text that say something: none of the zeros before the first other digit, or after the last. */
+function significantDigits(text: string): number {
+  return text.replace(/[-.]/g, '').replace(/^0+/, '').replace(/0+$/, '').length
+}
 const INTEGER = /^-?\d+$/
 
 /**
@@ -58,6 +64,11 @@ function parseValue(definition: AttributeDefinition, raw: unknown): string | num
       if (value < min || value > max || (places > 0 && Number(whole) >= max)) return { problem: `must be from ${min} to ${max}` }
       if (definition.decimals !== undefined && places > definition.decimals) {
         return { problem: `must have at most ${definition.decimals} decimal places` }
+      }
+      // A number is kept as a double, which holds any 15 significant digits exactly and no more:
+      // "2.99999999999999999999" would be stored, and shown, as 3.
+      if (typeof raw === 'string' && significantDigits(raw) > MAX_SIGNIFICANT_DIGITS) {
+        return { problem: `must have at most ${MAX_SIGNIFICANT_DIGITS} significant digits, as it would otherwise be stored as another number` }
       }
       return value
     }

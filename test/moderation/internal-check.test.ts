@@ -96,6 +96,28 @@ describe('the internal check (auto mode)', () => {
     // Read one way only: a pattern that could split "123,123,…" into amounts in many ways took
     // time exponential in its length, and never ended on a description this long.
     ['a phone after many groups of three', { description: `Цены: ${'123,'.repeat(200)}1234567890` }, 'contacts_in_description', 'description'],
+    ['a phone with bars', { description: 'Звоните агенту: 8 | 999 | 111 | 22 | 33' }, 'contacts_in_description', 'description'],
+    ['a phone with colons', { description: 'Звоните агенту: 8:999:111:22:33' }, 'contacts_in_description', 'description'],
+    ['a phone with tildes', { description: 'Звоните агенту: 8~999~111~22~33' }, 'contacts_in_description', 'description'],
+    ['a phone with braille blanks', { description: 'Звоните агенту: 8\u2800999\u2800111\u280022\u280033' }, 'contacts_in_description', 'description'],
+    ['a phone in dingbat digits', { description: 'Звоните агенту: ➑➒➒➒➊➊➊➋➋➌➌' }, 'contacts_in_description', 'description'],
+    ['a phone in Devanagari digits', { description: 'Звоните агенту: ८९९९१११२२३३' }, 'contacts_in_description', 'description'],
+    [
+      'a phone in words',
+      { description: 'Звоните агенту: восемь девятьсот девяносто девять сто одиннадцать двадцать два тридцать три' },
+      'contacts_in_description',
+      'description',
+    ],
+    [
+      'a phone in words, digit by digit',
+      { description: 'Звоните агенту: восемь-девять-девять-девять-один-один-один-два-два-три-три' },
+      'contacts_in_description',
+      'description',
+    ],
+    ['an e-mail with at and dot in words', { description: 'Пишите: ivan.petrov at mail dot ru' }, 'contacts_in_description', 'description'],
+    ['an e-mail with blanks round its dot', { description: 'Пишите: ivan.petrov @ mail . ru' }, 'contacts_in_description', 'description'],
+    ['an e-mail with a blank before its dot', { description: 'Пишите: ivan.petrov@mail .ru' }, 'contacts_in_description', 'description'],
+    ['an e-mail with an ideographic full stop', { description: 'Пишите: ivan.petrov@mail。ru' }, 'contacts_in_description', 'description'],
     ['a Telegram handle', { description: 'Вопросы в telegram @ivanrealty' }, 'contacts_in_description', 'description'],
     ['a handle named with its messenger', { description: 'Связь: tg: ivanrealty' }, 'contacts_in_description', 'description'],
     ['a handle with an underscore', { description: 'Пишите @ivan_realty' }, 'contacts_in_description', 'description'],
@@ -127,11 +149,13 @@ describe('the internal check (auto mode)', () => {
   it('passes prices, areas and a dog in the description, and a valid land listing', async () => {
     const priced = await submitProperty(t.app, agency, {
       description:
-        'Цена 8 500 000 руб., 54.5 м², 5/9 этаж, 2020 год. Хозяйская собака лайка.Остаётся. ЖК @Residence, рядом ТЦ @Tower, 5 мин. до м. Смоленская; скидка 5 %. Есть Telegram-канал дома.',
+        'Цена 8 500 000 руб., 54.5 м², 5/9 этаж, 2020 год. Хозяйская собака лайка.Остаётся. ЖК @Residence, рядом ТЦ @Tower, 5 мин. до м. Смоленская; скидка 5 %. Есть Telegram-канал дома. ' +
+        'Показы: 10:00-13:00, 15:00-19:00. Две комнаты, три балкона, сто метров до парка, двести пятьдесят тысяч залог.',
     })
     const land = await submitProperty(t.app, agency, {
       property_type: 'Земля',
       attributes: { area_land: '12', land_category: 'ИЖС', electricity: 'Есть', road_access: 'Асфальт' },
+      description: 'Кадастровые номера 50:20:0010336:1234, 50:20:0010336:1235.',
     })
     await runInternalCheck(t.app)
     assert.equal((await get(priced.id)).status_id, 2)

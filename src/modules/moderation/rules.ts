@@ -27,20 +27,25 @@ const SPELLED_EMAIL = new RegExp(
   String.raw`(?<![a-z0-9._%+-])[a-z0-9._%+-]+(?:${SPELLED_AT})[a-z0-9-]+(?:(?:${SPELLED_DOT})[a-z0-9-]+)*(?:${SPELLED_DOT})[a-z]{2,}`,
   'i',
 )
+// A bare "at" is an @ where the domain after it has its dot spelled too ("ivan at mail dot ru"),
+// and an @ is one with blanks round the domain's dot ("ivan @ mail . ru"): neither is prose.
+const BARE_AT_EMAIL = /(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s+at\s+[a-z0-9-]+(?:\s+(?:dot|точка)\s+[a-z0-9-]+)*\s+(?:dot|точка)\s+[a-z]{2,}/i
+const SPACED_DOT_EMAIL =
+  /(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s*@\s*[a-z0-9-]+(?:\s*\.\s*[a-z0-9-]+)*\s+\.\s*[a-z]{2,}|(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s*@\s*[a-z0-9-]+(?:\s*\.\s*[a-z0-9-]+)*\s*\.\s+[a-z]{2,}(?![a-z])/i
 // Ten or more digits in a row, whatever separates them: a phone number written to slip past
 // a parser ("8 9I2..." aside). A price ("8 500 000") or an area has fewer; two of them, or a
 // price of billions, may not, so a run that reads as amounts and dates joined by brackets,
 // dashes, slashes or commas is not taken for one: "12 500 000 (250 000 за м²)", "8 500 000 -
 // 300 000", "10.06.2024 - 20.06.2024", "1 250 000 000". A phone's groups of two or three
 // digits are no amounts: "8 (912) 345-67-89", "8,999,111,22,33" and "8/999/111/22/33" are runs.
-const DIGIT_RUN = /(?:\d[\s\-()._*,/]*){10,}/g
+const DIGIT_RUN = /(?:\d[\s\-()._*,/|~:]*){10,}/g
 const hasLongDigitRun = (text: string) => [...text.matchAll(DIGIT_RUN)].some(([run]) => !readsAsAmounts(run))
 /** What may join two amounts: brackets, dashes, slashes or commas, with blanks (two tests, each linear). */
 const isJoiner = (separator: string) => /^[\s\-()/,]+$/.test(separator) && /[-()/,]/.test(separator)
 
 /**
  * Whether a run of DIGIT_RUN reads as amounts and dates, each one of: a date (`10.06.2024`,
- * `1.6.24`), thousands in groups of three (`12 500 000`, `1.250.000`, `5,500,000`), or four to nine
+ * `1.6.24`), a time of day (`10:00`), a cadastral number (`77:01:0004012:1234`), thousands in groups of three (`12 500 000`, `1.250.000`, `5,500,000`), or four to nine
  * digits (`2015`, `12500000`), each with decimals (`,00`) or not, joined by a joiner, blanks or
  * separators after the last. Read left to right in one way only: a pattern that could split the
  * run in many ways took time exponential in its length.
@@ -53,6 +58,20 @@ function readsAsAmounts(run: string): boolean {
     const digits = digitsAt(i)
     if (digits <= 2 && parts[i + 1] === '.' && digitsAt(i + 2) >= 1 && digitsAt(i + 2) <= 2 && parts[i + 3] === '.' && [2, 4].includes(digitsAt(i + 4))) {
       i += 5
+    } else if (
+      digits === 2 &&
+      parts[i + 1] === ':' &&
+      digitsAt(i + 2) === 2 &&
+      parts[i + 3] === ':' &&
+      digitsAt(i + 4) >= 6 &&
+      parts[i + 5] === ':' &&
+      digitsAt(i + 6) >= 1
+    ) {
+      // A cadastral number, 77:01:0004012:1234: a land listing's own, no phone.
+      i += 7
+    } else if (digits <= 2 && parts[i + 1] === ':' && digitsAt(i + 2) === 2) {
+      // A time of day, 10:00 (viewings "10:00-13:00, 15:00-19:00").
+      i += 3
     } else if (digits <= 3 && [' ', '.', ','].includes(parts[i + 1] ?? '') && digitsAt(i + 2) === 3) {
       const separator = parts[i + 1]
       i += 1
@@ -142,12 +161,126 @@ export function checkListing({ listing, propertyType, country, ownerPhone, hasDu
 
 const MIN_OWNER_DIGITS = 8
 
+// A phone dictated in Russian words: "восемь девятьсот двенадцать триста сорок пять…" or
+// "восемь-девять-один-…". Each group (hundreds, then tens, then units, each optional, or a number
+// from 10 to 19) is read as the digits it says; ten or more digits in a run of such words are a phone.
+const UNITS: Record<string, number> = {
+  ноль: 0,
+  нуль: 0,
+  один: 1,
+  одна: 1,
+  два: 2,
+  две: 2,
+  три: 3,
+  четыре: 4,
+  пять: 5,
+  шесть: 6,
+  семь: 7,
+  восемь: 8,
+  девять: 9,
+}
+const TEENS: Record<string, number> = {
+  десять: 10,
+  одиннадцать: 11,
+  двенадцать: 12,
+  тринадцать: 13,
+  четырнадцать: 14,
+  пятнадцать: 15,
+  шестнадцать: 16,
+  семнадцать: 17,
+  восемнадцать: 18,
+  девятнадцать: 19,
+}
+const TENS: Record<string, number> = {
+  двадцать: 20,
+  тридцать: 30,
+  сорок: 40,
+  пятьдесят: 50,
+  шестьдесят: 60,
+  семьдесят: 70,
+  восемьдесят: 80,
+  девяносто: 90,
+}
+const HUNDREDS: Record<string, number> = {
+  сто: 100,
+  двести: 200,
+  триста: 300,
+  четыреста: 400,
+  пятьсот: 500,
+  шестьсот: 600,
+  семьсот: 700,
+  восемьсот: 800,
+  девятьсот: 900,
+}
+const NUMBER_WORD_RUN = new RegExp(
+  String.raw`(?<!\p{L})(?:${[...Object.keys(HUNDREDS), ...Object.keys(TENS), ...Object.keys(TEENS), ...Object.keys(UNITS)].join('|')})(?!\p{L})(?:[\s,.\-–—]+(?:${[...Object.keys(HUNDREDS), ...Object.keys(TENS), ...Object.keys(TEENS), ...Object.keys(UNITS)].join('|')})(?!\p{L}))*`,
+  'giu',
+)
+
+/** The digits a run of number words says, group by group ("девятьсот двенадцать" is 912). */
+function spokenDigits(run: string): string {
+  let digits = ''
+  let group: number[] = []
+  const flush = () => {
+    if (group.length > 0) digits += String(group.reduce((sum, part) => sum + part, 0))
+    group = []
+  }
+  for (const word of run
+    .toLowerCase()
+    .split(/[^\p{L}]+/u)
+    .filter(Boolean)) {
+    const last = group.at(-1)
+    if (word in HUNDREDS) {
+      flush()
+      group.push(HUNDREDS[word]!)
+    } else if (word in TENS) {
+      if (last === undefined || last < 100) flush()
+      group.push(TENS[word]!)
+    } else if (word in TEENS) {
+      if (last === undefined || last < 100) flush()
+      group.push(TEENS[word]!)
+      flush()
+    } else {
+      if (last === undefined || last % 10 !== 0 || last === 0) flush()
+      group.push(UNITS[word]!)
+      flush()
+    }
+  }
+  flush()
+  return digits
+}
+
+const hasSpokenPhone = (text: string) => [...text.matchAll(NUMBER_WORD_RUN)].some(([run]) => spokenDigits(run).length >= 10)
+
 /**
  * A description as the rules read it: NFKC folds look-alike forms into the plain ones (a
- * full-width ＠ or ８ is an @ or an 8), and the characters a reader never sees are dropped (a
- * zero-width space, a word joiner or a soft hyphen inside `ivan@mail.ru` leaves it as shown).
+ * full-width ＠ or ８ is an @ or an 8), the characters a reader never sees are dropped (a
+ * zero-width space, a word joiner or a soft hyphen inside `ivan@mail.ru` leaves it as shown),
+ * a digit of any script is read as the digit it is (`८` is 8, `➑` is 8), the braille blank
+ * as a blank and the ideographic full stop as a dot.
  */
-const asShown = (description: string) => description.normalize('NFKC').replace(/\p{Default_Ignorable_Code_Point}/gu, '')
+const asShown = (description: string) =>
+  description
+    .normalize('NFKC')
+    .replace(/\p{Default_Ignorable_Code_Point}/gu, '')
+    .replace(/[\u2776-\u2793]/gu, (digit) => String(((digit.codePointAt(0)! - 0x2776) % 10) + 1))
+    .replace(/(?![0-9])\p{Nd}/gu, asciiDigit)
+    .replace(/\u2800/gu, ' ')
+    .replace(/\u3002/gu, '.')
+
+/**
+ * A decimal digit of another script as its ASCII digit. Unicode encodes each script's digits as
+ * a run of ten from 0, so its value is its distance from the run's start, counted back.
+ */
+function asciiDigit(digit: string): string {
+  let codePoint = digit.codePointAt(0)!
+  let value = 0
+  while (/\p{Nd}/u.test(String.fromCodePoint(codePoint - 1))) {
+    codePoint--
+    value++
+  }
+  return String(value % 10)
+}
 
 /**
  * Whether the description holds the owner's phone, its national digits written with anything
@@ -173,10 +306,13 @@ function containsContacts(description: string, country: CountryCode): boolean {
   return (
     EMAIL.test(text) ||
     SPELLED_EMAIL.test(text) ||
+    BARE_AT_EMAIL.test(text) ||
+    SPACED_DOT_EMAIL.test(text) ||
     CHAT_LINK.test(text) ||
     NAMED_HANDLE.test(text) ||
     MARKED_HANDLE.test(text) ||
     hasLongDigitRun(text) ||
+    hasSpokenPhone(text) ||
     findPhoneNumbersInText(text, country).length > 0
   )
 }

@@ -134,7 +134,11 @@ export interface OutboundClientOptions {
   isAllowedAddress?: (address: string) => boolean
   /** Every address of a host name; the system resolver (`dns.lookup`) unless a test gives its own. */
   resolve?: (hostname: string, options: LookupOptions) => Promise<LookupAddress[]>
+  /** How long checking a URL to store waits for its host's addresses (5 s unless a test shortens it). */
+  checkResolveTimeoutMs?: number
 }
+
+const CHECK_RESOLVE_TIMEOUT_MS = 5_000
 
 /** One per process: its connection pool is shared by every outbound request. */
 export class OutboundClient {
@@ -142,9 +146,11 @@ export class OutboundClient {
   private readonly allowPrivateNetwork: boolean
   private readonly isAllowedAddress: (address: string) => boolean
   private readonly resolve: (hostname: string, options: LookupOptions) => Promise<LookupAddress[]>
+  private readonly checkResolveTimeoutMs: number
 
   constructor(options: OutboundClientOptions) {
     this.allowPrivateNetwork = options.allowPrivateNetwork
+    this.checkResolveTimeoutMs = options.checkResolveTimeoutMs ?? CHECK_RESOLVE_TIMEOUT_MS
     this.isAllowedAddress = options.isAllowedAddress ?? isPublicAddress
     this.resolve = options.resolve ?? ((hostname, lookupOptions) => dns.lookup(hostname, { ...lookupOptions, all: true }))
     // The lookup runs for every new connection, so the address checked is the one connected to.
@@ -178,9 +184,21 @@ export class OutboundClient {
     const url = this.parseTarget(raw)
     const host = bareHost(url)
     if (this.allowPrivateNetwork || isIP(host)) return url
-    const addresses = await this.resolve(host, {}).catch(() => {
-      throw new OutboundError('dns', `The host ${host} could not be resolved.`)
+    // The agency waits for its answer: a host whose name servers do not answer is refused in
+    // seconds, not when the system resolver gives up.
+    let timer: NodeJS.Timeout | undefined
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new OutboundError('dns', `The host ${host} could not be resolved within ${this.checkResolveTimeoutMs} ms.`)),
+        this.checkResolveTimeoutMs,
+      )
     })
+    const addresses = await Promise.race([
+      this.resolve(host, {}).catch(() => {
+        throw new OutboundError('dns', `The host ${host} could not be resolved.`)
+      }),
+      timedOut,
+    ]).finally(() => clearTimeout(timer))
     if (!addresses.every((entry) => this.allowed(entry.address))) {
       throw new OutboundError('blocked_address', `The host ${host} resolves to a private or otherwise non-public address.`)
     }

@@ -121,6 +121,18 @@ describe('the guarded outbound HTTP client', () => {
     )
   })
 
+  it('gives up checking a URL to store when its host’s name servers do not answer, in its own time', async () => {
+    const silent = new OutboundClient({ allowPrivateNetwork: false, resolve: () => new Promise(() => {}), checkResolveTimeoutMs: 100 })
+    try {
+      await assert.rejects(
+        silent.checkUrl('https://silent.ssrf.test/hook'),
+        (error: unknown) => error instanceof OutboundError && error.kind === 'dns' && /within 100 ms/.test(error.message),
+      )
+    } finally {
+      await silent.close()
+    }
+  })
+
   // The public addresses pass the same rule in the test above; connecting to them would make
   // this test depend on the machine's network.
   it('refuses at connect time a host name that resolves to a non-public address', async () => {

@@ -28,6 +28,8 @@ export class OutboundError extends Error {
     readonly status?: number,
     /** What of that answer's body arrived before it broke off (at most `maxBodyBytes`). */
     readonly receivedBody?: Buffer,
+    /** That answer's headers, which arrived with its status (its `Retry-After`, say). */
+    readonly headers?: Dispatcher.ResponseData['headers'],
   ) {
     super(message)
   }
@@ -318,7 +320,7 @@ async function readCapped(response: Dispatcher.ResponseData, options: OutboundRe
       }
     }
   } catch (error) {
-    throw describeFailure(error, url, options.timeoutMs, response.statusCode, Buffer.concat(chunks))
+    throw describeFailure(error, url, options.timeoutMs, { status: response.statusCode, headers: response.headers, receivedBody: Buffer.concat(chunks) })
   }
   if (overflow && options.onLargeBody === 'fail') {
     throw new OutboundError('too_large', `The response is larger than ${options.maxBodyBytes} bytes.`)
@@ -373,8 +375,14 @@ const CLOSED_BY_PEER = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET'])
  * other side closed, an answer that is not HTTP, or, once the answer's `status` came, the rest of
  * it that did not (the status is kept: the other side did answer).
  */
-function describeFailure(error: unknown, url: URL, timeoutMs: number, status?: number, receivedBody?: Buffer): OutboundError {
+function describeFailure(
+  error: unknown,
+  url: URL,
+  timeoutMs: number,
+  answer?: { status: number; headers: Dispatcher.ResponseData['headers']; receivedBody: Buffer },
+): OutboundError {
   if (error instanceof OutboundError) return error
+  const status = answer?.status
   const err = error as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException }
   const code = err.code ?? err.cause?.code
   const host = bareHost(url)
@@ -385,7 +393,7 @@ function describeFailure(error: unknown, url: URL, timeoutMs: number, status?: n
       status === undefined
         ? `No complete answer from ${host} within ${timeoutMs} ms.`
         : `${host} answered ${status}, but the rest of its answer did not arrive within ${timeoutMs} ms.`
-    return new OutboundError('timeout', said, status, receivedBody)
+    return new OutboundError('timeout', said, status, answer?.receivedBody, answer?.headers)
   }
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new OutboundError('dns', `The host ${host} could not be resolved.`)
   if (status !== undefined)
@@ -393,7 +401,8 @@ function describeFailure(error: unknown, url: URL, timeoutMs: number, status?: n
       'connection',
       `${host} answered ${status}, then the connection broke off before the end of the answer${because}.`,
       status,
-      receivedBody,
+      answer?.receivedBody,
+      answer?.headers,
     )
   if (code !== undefined && CONNECT_FAILURES.has(code)) return new OutboundError('connection', `Could not connect to ${host}${because}.`)
   if (code !== undefined && CLOSED_BY_PEER.has(code)) return new OutboundError('connection', `${host} closed the connection without answering${because}.`)

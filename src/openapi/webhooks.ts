@@ -37,6 +37,12 @@ const receiverAnswers = {
   },
 }
 
+/** A test event is sent once, on request: its answer is logged and changes nothing else. */
+const testAnswers = {
+  '2XX': receiverAnswers['2XX'],
+  default: { description: 'Anything else fails the test, which is not retried and does not count towards switching the subscription off (a 410 neither).' },
+}
+
 const summaries: Record<keyof typeof webhookEvents, { operationId: string; summary: string }> = {
   'mls.new_listing': { operationId: 'receiveNewListing', summary: 'A listing was published on the MLS' },
   'mls.listing_updated': { operationId: 'receiveListingUpdated', summary: 'A listing on the MLS changed' },
@@ -62,7 +68,7 @@ export function webhooksSection(named: NamedSchemas): Record<string, { post: Rec
         tags: ['Webhooks'],
         parameters: signatureHeaders,
         requestBody: { required: true, content: { 'application/json': { schema: named.refer(payload) } } },
-        responses: receiverAnswers,
+        responses: type === 'webhook.test' ? testAnswers : receiverAnswers,
       }
       return [type, { post: operation }]
     }),

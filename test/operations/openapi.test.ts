@@ -237,6 +237,9 @@ describe('the OpenAPI documents', () => {
     const removed = resolve(document, document.webhooks['mls.listing_removed'].post.requestBody.content['application/json'].schema.$ref) as Json
     const removedData = resolve(document, removed.properties.data.$ref) as Json
     assert.ok((removedData.properties.reason.enum as string[]).includes('unmatched'))
+    // A 410 switches a subscription off, but not in answer to a test event.
+    assert.ok(document.webhooks['mls.new_listing'].post.responses['410'])
+    assert.equal(document.webhooks['webhook.test'].post.responses['410'], undefined)
   })
 
   it('serve the admin API in a document of its own, behind X-Admin-Key', async () => {

@@ -110,7 +110,14 @@ export class WebhookSender {
       if (error.status !== undefined && error.status >= 200 && error.status < 300) {
         return { succeeded: true, statusCode: error.status, responseBody: received, error: null, durationMs: elapsed(), retryAfterMs: undefined, gone: false }
       }
-      return { ...failure(`${error.kind}: ${error.message}`, elapsed()), statusCode: error.status ?? null, responseBody: received, gone: error.status === 410 }
+      return {
+        ...failure(`${error.kind}: ${error.message}`, elapsed()),
+        statusCode: error.status ?? null,
+        responseBody: received,
+        // The status decides, and its headers came with it: a Retry-After is honoured as from any answer.
+        retryAfterMs: parseRetryAfter(error.headers?.['retry-after'], sentAt),
+        gone: error.status === 410,
+      }
     }
   }
 
@@ -140,12 +147,25 @@ function bodyText(bytes: Buffer): string | null {
   return new StringDecoder('utf8').write(bytes).replaceAll('\u0000', '')
 }
 
-/** `Retry-After` as delay-seconds or an HTTP date (RFC 9110 §10.2.3); anything else is ignored. */
+const DAY = String.raw`(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)`
+const MONTH = String.raw`(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)`
+const TIME = String.raw`\d{2}:\d{2}:\d{2}`
+/** HTTP-date's three forms (RFC 9110 §5.6.7): IMF-fixdate, then the obsolete RFC 850 and asctime ones. */
+const HTTP_DATE = new RegExp(String.raw`^${DAY}, \d{2} ${MONTH} \d{4} ${TIME} GMT$`)
+const RFC850_DATE = new RegExp(String.raw`^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), \d{2}-${MONTH}-\d{2} ${TIME} GMT$`)
+const ASCTIME_DATE = new RegExp(String.raw`^${DAY} ${MONTH} [ \d]\d ${TIME} \d{4}$`)
+
+/**
+ * `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 §10.2.3); anything else is ignored
+ * (`Date.parse` alone would read the 7200 of `max-age=7200` as a year).
+ */
 export function parseRetryAfter(header: string | string[] | undefined, now: Date): number | undefined {
   const value = Array.isArray(header) ? header[0] : header
   if (value === undefined) return undefined
   const trimmed = value.trim()
   if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
-  const date = Date.parse(trimmed)
+  // asctime names no zone: it is GMT, as every HTTP-date.
+  const date =
+    HTTP_DATE.test(trimmed) || RFC850_DATE.test(trimmed) ? Date.parse(trimmed) : ASCTIME_DATE.test(trimmed) ? Date.parse(`${trimmed} GMT`) : Number.NaN
   return Number.isNaN(date) ? undefined : Math.max(0, date - now.getTime())
 }

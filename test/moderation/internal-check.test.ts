@@ -98,6 +98,8 @@ describe('the internal check (auto mode)', () => {
     ['a phone after many groups of three', { description: `Цены: ${'123,'.repeat(200)}1234567890` }, 'contacts_in_description', 'description'],
     ['a phone with bars', { description: 'Звоните агенту: 8 | 999 | 111 | 22 | 33' }, 'contacts_in_description', 'description'],
     ['a phone with colons', { description: 'Звоните агенту: 8:999:111:22:33' }, 'contacts_in_description', 'description'],
+    ['a phone written as times no clock shows', { description: 'Звоните агенту: 8:99-91:11-22:33' }, 'contacts_in_description', 'description'],
+    ['a phone written as a list of times', { description: 'Звоните агенту: 8:99, 91:11, 22:33' }, 'contacts_in_description', 'description'],
     ['a phone with tildes', { description: 'Звоните агенту: 8~999~111~22~33' }, 'contacts_in_description', 'description'],
     ['a phone with braille blanks', { description: 'Звоните агенту: 8\u2800999\u2800111\u280022\u280033' }, 'contacts_in_description', 'description'],
     ['a phone in dingbat digits', { description: 'Звоните агенту: ➑➒➒➒➊➊➊➋➋➌➌' }, 'contacts_in_description', 'description'],
@@ -145,6 +147,25 @@ describe('the internal check (auto mode)', () => {
       assert.equal((await t.app.inject(`/mls/properties/${created.id}`)).statusCode, 404)
     })
   }
+
+  it('passes what colons, bars and tildes join but no phone: plots, hours, prices per m², a complex’s @name', async () => {
+    const land = { property_type: 'Земля', attributes: { area_land: '12', land_category: 'ИЖС', electricity: 'Есть', road_access: 'Асфальт' } } as const
+    const descriptions: [string, Partial<PropertySubmission>][] = [
+      ['a cadastral quarter', { ...land, description: 'Участок в кадастровом квартале 50:20:0010336, ровный, без строений.' }],
+      ['a cadastral number and the area', { ...land, description: 'Кадастровый номер 50:20:0010336:1234, 12 соток, ИЖС.' }],
+      ['hours with dots', { description: 'Показы ежедневно: 10.00-13.00, 15.00-19.00.' }],
+      ['a date and its time', { description: 'Показ 15.06.2024 10:00, второй 16.06.2024 в 12:00.' }],
+      ['a price per m² after a tilde', { description: 'Цена 8 500 000 (~157 000 за м²), торг.' }],
+      ['a price per m² after a bar', { description: 'Цена 8 500 000 | 157 000 за м², торг.' }],
+      ['a complex’s @name ending a sentence', { description: 'Апартаменты в комплексе Loft @Home. Premium класс, вид на парк.' }],
+    ]
+    const created = await Promise.all(descriptions.map(([, overrides]) => submitProperty(t.app, agency, overrides)))
+    await runInternalCheck(t.app)
+    for (const [index, [name]] of descriptions.entries()) {
+      const listing = await get(created[index]!.id)
+      assert.equal(listing.status_id, 2, `${name}: ${JSON.stringify(listing.moderation?.reasons)}`)
+    }
+  })
 
   it('passes prices, areas and a dog in the description, and a valid land listing', async () => {
     const priced = await submitProperty(t.app, agency, {

@@ -5303,13 +5303,6 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Gone: the service switches the subscription off and stops delivering to it. */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
             /** @description Delivered. Any 2xx answer counts; its body is kept (first 4 KiB) in the delivery log. */
             "2XX": {
                 headers: {
@@ -5317,7 +5310,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Anything else, redirects included, fails the attempt: it is retried after the delays of WEBHOOK_RETRY_SCHEDULE, never sooner than a `Retry-After` header asks. */
+            /** @description Anything else fails the test, which is not retried and does not count towards switching the subscription off (a 410 neither). */
             default: {
                 headers: {
                     [name: string]: unknown;

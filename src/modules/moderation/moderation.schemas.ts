@@ -5,6 +5,7 @@ import { revisionStatuses } from '../../db/schema.js'
 import { ExternalId, ModerationResultSchema, RevisionStatusName, StatusId } from '../properties/properties.schemas.js'
 
 const ListingVersion = Type.String({
+  minLength: 1,
   maxLength: 64,
   description:
     'A digest of everything else this item shows. Given back as `version` to approve or reject, it makes the decision apply to this version only: a listing changed since (edited, a new revision, new findings of the check) is a 409 instead of being decided unseen.',

@@ -30,8 +30,8 @@ const SPELLED_EMAIL = new RegExp(
 // A bare "at" is an @ where the domain after it has its dot spelled too ("ivan at mail dot ru"),
 // and an @ is one with blanks round the domain's dot ("ivan @ mail . ru"): neither is prose.
 const BARE_AT_EMAIL = /(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s+at\s+[a-z0-9-]+(?:\s+(?:dot|точка)\s+[a-z0-9-]+)*\s+(?:dot|точка)\s+[a-z]{2,}/i
-const SPACED_DOT_EMAIL =
-  /(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s*@\s*[a-z0-9-]+(?:\s*\.\s*[a-z0-9-]+)*\s+\.\s*[a-z]{2,}|(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s*@\s*[a-z0-9-]+(?:\s*\.\s*[a-z0-9-]+)*\s*\.\s+[a-z]{2,}(?![a-z])/i
+// (A blank after the dot alone is a sentence's end: "Loft @Home. Premium класс".)
+const SPACED_DOT_EMAIL = /(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s*@\s*[a-z0-9-]+(?:\s*\.\s*[a-z0-9-]+)*\s+\.\s*[a-z]{2,}/i
 // Ten or more digits in a row, whatever separates them: a phone number written to slip past
 // a parser ("8 9I2..." aside). A price ("8 500 000") or an area has fewer; two of them, or a
 // price of billions, may not, so a run that reads as amounts and dates joined by brackets,
@@ -39,13 +39,23 @@ const SPACED_DOT_EMAIL =
 // 300 000", "10.06.2024 - 20.06.2024", "1 250 000 000". A phone's groups of two or three
 // digits are no amounts: "8 (912) 345-67-89", "8,999,111,22,33" and "8/999/111/22/33" are runs.
 const DIGIT_RUN = /(?:\d[\s\-()._*,/|~:]*){10,}/g
-const hasLongDigitRun = (text: string) => [...text.matchAll(DIGIT_RUN)].some(([run]) => !readsAsAmounts(run))
-/** What may join two amounts: brackets, dashes, slashes or commas, with blanks (two tests, each linear). */
-const isJoiner = (separator: string) => /^[\s\-()/,]+$/.test(separator) && /[-()/,]/.test(separator)
+// Colons join digits in a phone ("8:999:111:22:33") as in what is none, which is taken out of
+// the text first: a cadastral number or quarter (50:20:0010336:1234), a range of hours
+// (10:00-13:00, 10.00-13.00), a date with its time (15.06.2024 10:00) and a time of day alone
+// (no digits just before or after it).
+const CADASTRAL = /(?<![\d:])\d{2}:\d{2}:\d{6,7}(?::\d{1,9})?(?![\d:])/g
+const CLOCK = String.raw`(?:[01]?\d|2[0-3])[:.][0-5]\d`
+const HOURS = new RegExp(String.raw`(?<![\d:.])${CLOCK}\s*[-–—]\s*${CLOCK}(?![\d:.])`, 'g')
+const DATED_TIME = new RegExp(String.raw`(?<![\d.])\d{1,2}\.\d{1,2}\.(?:\d{4}|\d{2})\s+${CLOCK}(?![\d:.])`, 'g')
+const TIME_ALONE = /(?<!\d[\s\-()._*,/|~:]*)(?:[01]?\d|2[0-3]):[0-5]\d(?![\s\-()._*,/|~:]*\d)/g
+const withoutTimesAndPlots = (text: string) => text.replace(CADASTRAL, ' кн ').replace(HOURS, ' ч ').replace(DATED_TIME, ' дч ').replace(TIME_ALONE, ' ч ')
+const hasLongDigitRun = (text: string) => [...withoutTimesAndPlots(text).matchAll(DIGIT_RUN)].some(([run]) => !readsAsAmounts(run))
+/** What may join two amounts: brackets, dashes, slashes, bars, tildes or commas, with blanks (two tests, each linear). */
+const isJoiner = (separator: string) => /^[\s\-()/,|~]+$/.test(separator) && /[-()/,|~]/.test(separator)
 
 /**
  * Whether a run of DIGIT_RUN reads as amounts and dates, each one of: a date (`10.06.2024`,
- * `1.6.24`), a time of day (`10:00`), a cadastral number (`77:01:0004012:1234`), thousands in groups of three (`12 500 000`, `1.250.000`, `5,500,000`), or four to nine
+ * `1.6.24`), thousands in groups of three (`12 500 000`, `1.250.000`, `5,500,000`), or four to nine
  * digits (`2015`, `12500000`), each with decimals (`,00`) or not, joined by a joiner, blanks or
  * separators after the last. Read left to right in one way only: a pattern that could split the
  * run in many ways took time exponential in its length.
@@ -58,20 +68,6 @@ function readsAsAmounts(run: string): boolean {
     const digits = digitsAt(i)
     if (digits <= 2 && parts[i + 1] === '.' && digitsAt(i + 2) >= 1 && digitsAt(i + 2) <= 2 && parts[i + 3] === '.' && [2, 4].includes(digitsAt(i + 4))) {
       i += 5
-    } else if (
-      digits === 2 &&
-      parts[i + 1] === ':' &&
-      digitsAt(i + 2) === 2 &&
-      parts[i + 3] === ':' &&
-      digitsAt(i + 4) >= 6 &&
-      parts[i + 5] === ':' &&
-      digitsAt(i + 6) >= 1
-    ) {
-      // A cadastral number, 77:01:0004012:1234: a land listing's own, no phone.
-      i += 7
-    } else if (digits <= 2 && parts[i + 1] === ':' && digitsAt(i + 2) === 2) {
-      // A time of day, 10:00 (viewings "10:00-13:00, 15:00-19:00").
-      i += 3
     } else if (digits <= 3 && [' ', '.', ','].includes(parts[i + 1] ?? '') && digitsAt(i + 2) === 3) {
       const separator = parts[i + 1]
       i += 1

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util'
 import { ApiError } from '../lib/errors.js'
 import { isOneLine, NOT_ONE_LINE_MESSAGE } from '../lib/schemas.js'
+import { trimmedText } from '../lib/text.js'
 import { MAX_REJECT_REASON_LENGTH } from '../modules/tenants/tenants.schemas.js'
 import type { TenantsService } from '../modules/tenants/tenants.service.js'
 
@@ -40,8 +41,9 @@ function commandLine() {
 }
 
 const { values, positionals, tokens } = commandLine()
-/** The options written on the line (`values` holds the defaults too). */
-const givenOptions = new Set(tokens.flatMap((token) => (token.kind === 'option' && token.name !== 'help' ? [token.name] : [])))
+/** The options written on the line (`values` holds the defaults too), each as often as written. */
+const writtenOptions = tokens.flatMap((token) => (token.kind === 'option' && token.name !== 'help' ? [token.name] : []))
+const givenOptions = new Set(writtenOptions)
 
 const [resource, action, target, keyId] = positionals
 
@@ -95,6 +97,9 @@ function commandOf(): Command | undefined {
   const taken = ['no argument', 'one argument', 'two arguments'][words - 2]
   if (positionals.length > words) throw new UsageError(`${name} takes ${taken}; not: ${positionals.slice(words).join(' ')}.`)
   if (positionals.length < words) throw new UsageError(`${name} takes ${taken}.`)
+  // The last of two would win, silently: `--expires-in-days 1 --expires-in-days 3650` is no line to guess at.
+  const repeated = [...givenOptions].filter((option) => writtenOptions.indexOf(option) !== writtenOptions.lastIndexOf(option))
+  if (repeated.length > 0) throw new UsageError(`Each option is given once; given more than once: ${repeated.map((option) => `--${option}`).join(', ')}.`)
   const foreign = [...givenOptions].filter((option) => !(command.options as string[]).includes(option))
   if (foreign.length > 0) {
     const takes = command.options.length === 0 ? 'no option' : command.options.map((option) => `--${option}`).join(', ')
@@ -103,6 +108,7 @@ function commandOf(): Command | undefined {
   if (resource === 'tenants') return tenantCommand()
   if (resource === 'api-keys') return apiKeyCommand()
   const requestCode = target
+  if (action !== 'list' && !requestCode) throw new UsageError(`registrations ${action} takes a request code.`)
   switch (action) {
     case 'list': {
       const status = values.status
@@ -113,10 +119,10 @@ function commandOf(): Command | undefined {
       return (tenants) => tenants.list(query)
     }
     case 'approve':
-      return requestCode ? (tenants) => tenants.approve(requestCode) : undefined
+      return (tenants) => tenants.approve(requestCode!)
     default: {
-      // As the route: a rejection says why, in at most its 2,000 characters.
-      const reason = values.reason?.trim()
+      // As the route: a rejection says why, in at most its 2,000 characters; blank with invisible characters is blank.
+      const reason = trimmedText(values.reason ?? '')
       if (!reason) throw new UsageError('registrations reject takes --reason "why": a rejection says why, and it may not be blank.')
       if ([...values.reason!].length > MAX_REJECT_REASON_LENGTH) throw new Error(`--reason must be at most ${MAX_REJECT_REASON_LENGTH} characters`)
       return (tenants) => tenants.reject(requestCode!, reason)
@@ -144,6 +150,7 @@ function apiKeyCommand(): Command {
       // Counted as the route counts it: characters, not UTF-16 units, blanks at the ends included.
       if (values.name !== undefined && [...values.name].length > 100) throw new Error('--name must be at most 100 characters')
       if (values.name !== undefined && !isOneLine(values.name)) throw new Error(`--name ${NOT_ONE_LINE_MESSAGE}`)
+      if (values.name !== undefined && trimmedText(values.name) === '') throw new Error('--name must not be blank')
       return (tenants) => tenants.createKey(tenantId, { name: values.name, expires_in_days: expiresInDays })
     }
     default: {

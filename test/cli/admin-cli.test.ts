@@ -167,8 +167,18 @@ describe('npm run admin -- registrations', () => {
     const noValue = await admin('registrations', 'reject', 'reg_unknown', '--reason')
     assert.equal(noValue.code, 2, noValue.stderr)
     assert.match(noValue.stderr, /--reason/)
-    // A rejection says why, as the route requires.
-    for (const blank of [[], ['--reason', '  ']]) {
+    // A request code to decide, said when missing.
+    for (const decision of ['approve', 'reject']) {
+      const noCode = await admin('registrations', decision, '', ...(decision === 'reject' ? ['--reason', 'Спам'] : []))
+      assert.equal(noCode.code, 2, noCode.stderr)
+      assert.match(noCode.stderr, new RegExp(`registrations ${decision} takes a request code`))
+    }
+    // An option given twice: the last would win silently (a key for a day, or for ten years?).
+    const twice = await admin('api-keys', 'create', '1', '--expires-in-days', '1', '--expires-in-days', '3650')
+    assert.equal(twice.code, 2, twice.stderr)
+    assert.match(twice.stderr, /given more than once: --expires-in-days/)
+    // A rejection says why, as the route requires; blank with invisible characters is blank.
+    for (const blank of [[], ['--reason', '  '], ['--reason', '\u200b']]) {
       const noReason = await admin('registrations', 'reject', 'reg_unknown', ...blank)
       assert.equal(noReason.code, 2, noReason.stderr)
       assert.match(noReason.stderr, /registrations reject takes --reason "why": a rejection says why, and it may not be blank/)
@@ -186,6 +196,9 @@ describe('npm run admin -- registrations', () => {
     const twoLines = await admin('api-keys', 'create', '1', '--name', 'CRM\nexport')
     assert.equal(twoLines.code, 1, twoLines.stderr)
     assert.match(twoLines.stderr, /--name must be one line of text, without tabs or other control characters/)
+    const blankName = await admin('api-keys', 'create', '1', '--name', '   ')
+    assert.equal(blankName.code, 1, blankName.stderr)
+    assert.match(blankName.stderr, /--name must not be blank/)
     const unknown = await admin('registrations', 'approve', 'reg_unknown')
     assert.equal(unknown.code, 1)
     assert.match(unknown.stderr, /Registration request not found/)

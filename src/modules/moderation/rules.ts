@@ -30,8 +30,10 @@ const SPELLED_EMAIL = new RegExp(
 // A bare "at" is an @ where the domain after it has its dot spelled too ("ivan at mail dot ru"),
 // and an @ is one with blanks round the domain's dot ("ivan @ mail . ru"): neither is prose.
 const BARE_AT_EMAIL = /(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s+at\s+[a-z0-9-]+(?:\s+(?:dot|точка)\s+[a-z0-9-]+)*\s+(?:dot|точка)\s+[a-z]{2,}/i
-// (A blank after the dot alone is a sentence's end: "Loft @Home. Premium класс".)
-const SPACED_DOT_EMAIL = /(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s*@\s*[a-z0-9-]+(?:\s*\.\s*[a-z0-9-]+)*\s+\.\s*[a-z]{2,}/i
+// A blank after the dot alone is a sentence's end ("Loft @Home. Premium класс") unless what
+// follows is a mail domain's ending ("anna@mail. ru").
+const SPACED_DOT_EMAIL =
+  /(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s*@\s*[a-z0-9-]+(?:\s*\.\s*[a-z0-9-]+)*(?:\s+\.\s*[a-z]{2,}|\s*\.\s+(?:ru|su|com|net|org|info|biz|me|io|kz|by|ua|рф)(?![\p{L}\p{N}]))/iu
 // Ten or more digits in a row, whatever separates them: a phone number written to slip past
 // a parser ("8 9I2..." aside). A price ("8 500 000") or an area has fewer; two of them, or a
 // price of billions, may not, so a run that reads as amounts and dates joined by brackets,
@@ -39,23 +41,18 @@ const SPACED_DOT_EMAIL = /(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s*@\s*[a-z0-9-]+(?:\s
 // 300 000", "10.06.2024 - 20.06.2024", "1 250 000 000". A phone's groups of two or three
 // digits are no amounts: "8 (912) 345-67-89", "8,999,111,22,33" and "8/999/111/22/33" are runs.
 const DIGIT_RUN = /(?:\d[\s\-()._*,/|~:]*){10,}/g
-// Colons join digits in a phone ("8:999:111:22:33") as in what is none, which is taken out of
-// the text first: a cadastral number or quarter (50:20:0010336:1234), a range of hours
-// (10:00-13:00, 10.00-13.00), a date with its time (15.06.2024 10:00) and a time of day alone
-// (no digits just before or after it).
+// Colons join digits in a phone ("8:999:111:22:33") as in a cadastral number or quarter
+// (50:20:0010336:1234), which is taken out of the text first: its shape is no phone's. Times of
+// day (10:00, 10.00) are read among the amounts (readsAsAmounts), so the digits round them count.
 const CADASTRAL = /(?<![\d:])\d{2}:\d{2}:\d{6,7}(?::\d{1,9})?(?![\d:])/g
-const CLOCK = String.raw`(?:[01]?\d|2[0-3])[:.][0-5]\d`
-const HOURS = new RegExp(String.raw`(?<![\d:.])${CLOCK}\s*[-–—]\s*${CLOCK}(?![\d:.])`, 'g')
-const DATED_TIME = new RegExp(String.raw`(?<![\d.])\d{1,2}\.\d{1,2}\.(?:\d{4}|\d{2})\s+${CLOCK}(?![\d:.])`, 'g')
-const TIME_ALONE = /(?<!\d[\s\-()._*,/|~:]*)(?:[01]?\d|2[0-3]):[0-5]\d(?![\s\-()._*,/|~:]*\d)/g
-const withoutTimesAndPlots = (text: string) => text.replace(CADASTRAL, ' кн ').replace(HOURS, ' ч ').replace(DATED_TIME, ' дч ').replace(TIME_ALONE, ' ч ')
-const hasLongDigitRun = (text: string) => [...withoutTimesAndPlots(text).matchAll(DIGIT_RUN)].some(([run]) => !readsAsAmounts(run))
+const hasLongDigitRun = (text: string) => [...text.replace(CADASTRAL, ' кн ').matchAll(DIGIT_RUN)].some(([run]) => !readsAsAmounts(run))
 /** What may join two amounts: brackets, dashes, slashes, bars, tildes or commas, with blanks (two tests, each linear). */
 const isJoiner = (separator: string) => /^[\s\-()/,|~]+$/.test(separator) && /[-()/,|~]/.test(separator)
 
 /**
  * Whether a run of DIGIT_RUN reads as amounts and dates, each one of: a date (`10.06.2024`,
- * `1.6.24`), thousands in groups of three (`12 500 000`, `1.250.000`, `5,500,000`), or four to nine
+ * `1.6.24`) with its time or not (`15.06.2024 10:00`), a time of day (`10:00`, `10.00`: hours to
+ * 23, minutes to 59), thousands in groups of three (`12 500 000`, `1.250.000`, `5,500,000`), or four to nine
  * digits (`2015`, `12500000`), each with decimals (`,00`) or not, joined by a joiner, blanks or
  * separators after the last. Read left to right in one way only: a pattern that could split the
  * run in many ways took time exponential in its length.
@@ -63,11 +60,21 @@ const isJoiner = (separator: string) => /^[\s\-()/,|~]+$/.test(separator) && /[-
 function readsAsAmounts(run: string): boolean {
   const parts = run.match(/\d+|\D+/g)!
   const digitsAt = (i: number) => (parts[i] !== undefined && /^\d/.test(parts[i]) ? parts[i].length : 0)
+  const isTimeAt = (i: number) =>
+    digitsAt(i) >= 1 &&
+    digitsAt(i) <= 2 &&
+    Number(parts[i]) <= 23 &&
+    (parts[i + 1] === ':' || parts[i + 1] === '.') &&
+    digitsAt(i + 2) === 2 &&
+    Number(parts[i + 2]) <= 59
   let i = 0
   while (i < parts.length) {
     const digits = digitsAt(i)
     if (digits <= 2 && parts[i + 1] === '.' && digitsAt(i + 2) >= 1 && digitsAt(i + 2) <= 2 && parts[i + 3] === '.' && [2, 4].includes(digitsAt(i + 4))) {
       i += 5
+      if (parts[i] !== undefined && /^\s+$/.test(parts[i]!) && isTimeAt(i + 1)) i += 4
+    } else if (isTimeAt(i)) {
+      i += 3
     } else if (digits <= 3 && [' ', '.', ','].includes(parts[i + 1] ?? '') && digitsAt(i + 2) === 3) {
       const separator = parts[i + 1]
       i += 1

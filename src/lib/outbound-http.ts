@@ -187,7 +187,8 @@ export class OutboundClient {
     const host = bareHost(url)
     if (this.allowPrivateNetwork || isIP(host)) return url
     // The agency waits for its answer: a host whose name servers do not answer is refused in
-    // seconds, not when the system resolver gives up.
+    // seconds, not when the system resolver gives up (the lookup keeps its thread of libuv's
+    // pool until then: the answer is freed, not the thread).
     let timer: NodeJS.Timeout | undefined
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -196,9 +197,12 @@ export class OutboundClient {
       )
     })
     const addresses = await Promise.race([
-      this.resolve(host, {}).catch(() => {
-        throw new OutboundError('dns', `The host ${host} could not be resolved.`)
-      }),
+      // Any failure of the lookup, one thrown at once too, is the host's.
+      Promise.resolve()
+        .then(() => this.resolve(host, {}))
+        .catch(() => {
+          throw new OutboundError('dns', `The host ${host} could not be resolved.`)
+        }),
       timedOut,
     ]).finally(() => clearTimeout(timer))
     if (!addresses.every((entry) => this.allowed(entry.address))) {

@@ -173,6 +173,8 @@ describe('operator decisions', () => {
     const items = (await t.app.inject({ url: '/admin/properties?limit=100', headers: adminHeaders })).json<ListingUnderReviewPage>().items
     const version = items.find((item) => item.id === first.id)!.version
     assert.match(version, /^[\w-]{22}$/)
+    // The agency's own id is bookkeeping, not an edit: re-keyed, the listing is the version read.
+    assert.equal((await patch(first.id, { external_id: 'CRM-re-keyed' })).statusCode, 200)
     const approved = await decide('approve', first.id, { version })
     assert.equal(approved.statusCode, 200, approved.body)
     assert.equal((await decide('reject', second.id)).statusCode, 200)

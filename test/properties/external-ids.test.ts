@@ -325,6 +325,19 @@ describe('the agency’s own ids: external_id, and PUT/GET/DELETE /properties/by
       }
     })
 
+    it('answers an empty id in the path as one breaking the rule, on every method (422 naming path.external_id)', async () => {
+      for (const method of ['GET', 'PUT', 'DELETE'] as const) {
+        const response = await call(method, byExternalId(''), method === 'PUT' ? propertyBody() : undefined)
+        assert.equal(response.statusCode, 422, `${method}: ${response.body}`)
+        assert.deepEqual(
+          response.json<ValidationErrorBody>().errors.map((error) => error.loc),
+          [['path', 'external_id']],
+        )
+        const anonymous = await call(method, byExternalId(''), method === 'PUT' ? propertyBody() : undefined, null)
+        assert.equal(anonymous.statusCode, 401, `${method} without a key: ${anonymous.body}`)
+      }
+    })
+
     it('answers a service caller with an invalid id as the route would', async () => {
       const tenant: AuthenticatedTenant = { id: agency.tenantId, companyName: 'Агентство', country: 'RU' }
       await assert.rejects(

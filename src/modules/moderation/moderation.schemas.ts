@@ -8,7 +8,7 @@ const ListingVersion = Type.String({
   minLength: 1,
   maxLength: 64,
   description:
-    'A digest of everything else this item shows. Given back as `version` to approve or reject, it makes the decision apply to this version only: a listing changed since (edited, a new revision, new findings of the check) is a 409 instead of being decided unseen.',
+    'A digest of everything else this item shows but `external_id` (bookkeeping, no edit). Given back as `version` to approve or reject, it makes the decision apply to this version only: a listing changed since (edited, a new revision, new findings of the check) is a 409 instead of being decided unseen.',
 })
 
 /** A listing as an operator reviews it: the submission's facts and the check's findings. */

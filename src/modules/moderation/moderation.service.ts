@@ -291,7 +291,9 @@ function refuseAnotherVersion(undecided: UnderCheck, version: string | undefined
 /** A listing as an operator reviews it: the submission's facts (a revision's, if it has one) and the check's findings. */
 function underReview(undecided: UnderCheck): ListingUnderReview {
   const shown = shownForReview(undecided)
-  return { ...shown, version: createHash('sha256').update(JSON.stringify(shown)).digest('base64url').slice(0, 22) }
+  // The agency's own id is bookkeeping, no edit (docs/api.md#your-own-ids): re-keyed, the listing is the version read.
+  const { external_id: _bookkeeping, ...content } = shown
+  return { ...shown, version: createHash('sha256').update(JSON.stringify(content)).digest('base64url').slice(0, 22) }
 }
 
 function shownForReview({ listing: row, revision }: UnderCheck): Omit<ListingUnderReview, 'version'> {

@@ -1,7 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { header, locationHeader, rateLimited, rateLimitedErrorResponses, rateLimitHeaders } from '../../lib/schemas.js'
 import { apiKeySecurity } from '../../plugins/auth.js'
+import { ApiError } from '../../lib/errors.js'
 import {
+  EXTERNAL_ID_RULE,
   ExternalIdParams,
   IdempotencyHeaders,
   NewPropertySubmission,
@@ -184,6 +186,20 @@ const propertiesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return reply.code(204).send(null)
     },
   )
+
+  // An empty external id leaves `/properties/by-external-id/`, which the router, ignoring a
+  // trailing slash, would take for `/properties/{id}`: it breaks the id's rule, and is told so.
+  for (const method of ['GET', 'PUT', 'DELETE'] as const) {
+    app.route({
+      method,
+      url: '/properties/by-external-id',
+      // Any body: the answer is about the path.
+      schema: { hide: true, ...(method === 'PUT' ? { body: {} } : {}) },
+      handler: async () => {
+        throw ApiError.validation([{ loc: ['path', 'external_id'], msg: EXTERNAL_ID_RULE }])
+      },
+    })
+  }
 
   app.delete(
     '/properties/:id/revision',

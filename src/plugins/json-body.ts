@@ -11,7 +11,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
 /**
  * JSON bodies through Fastify's own parser (which refuses `__proto__` and
- * `constructor.prototype` keys, against prototype poisoning), with two answers it lacks:
+ * `constructor.prototype` keys, against prototype poisoning), with the answers it lacks:
  * - some clients label every request JSON, a DELETE or a bare POST included; with nothing in
  *   it, such a request has no body, not an empty and invalid one, where the operation may be
  *   sent without one (elsewhere Fastify's "empty body" answer says what is missing);

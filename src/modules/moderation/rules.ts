@@ -215,10 +215,9 @@ const HUNDREDS: Record<string, number> = {
   восемьсот: 800,
   девятьсот: 900,
 }
-const NUMBER_WORD_RUN = new RegExp(
-  String.raw`(?<!\p{L})(?:${[...Object.keys(HUNDREDS), ...Object.keys(TENS), ...Object.keys(TEENS), ...Object.keys(UNITS)].join('|')})(?!\p{L})(?:[\s,.\-–—]+(?:${[...Object.keys(HUNDREDS), ...Object.keys(TENS), ...Object.keys(TEENS), ...Object.keys(UNITS)].join('|')})(?!\p{L}))*`,
-  'giu',
-)
+// The longer words first ("семьсот" before "семь"), each a whole word.
+const NUMBER_WORD = String.raw`(?:${[...Object.keys(HUNDREDS), ...Object.keys(TENS), ...Object.keys(TEENS), ...Object.keys(UNITS)].join('|')})(?!\p{L})`
+const NUMBER_WORD_RUN = new RegExp(String.raw`(?<!\p{L})${NUMBER_WORD}(?:[\s,.\-–—]+${NUMBER_WORD})*`, 'giu')
 
 /** The digits a run of number words says, group by group ("девятьсот двенадцать" is 912). */
 function spokenDigits(run: string): string {

@@ -37,17 +37,27 @@ function defaultedQueryIsOptional(schema: FastifySchema): FastifySchema {
 }
 
 /**
- * Registers an OpenAPI 3.1 document of the routes added to `app` from now on. Named
- * schemas are collected as routes are added, because @fastify/swagger reads
- * `components.schemas` before it visits the routes.
+ * Registers an OpenAPI 3.1 document of the routes added to `app` from now on. @fastify/swagger
+ * reads `components.schemas` before it visits the routes, so the routes' named schemas are
+ * collected first, from the schemas kept as routes are added. Only then: a process that never
+ * serves the document (a worker, most of a test's apps) never pays for walking every schema.
  */
 export async function registerOpenApiDocument(app: FastifyInstance, options: DocumentOptions): Promise<void> {
   const named = new NamedSchemas()
   const document = (schema: FastifySchema) => documentedRouteSchema(defaultedQueryIsOptional(schema) as RouteSchema, named) as FastifySchema
+  const notYetNamed: FastifySchema[] = []
   app.addHook('onRoute', (route) => {
-    if (route.schema && !route.schema.hide && options.describes(route.url)) document(route.schema)
+    if (route.schema && !route.schema.hide && options.describes(route.url)) notYetNamed.push(route.schema)
   })
   const webhooks = options.webhooks?.(named)
+  const components = {
+    securitySchemes: options.securitySchemes,
+    // Read when the document is built.
+    get schemas() {
+      for (const schema of notYetNamed.splice(0)) document(schema)
+      return named.schemas as Record<string, OpenAPIV3_1.SchemaObject>
+    },
+  }
 
   await app.register(swagger, {
     decorator: options.decorator,
@@ -55,8 +65,7 @@ export async function registerOpenApiDocument(app: FastifyInstance, options: Doc
       openapi: '3.1.0',
       info: options.info,
       servers: options.servers,
-      // Read when the document is built, by then filled with every route's named schemas.
-      components: { securitySchemes: options.securitySchemes, schemas: named.schemas as Record<string, OpenAPIV3_1.SchemaObject> },
+      components,
       tags: options.tags,
       ...(webhooks ? { webhooks: webhooks as OpenAPIV3_1.Document['webhooks'] } : {}),
     },

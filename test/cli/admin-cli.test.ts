@@ -11,6 +11,7 @@ import { registrationRequests } from '../../src/db/schema.js'
 import type { AdminTenant, ApiKey, CreatedApiKey, RegistrationStatus } from '../../src/modules/tenants/tenants.schemas.js'
 import type { TenantsService } from '../../src/modules/tenants/tenants.service.js'
 import { createServices } from '../../src/services.js'
+import { adminCommand, HELP, NO_COMMAND, UsageError, type AdminCommand } from '../../src/cli/admin-command-line.js'
 import { emptyServerDatabase, engine, newDataDir } from '../helpers/database.js'
 import type { AdminRegistrationPage, ApprovedRegistration } from '../helpers/responses.js'
 import { nodeArguments } from '../helpers/code-tree.js'
@@ -131,11 +132,12 @@ describe('npm run admin -- registrations', () => {
     assert.match(key.key, /^mls_live_/)
     assert.equal(key.name, 'Выгрузка')
     assert.ok(key.expires_at)
-    await withTenants(async (service) => assert.equal((await service.authenticate(key.key))?.tenant.id, tenantId))
-    // A name counted as the route counts it, in characters: 100 emoji are 200 UTF-16 units.
-    const emoji = await admin('api-keys', 'create', String(tenantId), '--name', '🏠'.repeat(100))
-    assert.equal(emoji.code, 0, emoji.stderr)
-    assert.equal((JSON.parse(emoji.stdout) as CreatedApiKey).name, '🏠'.repeat(100))
+    await withTenants(async (service) => {
+      assert.equal((await service.authenticate(key.key))?.tenant.id, tenantId)
+      // A name counted as the route counts it, in characters: 100 emoji are 200 UTF-16 units.
+      const named = adminCommand(['api-keys', 'create', String(tenantId), '--name', '🏠'.repeat(100)]) as AdminCommand
+      assert.equal(((await named(service)) as CreatedApiKey).name, '🏠'.repeat(100))
+    })
 
     const revoked = await admin('api-keys', 'revoke', String(tenantId), String(key.id))
     assert.equal(revoked.code, 0, revoked.stderr)
@@ -143,13 +145,43 @@ describe('npm run admin -- registrations', () => {
     await withTenants(async (service) => assert.equal(await service.authenticate(key.key), undefined))
   })
 
-  it('prints usage and exits 2 on a wrong command or option, 1 on an unknown code or a value the routes would refuse', async () => {
+  it('prints usage and exits 2 on a line that is no command, 0 on --help, 1 on an unknown code or a value the routes would refuse', async () => {
     const wrong = await admin('registrations', 'delete')
     assert.equal(wrong.code, 2)
     assert.match(wrong.stdout, /npm run admin -- registrations list/)
     assert.match(wrong.stderr, /Unknown command: registrations delete/)
-    // An argument too many is refused, never ignored (two agencies named, one suspended), and one missing too.
+    const nothing = await admin()
+    assert.equal(nothing.code, 2)
+    assert.match(nothing.stdout, /npm run admin -- tenants show\|suspend\|unsuspend/)
+    const help = await admin('--help')
+    assert.equal(help.code, 0, help.stderr)
+    assert.match(help.stdout, /npm run admin -- api-keys revoke/)
+    const tooLong = await admin('registrations', 'reject', 'reg_unknown', '--reason', 'x'.repeat(2001))
+    assert.equal(tooLong.code, 1, tooLong.stderr)
+    assert.match(tooLong.stderr, /--reason must be at most 2000 characters/)
+    const unknown = await admin('registrations', 'approve', 'reg_unknown')
+    assert.equal(unknown.code, 1)
+    assert.match(unknown.stderr, /Registration request not found/)
+  })
+})
+
+/** The line as `npm run admin` reads it, before it opens anything (its process is tested above). */
+describe('the admin command line', () => {
+  const refusal = (line: string[]) => {
+    try {
+      adminCommand(line)
+    } catch (error) {
+      return error as Error
+    }
+    assert.fail(`${line.join(' ')} was taken`)
+  }
+
+  it('is no command with a word, an argument or an option too many or missing, or an option given twice', () => {
     for (const [line, said] of [
+      [['registrations', 'delete'], /^Unknown command: registrations delete\.$/],
+      [['--limit'], /--limit/],
+      [['registrations', 'list', '--colour', 'red'], /--colour/],
+      // An argument too many is refused, never ignored (two agencies named, one suspended), and one missing too.
       [['tenants', 'suspend', '1', '2'], /tenants suspend takes one argument; not: 2/],
       [['registrations', 'list', 'pending'], /registrations list takes no argument; not: pending/],
       [['tenants', 'show'], /tenants show takes one argument/],
@@ -158,58 +190,57 @@ describe('npm run admin -- registrations', () => {
       [['registrations', 'approve', 'reg_unknown', '--reason', 'Не агентство'], /registrations approve takes no option; not: --reason/],
       [['tenants', 'show', '1', '--status', 'pending'], /tenants show takes no option; not: --status/],
       [['api-keys', 'list', '1', '--name', 'CRM'], /api-keys list takes --limit, --offset; not: --name/],
+      [['registrations', 'reject', 'reg_unknown', '--reason'], /--reason/],
+      // A request code to decide, said when missing.
+      [['registrations', 'approve', ''], /registrations approve takes a request code/],
+      [['registrations', 'reject', '', '--reason', 'Спам'], /registrations reject takes a request code/],
+      // An option given twice: the last would win silently (a key for a day, or for ten years?).
+      [['api-keys', 'create', '1', '--expires-in-days', '1', '--expires-in-days', '3650'], /given more than once: --expires-in-days/],
+      // A rejection says why, as the route requires; blank with invisible characters is blank.
+      ...[[], ['--reason', '  '], ['--reason', '\u200b']].map(
+        (blank) =>
+          [
+            ['registrations', 'reject', 'reg_unknown', ...blank],
+            /registrations reject takes --reason "why": a rejection says why, and it may not be blank/,
+          ] as const,
+      ),
     ] as const) {
-      const refused = await admin(...line)
-      assert.equal(refused.code, 2, `${line.join(' ')}: ${refused.stderr}`)
-      assert.match(refused.stderr, said)
-      assert.match(refused.stdout, /npm run admin -- tenants show\|suspend\|unsuspend/)
+      const error = refusal([...line])
+      assert.ok(error instanceof UsageError, `${line.join(' ')}: ${error.message}`)
+      assert.match(error.message, said)
     }
-    const noValue = await admin('registrations', 'reject', 'reg_unknown', '--reason')
-    assert.equal(noValue.code, 2, noValue.stderr)
-    assert.match(noValue.stderr, /--reason/)
-    // A request code to decide, said when missing.
-    for (const decision of ['approve', 'reject']) {
-      const noCode = await admin('registrations', decision, '', ...(decision === 'reject' ? ['--reason', 'Спам'] : []))
-      assert.equal(noCode.code, 2, noCode.stderr)
-      assert.match(noCode.stderr, new RegExp(`registrations ${decision} takes a request code`))
+  })
+
+  it('refuses the values the routes would refuse, naming them', () => {
+    for (const [line, said] of [
+      // As the route answers 422 to it: a reason of at most 2,000 characters.
+      [['registrations', 'reject', 'reg_unknown', '--reason', 'x'.repeat(2001)], /^--reason must be at most 2000 characters$/],
+      // A key name on one line, as the route requires.
+      [['api-keys', 'create', '1', '--name', 'CRM\nexport'], /^--name must be one line of text, without tabs or other control characters/],
+      [['api-keys', 'create', '1', '--name', '   '], /^--name must not be blank$/],
+      [['api-keys', 'create', '1', '--name', 'x'.repeat(101)], /^--name must be at most 100 characters$/],
+      [['api-keys', 'create', '1', '--expires-in-days', '3651'], /^--expires-in-days must be a whole number from 1 to 3650$/],
+      [['registrations', 'list', '--status', 'waiting'], /^--status must be pending, approved or rejected$/],
+      // As GET /admin/registrations answers 422 to them (limit 1 to 100), never a page.
+      ...['abc', '0', '101'].map((limit) => [['registrations', 'list', '--limit', limit], /^--limit must be a whole number from 1 to 100$/] as const),
+      [['tenants', 'show', '99999999999'], /^The tenant id must be a whole number from 1 to 2147483647$/],
+      [['api-keys', 'revoke', '1', '0'], /^The key id must be a whole number from 1 to 2147483647$/],
+    ] as const) {
+      const error = refusal([...line])
+      assert.ok(!(error instanceof UsageError), `${line.join(' ')} is a command with a wrong value, not a wrong line`)
+      assert.match(error.message, said)
     }
-    // An option given twice: the last would win silently (a key for a day, or for ten years?).
-    const twice = await admin('api-keys', 'create', '1', '--expires-in-days', '1', '--expires-in-days', '3650')
-    assert.equal(twice.code, 2, twice.stderr)
-    assert.match(twice.stderr, /given more than once: --expires-in-days/)
-    // A rejection says why, as the route requires; blank with invisible characters is blank.
-    for (const blank of [[], ['--reason', '  '], ['--reason', '\u200b']]) {
-      const noReason = await admin('registrations', 'reject', 'reg_unknown', ...blank)
-      assert.equal(noReason.code, 2, noReason.stderr)
-      assert.match(noReason.stderr, /registrations reject takes --reason "why": a rejection says why, and it may not be blank/)
-      assert.match(noReason.stdout, /reject <request_code> --reason "why"/)
-    }
-    // As the route answers 422 to it: a reason of at most 2,000 characters.
-    const tooLong = await admin('registrations', 'reject', 'reg_unknown', '--reason', 'x'.repeat(2001))
-    assert.equal(tooLong.code, 1, tooLong.stderr)
-    assert.match(tooLong.stderr, /--reason must be at most 2000 characters/)
-    // Counted in characters, as the route counts them: 1,500 emoji are 3,000 UTF-16 units.
-    const emoji = await admin('registrations', 'reject', 'reg_unknown', '--reason', '🏠'.repeat(1500))
-    assert.equal(emoji.code, 1, emoji.stderr)
-    assert.match(emoji.stderr, /Registration request not found/)
-    // A key name on one line, as the route requires.
-    const twoLines = await admin('api-keys', 'create', '1', '--name', 'CRM\nexport')
-    assert.equal(twoLines.code, 1, twoLines.stderr)
-    assert.match(twoLines.stderr, /--name must be one line of text, without tabs or other control characters/)
-    const blankName = await admin('api-keys', 'create', '1', '--name', '   ')
-    assert.equal(blankName.code, 1, blankName.stderr)
-    assert.match(blankName.stderr, /--name must not be blank/)
-    const unknown = await admin('registrations', 'approve', 'reg_unknown')
-    assert.equal(unknown.code, 1)
-    assert.match(unknown.stderr, /Registration request not found/)
-    // As GET /admin/registrations answers 422 to them (limit 1 to 100), never a page.
-    for (const limit of ['abc', '0', '101']) {
-      const listed = await admin('registrations', 'list', '--limit', limit)
-      assert.equal(listed.code, 1, `--limit ${limit}: ${listed.stdout}`)
-      assert.match(listed.stderr, /--limit must be a whole number from 1 to 100/)
-    }
-    const tooLarge = await admin('tenants', 'show', '99999999999')
-    assert.equal(tooLarge.code, 1)
-    assert.match(tooLarge.stderr, /The tenant id must be a whole number from 1 to 2147483647/)
+  })
+
+  it('counts a reason and a key name in characters, as the routes count them', () => {
+    // 1,500 emoji are 3,000 UTF-16 units; 100 emoji are 200.
+    assert.equal(typeof adminCommand(['registrations', 'reject', 'reg_unknown', '--reason', '🏠'.repeat(1500)]), 'function')
+    assert.equal(typeof adminCommand(['api-keys', 'create', '1', '--name', '🏠'.repeat(100)]), 'function')
+  })
+
+  it('answers --help and an empty line with the usage', () => {
+    assert.equal(adminCommand(['--help']), HELP)
+    assert.equal(adminCommand(['registrations', 'list', '--help']), HELP)
+    assert.equal(adminCommand([]), NO_COMMAND)
   })
 })

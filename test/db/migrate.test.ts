@@ -14,7 +14,7 @@ import { DatabaseInUseError, openDatabase, queryRows, type DatabaseHandle } from
 import { countPendingMigrations, migrateDatabase, migrationsFolder } from '../../src/db/migrate.js'
 import { propertyTypes } from '../../src/db/schema.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
-import { emptyServerDatabase, engine } from '../helpers/database.js'
+import { emptyServerDatabase, engine, newDataDir } from '../helpers/database.js'
 import { createTenant, submitProperty } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import { nodeArguments } from '../helpers/code-tree.js'
@@ -155,7 +155,8 @@ describe('the migration of webhook log entries to an attempt’s own outcome', (
 
 describe('the embedded database', () => {
   it('refuses a second opener of the same data directory with a clear error', async () => {
-    const dir = path.join(mkdtempSync(path.join(tmpdir(), 'mls-lock-')), 'pglite')
+    // A copy of the migrated template: a new folder's initdb is `npm run migrate`'s test, above.
+    const dir = path.join(await newDataDir('mls-lock-', { pglite: true }), 'pglite')
     const first = await openDatabase({ databaseUrl: undefined, pgliteDir: dir })
     try {
       await assert.rejects(openDatabase({ databaseUrl: undefined, pgliteDir: dir }), (error: unknown) => {

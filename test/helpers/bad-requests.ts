@@ -387,7 +387,9 @@ function mutate(body: unknown, mutations: Mutation[]): unknown {
     const keys = Object.keys(parent)
     const chosen = keys.length > 0 ? keys[(walk.at(-1) ?? 0) % keys.length]! : key
     if (action === 'remove') delete (parent as Record<string, unknown>)[chosen]
-    else put(parent, action === 'add' ? key : chosen, value)
+    // A copy: the odd values include constants ([], {}, [null]) that every run shares; put as
+    // they are, a later mutation could write into one, even put one inside itself (a circle).
+    else put(parent, action === 'add' ? key : chosen, structuredClone(value))
   }
   return root
 }

@@ -1,5 +1,3 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import path from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import type { SQL } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
@@ -7,6 +5,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/node-postgres'
 import pg from 'pg'
 import { DatabaseAvailability, isDatabaseUnavailable } from './availability.js'
+import { lockDataDir } from './data-dir-lock.js'
 import { listenForNotifications, type NotificationHandlers, type NotificationListener } from './notifications.js'
 import { PipelinedConnections } from './pipelines.js'
 import * as schema from './schema.js'
@@ -267,54 +266,6 @@ async function openPglite(dir: string | undefined, dump: Blob | undefined, brief
   } catch (error) {
     releaseLock()
     throw error
-  }
-}
-
-export class DatabaseInUseError extends Error {
-  override name = 'DatabaseInUseError'
-}
-
-/**
- * PGlite is an embedded engine: two processes opening one data directory would corrupt it.
- * A pid file turns that into a clear error instead. A file left by a dead process is taken over.
- */
-const dirsLockedHere = new Set<string>()
-
-function lockDataDir(dir: string): () => void {
-  mkdirSync(dir, { recursive: true })
-  const lockFile = path.join(path.dirname(dir), `${path.basename(dir)}.pid`)
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      writeFileSync(lockFile, String(process.pid), { flag: 'wx' })
-      dirsLockedHere.add(lockFile)
-      return () => {
-        dirsLockedHere.delete(lockFile)
-        rmSync(lockFile, { force: true })
-      }
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      const owner = Number(readFileSync(lockFile, 'utf8'))
-      // Our own pid in the file is stale (a restarted container reuses pids) unless we hold it.
-      const inUse = owner === process.pid ? dirsLockedHere.has(lockFile) : isProcessAlive(owner)
-      if (inUse) {
-        throw new DatabaseInUseError(
-          `The embedded database in ${dir} is in use by process ${owner}. ` +
-            'Stop that process first, use the HTTP admin routes, or set DATABASE_URL to share a PostgreSQL server.',
-        )
-      }
-      rmSync(lockFile, { force: true })
-    }
-  }
-  throw new DatabaseInUseError(`Could not lock the embedded database in ${dir}`)
-}
-
-function isProcessAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
   }
 }
 

@@ -10,11 +10,11 @@ import type { NodePgDatabase } from 'drizzle-orm/node-postgres'
 import { migrate as migratePostgres } from 'drizzle-orm/node-postgres/migrator'
 import type { PgliteDatabase } from 'drizzle-orm/pglite'
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
-import { DatabaseInUseError, openDatabase, queryRows, type DatabaseHandle } from '../../src/db/client.js'
+import { openDatabase, queryRows, type DatabaseHandle } from '../../src/db/client.js'
 import { countPendingMigrations, migrateDatabase, migrationsFolder } from '../../src/db/migrate.js'
 import { propertyTypes } from '../../src/db/schema.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
-import { emptyServerDatabase, engine, newDataDir } from '../helpers/database.js'
+import { emptyServerDatabase, engine } from '../helpers/database.js'
 import { createTenant, submitProperty } from '../helpers/factories.js'
 import { runInternalCheck } from '../helpers/moderation.js'
 import { nodeArguments } from '../helpers/code-tree.js'
@@ -150,27 +150,6 @@ describe('the migration of webhook log entries to an attempt’s own outcome', (
       await target?.drop()
       rmSync(older, { recursive: true, force: true })
     }
-  })
-})
-
-describe('the embedded database', () => {
-  it('refuses a second opener of the same data directory with a clear error', async () => {
-    // A copy of the migrated template: a new folder's initdb is `npm run migrate`'s test, above.
-    const dir = path.join(await newDataDir('mls-lock-', { pglite: true }), 'pglite')
-    const first = await openDatabase({ databaseUrl: undefined, pgliteDir: dir })
-    try {
-      await assert.rejects(openDatabase({ databaseUrl: undefined, pgliteDir: dir }), (error: unknown) => {
-        assert.ok(error instanceof DatabaseInUseError)
-        assert.match(error.message, /is in use by process \d+/)
-        return true
-      })
-    } finally {
-      await first.close()
-    }
-    // Once closed, it can be opened again.
-    const again = await openDatabase({ databaseUrl: undefined, pgliteDir: dir })
-    await again.close()
-    rmSync(path.dirname(dir), { recursive: true, force: true })
   })
 })
 

@@ -13,7 +13,10 @@ export function codeFile(module: string): string {
   return path.join(codeRoot, `${module}.${transpiled ? 'js' : 'ts'}`)
 }
 
+/** node's options that load this tree's code the way this test loads its own. */
+export const codeLoaderArguments = transpiled ? ['--enable-source-maps'] : ['--import', 'tsx']
+
 /** node's arguments to run the entry point `module` (`src/server`, say) the way this test runs its own code. */
 export function nodeArguments(module: string): string[] {
-  return transpiled ? ['--enable-source-maps', codeFile(module)] : ['--import', 'tsx', codeFile(module)]
+  return [...codeLoaderArguments, codeFile(module)]
 }

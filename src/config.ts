@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import path from 'node:path'
 import ipaddr from 'ipaddr.js'
@@ -144,7 +144,17 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>
 
-export function loadConfig(env: Env = process.env): Config {
+export interface LoadOptions {
+  /**
+   * The configuration of a command run beside a service (`npm run admin`): DATA_DIR must be a
+   * service's, holding its database (unless DATABASE_URL names a server) and its secret key
+   * (unless SECRET_KEY is set). A mistyped DATA_DIR would otherwise get a new, empty database,
+   * and a key the service cannot read secrets sealed with.
+   */
+  existingDataDir?: boolean
+}
+
+export function loadConfig(env: Env = process.env, { existingDataDir = false }: LoadOptions = {}): Config {
   const problems: string[] = []
   const read = <T>(name: string, fallback: T, parse: (raw: string) => T): T => {
     const raw = env[name]
@@ -255,11 +265,30 @@ export function loadConfig(env: Env = process.env): Config {
     }
   }
 
+  if (existingDataDir) {
+    if (config.databaseUrl === undefined && !existsSync(path.join(embeddedDatabaseDir(dataDir), 'PG_VERSION'))) {
+      problems.push(
+        `DATA_DIR: ${dataDir} holds no database (the service makes it on its first start): set DATA_DIR to the service's folder, or DATABASE_URL to its server`,
+      )
+    } else if (config.secretKey === '' && !existsSync(secretKeyFile(dataDir))) {
+      problems.push(`SECRET_KEY: unset, and DATA_DIR (${dataDir}) keeps none: set the service's SECRET_KEY, or DATA_DIR to the service's folder`)
+    }
+  }
   if (problems.length > 0) {
     throw new ConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`)
   }
   if (config.secretKey === '') config.secretKey = loadSecretKey(dataDir)
   return config
+}
+
+/** Where the embedded database lives in DATA_DIR. */
+export function embeddedDatabaseDir(dataDir: string): string {
+  return path.join(dataDir, 'pglite')
+}
+
+/** Where SECRET_KEY is kept in DATA_DIR when it is not set. */
+function secretKeyFile(dataDir: string): string {
+  return path.join(dataDir, 'secret-key')
 }
 
 /** The shortest SECRET_KEY taken, set or kept in DATA_DIR. */
@@ -276,7 +305,7 @@ const MIN_SECRET_KEY_LENGTH = 32
  * writer that wrote in place) stops the process rather than become the key.
  */
 function loadSecretKey(dataDir: string): string {
-  const file = path.join(dataDir, 'secret-key')
+  const file = secretKeyFile(dataDir)
   const kept = readSecretKeyFile(file)
   if (kept !== undefined) return kept
   mkdirSync(dataDir, { recursive: true })

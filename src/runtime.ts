@@ -1,6 +1,5 @@
-import path from 'node:path'
 import type { Logger } from 'pino'
-import { loadConfig, type Config } from './config.js'
+import { embeddedDatabaseDir, loadConfig, type Config } from './config.js'
 import { openDatabase, type DatabaseHandle } from './db/client.js'
 import { migrateDatabase } from './db/migrate.js'
 import { createLogger } from './lib/log.js'
@@ -61,7 +60,7 @@ export async function startRuntime(role: string): Promise<Runtime> {
 export function openConfiguredDatabase(config: Config, { brief = false }: { brief?: boolean } = {}): Promise<DatabaseHandle> {
   return openDatabase({
     databaseUrl: config.databaseUrl,
-    pgliteDir: path.join(config.dataDir, 'pglite'),
+    pgliteDir: embeddedDatabaseDir(config.dataDir),
     brief,
     poolSize: config.databasePoolSize,
     pipelinedConnections: config.databasePipelinedConnections,

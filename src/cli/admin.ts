@@ -1,16 +1,16 @@
+import { ConfigError, loadConfig } from '../config.js'
 import { ApiError } from '../lib/errors.js'
 import { ADMIN_USAGE, adminCommand, HELP, NO_COMMAND, UsageError, type AdminCommand } from './admin-command-line.js'
 
 /** Runs the command on the configured database, with the service code the routes use. */
 async function run(command: AdminCommand): Promise<unknown> {
   // Loaded only for a command that will run: a mistyped one is answered at once.
-  const [{ loadConfig }, { openConfiguredDatabase }, { migrateDatabase }, { createServices }] = await Promise.all([
-    import('../config.js'),
+  const [{ openConfiguredDatabase }, { migrateDatabase }, { createServices }] = await Promise.all([
     import('../runtime.js'),
     import('../db/migrate.js'),
     import('../services.js'),
   ])
-  const config = loadConfig()
+  const config = loadConfig(process.env, { existingDataDir: true })
   const database = await openConfiguredDatabase(config, { brief: true })
   try {
     await migrateDatabase(database)
@@ -27,19 +27,21 @@ async function run(command: AdminCommand): Promise<unknown> {
 
 try {
   const command = adminCommand(process.argv.slice(2))
-  if (command === HELP || command === NO_COMMAND) {
+  if (command === HELP) {
     console.log(ADMIN_USAGE)
-    process.exitCode = command === HELP ? 0 : 2
+  } else if (command === NO_COMMAND) {
+    console.error(ADMIN_USAGE)
+    process.exitCode = 2
   } else {
     console.log(JSON.stringify(await run(command), null, 2))
   }
 } catch (error) {
   if (error instanceof UsageError) {
-    console.error(error.message)
-    console.log(ADMIN_USAGE)
+    console.error(`${error.message}\n\n${ADMIN_USAGE}`)
     process.exitCode = 2
   } else {
-    console.error(error instanceof ApiError ? error.message : `Failed: ${(error as Error).message}`)
+    const said = error instanceof ApiError || error instanceof ConfigError
+    console.error(said ? error.message : `Failed: ${(error as Error).message}`)
     process.exitCode = 1
   }
 }

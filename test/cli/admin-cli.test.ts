@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { rmSync } from 'node:fs'
+import { existsSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { eq } from 'drizzle-orm'
@@ -60,9 +60,12 @@ describe('npm run admin -- registrations', () => {
     })
   }
 
-  function admin(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const admin = (...args: string[]) => adminWith({}, ...args)
+
+  /** The command run with `settings` over the suite's environment. */
+  function adminWith(settings: Record<string, string>, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
     return new Promise((resolve) => {
-      const child = spawn(process.execPath, [...nodeArguments('src/cli/admin'), ...args], { env: { ...process.env, ...env } })
+      const child = spawn(process.execPath, [...nodeArguments('src/cli/admin'), ...args], { env: { ...process.env, ...env, ...settings } })
       let stdout = ''
       let stderr = ''
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
@@ -148,11 +151,12 @@ describe('npm run admin -- registrations', () => {
   it('prints usage and exits 2 on a line that is no command, 0 on --help, 1 on an unknown code or a value the routes would refuse', async () => {
     const wrong = await admin('registrations', 'delete')
     assert.equal(wrong.code, 2)
-    assert.match(wrong.stdout, /npm run admin -- registrations list/)
-    assert.match(wrong.stderr, /Unknown command: registrations delete/)
+    assert.match(wrong.stderr, /^Unknown command: registrations delete.\n\n.*npm run admin -- registrations list/s)
+    assert.equal(wrong.stdout, '', 'an error leaves stdout, the answers’ stream, empty')
     const nothing = await admin()
     assert.equal(nothing.code, 2)
-    assert.match(nothing.stdout, /npm run admin -- tenants show\|suspend\|unsuspend/)
+    assert.match(nothing.stderr, /npm run admin -- tenants show\|suspend\|unsuspend/)
+    assert.equal(nothing.stdout, '')
     const help = await admin('--help')
     assert.equal(help.code, 0, help.stderr)
     assert.match(help.stdout, /npm run admin -- api-keys revoke/)
@@ -162,6 +166,14 @@ describe('npm run admin -- registrations', () => {
     const unknown = await admin('registrations', 'approve', 'reg_unknown')
     assert.equal(unknown.code, 1)
     assert.match(unknown.stderr, /Registration request not found/)
+  })
+
+  it('exits 1 on a DATA_DIR that holds no database, and makes nothing there', async () => {
+    const mistyped = path.join(dataDir, 'mistyped')
+    const refused = await adminWith({ DATA_DIR: mistyped, DATABASE_URL: '' }, 'registrations', 'list')
+    assert.equal(refused.code, 1)
+    assert.match(refused.stderr, /^Invalid configuration:\n {2}- DATA_DIR: .*mistyped holds no database/)
+    assert.equal(existsSync(mistyped), false)
   })
 })
 

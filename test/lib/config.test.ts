@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, describe, it } from 'node:test'
@@ -83,6 +83,28 @@ describe('configuration', () => {
       )
       assert.equal(loadConfig({ DATA_DIR: dir, SECRET_KEY: 'an-explicit-secret-key-long-enough-01234' }).secretKey, 'an-explicit-secret-key-long-enough-01234')
     }
+  })
+
+  it('for a command beside a service, refuses a DATA_DIR no service has used rather than make a database or a key there', () => {
+    const refused = (env: Record<string, string>, problem: RegExp) =>
+      assert.throws(
+        () => loadConfig(env, { existingDataDir: true }),
+        (error: Error) => error instanceof ConfigError && problem.test(error.message),
+      )
+    const missing = path.join(dataDir(), 'mistyped')
+    refused({ DATA_DIR: missing }, /DATA_DIR: .*mistyped holds no database .*set DATA_DIR to the service's folder, or DATABASE_URL/)
+    refused({ DATA_DIR: missing, SECRET_KEY: 'an-explicit-secret-key-long-enough-01234' }, /DATA_DIR: .* holds no database/)
+    refused({ DATA_DIR: missing, DATABASE_URL: 'postgres://127.0.0.1/mls' }, /SECRET_KEY: unset, and DATA_DIR \(.*mistyped\) keeps none/)
+    assert.deepEqual(readdirSync(path.dirname(missing)), [], 'nothing is made')
+
+    const served = dataDir()
+    mkdirSync(path.join(served, 'pglite'))
+    writeFileSync(path.join(served, 'pglite', 'PG_VERSION'), '17\n')
+    refused({ DATA_DIR: served }, /SECRET_KEY: unset, and DATA_DIR/)
+    const key = loadConfig({ DATA_DIR: served }).secretKey
+    assert.equal(loadConfig({ DATA_DIR: served }, { existingDataDir: true }).secretKey, key)
+    const withServer = { DATA_DIR: missing, DATABASE_URL: 'postgres://127.0.0.1/mls', SECRET_KEY: 'an-explicit-secret-key-long-enough-01234' }
+    assert.equal(loadConfig(withServer, { existingDataDir: true }).databaseUrl, 'postgres://127.0.0.1/mls')
   })
 
   it('derives PUBLIC_BASE_URL from PORT and reads every variable', () => {

@@ -11,7 +11,7 @@ export interface LiveService extends TestApp {
 }
 
 export interface LiveServiceOptions extends FreshDatabaseOptions {
-  /** Where the worker and the database's outage and recovery lines go; silent by default. */
+  /** Where the API's, the worker's and the database's outage and recovery lines go; silent by default. */
   log?: Logger
 }
 
@@ -23,7 +23,7 @@ export async function startLiveService(
   env: Record<string, string> = {},
   { log = pino({ level: 'silent' }), ...database }: LiveServiceOptions = {},
 ): Promise<LiveService> {
-  const service = await buildTestApp(env, database)
+  const service = await buildTestApp(env, { ...database, logger: log })
   const availability = service.database.handle.availability
   availability.useLogger(log)
   await service.app.listen({ host: '127.0.0.1', port: 0 })

@@ -47,6 +47,7 @@ const OUTAGE_LINE = /^the database is unreachable/
 const RECOVERY_LINE = /^the database is reachable again/
 const PINO_ERROR = 50
 const PINO_INFO = 30
+const PINO_WARN = 40
 
 const binaries = postgresBinaries()
 
@@ -143,6 +144,8 @@ describe(
           )
           const health = await timedGet(service, '/healthz')
           const readiness = await timedGet(service, '/readyz')
+          // As an orchestrator probes, again and again: the outage is still logged once.
+          for (const _probe of [1, 2]) assert.equal((await timedGet(service, '/readyz')).status, 503)
 
           const restartAt = performance.now()
           const accepting = whenAccepting(cluster.url)
@@ -400,5 +403,10 @@ function assertLoggedOncePerOutage(lines: readonly { level: number; msg: string 
     'no error logged but the outage',
   )
   assert.equal(errors.length, outages, 'one error line per outage')
+  assert.deepEqual(
+    lines.filter((line) => line.level === PINO_WARN && /readiness/.test(line.msg)),
+    [],
+    'no warning per readiness probe',
+  )
   assert.equal(lines.filter((line) => line.level === PINO_INFO && RECOVERY_LINE.test(line.msg)).length, outages, 'one recovery line per outage')
 }

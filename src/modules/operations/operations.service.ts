@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm'
+import { isDatabaseUnavailable, type DatabaseAvailability } from '../../db/availability.js'
 import type { Database } from '../../db/client.js'
 import { countPendingMigrations } from '../../db/migrate.js'
 
@@ -6,11 +7,22 @@ export type Readiness = { ready: true } | { ready: false; detail: string }
 
 /** What orchestrators ask of a process: is its database reachable and fully migrated. */
 export class OperationsService {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    private readonly availability: DatabaseAvailability,
+  ) {}
 
   async readiness(): Promise<Readiness> {
-    await this.db.execute(sql`select 1`)
-    const pending = await countPendingMigrations(this.db)
+    let pending: number
+    try {
+      await this.db.execute(sql`select 1`)
+      pending = await countPendingMigrations(this.db)
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error
+      // Logged once for the whole outage by `availability`, not once per probe.
+      this.availability.failed(error)
+      return { ready: false, detail: 'The database is unreachable.' }
+    }
     return pending > 0 ? { ready: false, detail: `${pending} migration(s) not applied yet.` } : { ready: true }
   }
 }

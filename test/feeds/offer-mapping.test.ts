@@ -411,6 +411,7 @@ describe('mapOffer, element by element', () => {
       ['parking', 'нет', 'parking', 'Нет'],
       ['internet', 'оптика', 'internet', 'Оптика'],
       ['floor', '-1', 'floor', '-1'],
+      ['floor', '\u22121', 'floor', '-1'],
       ['built-year', '2024', 'year_built', '2024'],
     ]
     for (const [element, value, name, expected] of table) assert.equal(await attribute(element, value, name), expected, `${element} ${value}`)

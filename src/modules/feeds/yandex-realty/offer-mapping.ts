@@ -259,9 +259,12 @@ function readBool(raw: string): boolean | null {
   return null
 }
 
-/** A number as CRMs write it: "8 500 000", "54,5", "1 200.50". */
+/** A number as CRMs write it: "8 500 000", "54,5", "1 200.50", "−1" (a typographic minus). */
 function readNumber(raw: string): number | null {
-  const compact = raw.replace(/[\s\u00a0\u202f']/g, '').replace(',', '.')
+  const compact = raw
+    .replace(/[\s\u00a0\u202f']/g, '')
+    .replace(',', '.')
+    .replace(/^\u2212/, '-')
   if (!/^-?\d+(\.\d+)?$/.test(compact)) return null
   const value = Number(compact)
   return Number.isFinite(value) ? value : null

@@ -7,7 +7,7 @@
  * capped. `allowPrivateNetwork` (ALLOW_PRIVATE_NETWORK) lifts the address rule for
  * development and tests.
  */
-import type { LookupAddress, LookupOptions } from 'node:dns'
+import { promises as dns, type LookupAddress, type LookupOptions } from 'node:dns'
 import { isIP, type LookupFunction } from 'node:net'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
@@ -15,7 +15,6 @@ import { createGunzip } from 'node:zlib'
 import ipaddr from 'ipaddr.js'
 import { Agent, request, type Dispatcher } from 'undici'
 import { ApiError, asClause } from './errors.js'
-import { HostResolver } from './host-resolver.js'
 
 export type OutboundFailureKind = 'invalid_url' | 'blocked_address' | 'dns' | 'connection' | 'timeout' | 'too_large' | 'too_many_redirects'
 
@@ -135,20 +134,13 @@ export interface OutboundClientOptions {
   allowPrivateNetwork: boolean
   /** Which resolved addresses may be connected to; public ones unless a test narrows it. */
   isAllowedAddress?: (address: string) => boolean
-  /** Every address of a host name; a HostResolver unless a test gives its own. */
+  /** Every address of a host name; the system resolver (`dns.lookup`) unless a test gives its own. */
   resolve?: (hostname: string, options: LookupOptions) => Promise<LookupAddress[]>
-  /** The name servers the HostResolver asks, the system's unless a test names its own. */
-  nameServers?: string[]
   /** How long checking a URL to store waits for its host's addresses (5 s unless a test shortens it). */
   checkResolveTimeoutMs?: number
 }
 
 const CHECK_RESOLVE_TIMEOUT_MS = 5_000
-
-/** The family a connection asks the lookup for (0: any). */
-function addressFamily(family: LookupOptions['family']): 0 | 4 | 6 {
-  return family === 4 || family === 'IPv4' ? 4 : family === 6 || family === 'IPv6' ? 6 : 0
-}
 
 /** One per process: its connection pool is shared by every outbound request. */
 export class OutboundClient {
@@ -156,15 +148,13 @@ export class OutboundClient {
   private readonly allowPrivateNetwork: boolean
   private readonly isAllowedAddress: (address: string) => boolean
   private readonly resolve: (hostname: string, options: LookupOptions) => Promise<LookupAddress[]>
-  private readonly hosts: HostResolver
   private readonly checkResolveTimeoutMs: number
 
   constructor(options: OutboundClientOptions) {
     this.allowPrivateNetwork = options.allowPrivateNetwork
     this.checkResolveTimeoutMs = options.checkResolveTimeoutMs ?? CHECK_RESOLVE_TIMEOUT_MS
     this.isAllowedAddress = options.isAllowedAddress ?? isPublicAddress
-    this.hosts = new HostResolver(options.nameServers)
-    this.resolve = options.resolve ?? ((hostname, lookupOptions) => this.hosts.resolve(hostname, addressFamily(lookupOptions.family)))
+    this.resolve = options.resolve ?? ((hostname, lookupOptions) => dns.lookup(hostname, { ...lookupOptions, all: true }))
     // The lookup runs for every new connection, so the address checked is the one connected to.
     const lookup: LookupFunction = (hostname, lookupOptions, callback) => {
       this.resolve(hostname, lookupOptions).then(
@@ -196,8 +186,9 @@ export class OutboundClient {
     const url = this.parseTarget(raw)
     const host = bareHost(url)
     if (this.allowPrivateNetwork || isIP(host)) return url
-    // The agency waits for its answer: a host whose name servers do not answer is refused
-    // within this time, whatever the resolver's own.
+    // The agency waits for its answer: a host whose name servers do not answer is refused in
+    // seconds, not when the system resolver gives up (the lookup keeps its thread of libuv's
+    // pool until then: the answer is freed, not the thread).
     let timer: NodeJS.Timeout | undefined
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -287,7 +278,6 @@ export class OutboundClient {
   }
 
   async close(): Promise<void> {
-    this.hosts.close()
     await this.agent.close()
   }
 

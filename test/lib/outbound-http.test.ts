@@ -1,16 +1,10 @@
 import assert from 'node:assert/strict'
-import { pbkdf2 as pbkdf2Callback } from 'node:crypto'
-import { createSocket } from 'node:dgram'
 import { once } from 'node:events'
 import { createServer, type ServerResponse } from 'node:http'
 import { isIP, type AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import { promisify } from 'node:util'
 import { isPublicAddress, OutboundClient, OutboundError } from '../../src/lib/outbound-http.js'
 import { ADDRESS_CASES, resolvable } from '../helpers/ssrf-addresses.js'
-import { waitFor } from '../helpers/webhooks.js'
-
-const pbkdf2 = promisify(pbkdf2Callback)
 
 /** What became of a redirect's large body: sent whole (the client read it all), or the client hung up first. */
 const redirectBodies: Promise<'read whole' | 'hung up'>[] = []
@@ -152,33 +146,5 @@ describe('the guarded outbound HTTP client', () => {
       ),
     )
     refused.forEach((entry, index) => assert.equal(outcomes[index], 'blocked_address', `${entry.address}: ${entry.form}`))
-  })
-
-  it('waits for name servers that do not answer without holding a thread of libuv’s pool, and gives up as the host’s failure', async () => {
-    // A name server that takes every query and answers none.
-    const silentServer = createSocket('udp4')
-    let queries = 0
-    silentServer.on('message', () => queries++)
-    silentServer.bind(0, '127.0.0.1')
-    await once(silentServer, 'listening')
-    const silent = new OutboundClient({ allowPrivateNetwork: false, nameServers: [`127.0.0.1:${silentServer.address().port}`] })
-    // Twice as many hosts as the pool has threads (4), each asked for both families.
-    const checks = Array.from({ length: 8 }, (_, index) => silent.checkUrl(`https://host-${index}.silent.test/hook`))
-    const outcomes = Promise.allSettled(checks)
-    let settled = false
-    void outcomes.then(() => (settled = true))
-    try {
-      await waitFor(() => queries >= 16, 10_000, 'the queries to reach the name server')
-      // The pool's threads still do its other work (hashing here; decoding photos, writing files).
-      await Promise.all(Array.from({ length: 8 }, () => pbkdf2('password', 'salt', 1, 32, 'sha256')))
-      assert.equal(settled, false, 'the lookups were still waiting for their answers')
-    } finally {
-      await silent.close() // gives up the queries under way, as their own time would
-      silentServer.close()
-    }
-    for (const outcome of await outcomes) {
-      assert.equal(outcome.status, 'rejected')
-      assert.ok(outcome.reason instanceof OutboundError && outcome.reason.kind === 'dns', String(outcome.reason))
-    }
   })
 })

@@ -240,7 +240,7 @@ const UNANSWERED_MESSAGE = 'Query read timeout'
 const BRIEF_START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB']
 
 async function openPglite(dir: string | undefined, dump: Blob | undefined, brief: boolean): Promise<DatabaseHandle> {
-  const releaseLock = dir ? lockDataDir(dir) : () => {}
+  const releaseLock = dir ? await lockDataDir(dir) : () => {}
   try {
     const client = await PGlite.create({
       ...(dir ? { dataDir: dir } : { loadDataDir: dump }),

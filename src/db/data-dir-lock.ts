@@ -1,95 +1,91 @@
-import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { randomInt } from 'node:crypto'
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 export class DatabaseInUseError extends Error {
   override name = 'DatabaseInUseError'
 }
 
-/** The lock files this process holds: our own pid in a file is stale unless it is one of them. */
-const locksHeldHere = new Set<string>()
+/** The folders this process holds: a file of our own pid is stale unless it holds it. */
+const heldHere = new Set<string>()
 
-/** Rounds of taking a stale file over before giving up: each lost round means another opener won. */
-const MAX_ROUNDS = 5
+/** Tries before refusing, each after a random pause (ms): openers at the same instant part. */
+const TRIES = 6
+const PAUSE_MS = [20, 120] as const
 
 /**
  * PGlite is an embedded engine: two processes opening one data directory would corrupt it.
- * A pid file beside the directory turns that into a clear error instead; the returned function
- * releases it.
- *
- * The file is written whole under another name and linked into place, so it never exists
- * without its pid (a link fails where the file exists, and no reader sees it half written). A
- * file whose process is gone (a kill, a crash, a restarted container that reuses pids) is taken
- * over: moved aside under a name of our own first, and removed only if it still names the dead
- * process. Where another opener took it over in between, the file moved is theirs: it is linked
- * back, and they hold the directory.
+ * Each opener writes a file named after its pid into a folder beside the directory
+ * (`pglite.locks/`), then reads the folder; where it finds another live process's file there,
+ * it removes its own and refuses. Of two openers, the one that reads last finds the other's
+ * file, so two never hold the directory together, whatever the timing. Openers at the same
+ * instant may each find the other's file: each tries again after a random pause, and a holder's
+ * file stays, so the refusal names it. A file of a process that is gone (a kill, a crash) is
+ * removed by whoever reads it; no file is ever replaced, so there is no takeover to race.
+ * The returned function releases the directory.
  */
-export function lockDataDir(dir: string): () => void {
+export async function lockDataDir(dir: string): Promise<() => void> {
   mkdirSync(dir, { recursive: true })
-  const lockFile = path.join(path.dirname(dir), `${path.basename(dir)}.pid`)
-  const partial = `${lockFile}.${process.pid}.partial`
-  const setAside = `${lockFile}.${process.pid}.stale`
-  writeFileSync(partial, String(process.pid))
-  try {
-    for (let round = 0; round < MAX_ROUNDS; round++) {
-      if (tryLink(partial, lockFile)) {
-        locksHeldHere.add(lockFile)
-        return () => {
-          locksHeldHere.delete(lockFile)
-          rmSync(lockFile, { force: true })
-        }
+  const folder = path.join(path.dirname(dir), `${path.basename(dir)}.locks`)
+  const own = path.join(folder, String(process.pid))
+  mkdirSync(folder, { recursive: true })
+  // The single pid file of earlier releases: one of them may be running on this directory.
+  const legacy = path.join(path.dirname(dir), `${path.basename(dir)}.pid`)
+  for (let tried = 1; ; tried++) {
+    if (heldHere.has(folder)) throw inUse(dir, process.pid)
+    writeFileSync(own, '')
+    const other = liveOthers(folder, legacy)
+    if (other === undefined) {
+      heldHere.add(folder)
+      return () => {
+        heldHere.delete(folder)
+        rmSync(own, { force: true })
       }
-      const owner = ownerOf(lockFile)
-      if (owner === undefined) continue // released meanwhile
-      if (isHeld(lockFile, owner)) {
-        throw new DatabaseInUseError(
-          `The embedded database in ${dir} is in use by process ${owner}. ` +
-            'Stop that process first, use the HTTP admin routes, or set DATABASE_URL to share a PostgreSQL server.',
-        )
-      }
-      try {
-        renameSync(lockFile, setAside)
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue // another opener moved it first
-        throw error
-      }
-      if (ownerOf(setAside) !== owner) tryLink(setAside, lockFile) // theirs, not the dead one: put back
-      rmSync(setAside, { force: true })
     }
-    throw new DatabaseInUseError(`Could not lock the embedded database in ${dir}: other processes kept opening it.`)
-  } finally {
-    rmSync(partial, { force: true })
+    rmSync(own, { force: true })
+    if (tried === TRIES) throw inUse(dir, other)
+    await sleep(randomInt(...PAUSE_MS))
   }
 }
 
-/** Links `from` to `to`; false where `to` exists. */
-function tryLink(from: string, to: string): boolean {
-  try {
-    linkSync(from, to)
-    return true
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false
-    throw error
+/** The pid of another live process with a file in `folder` (or the legacy pid file); files of processes gone are removed. */
+function liveOthers(folder: string, legacy: string): number | undefined {
+  const candidates: [pid: number, file: string][] = readdirSync(folder).map((name) => [Number(name), path.join(folder, name)])
+  const legacyPid = readPid(legacy)
+  if (legacyPid !== undefined) candidates.push([legacyPid, legacy])
+  let other: number | undefined
+  for (const [pid, file] of candidates) {
+    if (pid === process.pid) continue
+    if (isAlive(pid)) other ??= pid
+    else rmSync(file, { force: true })
   }
+  return other
 }
 
-/** The pid the file names (0 for a file that names none), undefined when there is no file. */
-function ownerOf(file: string): number | undefined {
+/** The pid an earlier release wrote (0 for a file naming none), undefined without a file. */
+function readPid(file: string): number | undefined {
   try {
-    const pid = Number(readFileSync(file, 'utf8').trim())
-    return Number.isInteger(pid) && pid > 0 ? pid : 0
+    return Number(readFileSync(file, 'utf8').trim()) || 0
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
     throw error
   }
 }
 
-function isHeld(lockFile: string, owner: number): boolean {
-  if (owner === 0) return false
-  if (owner === process.pid) return locksHeldHere.has(lockFile)
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false
   try {
-    process.kill(owner, 0)
+    process.kill(pid, 0)
     return true
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM'
   }
+}
+
+function inUse(dir: string, pid: number): DatabaseInUseError {
+  return new DatabaseInUseError(
+    `The embedded database in ${dir} is in use by process ${pid}. ` +
+      'Stop that process first, use the HTTP admin routes, or set DATABASE_URL to share a PostgreSQL server.',
+  )
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createInterface } from 'node:readline'
@@ -14,10 +14,11 @@ const parent = mkdtempSync(path.join(tmpdir(), 'mls-lock-'))
 after(() => rmSync(parent, { recursive: true, force: true }))
 let folders = 0
 
-/** A data directory of its own, and the pid file beside it. */
-function dataDir(): { dir: string; lockFile: string } {
+/** A data directory of its own, the lock folder beside it, and the pid file of earlier releases. */
+function dataDir(): { dir: string; locks: string; legacy: string } {
   const dir = path.join(parent, `data-${++folders}`, 'pglite')
-  return { dir, lockFile: `${dir}.pid` }
+  mkdirSync(`${dir}.locks`, { recursive: true })
+  return { dir, locks: `${dir}.locks`, legacy: `${dir}.pid` }
 }
 
 /** The pid of a process that has exited. */
@@ -50,31 +51,37 @@ describe('the embedded database’s lock', () => {
     }
   })
 
-  it('keeps a directory held by another live process, and its file', () => {
-    const { dir, lockFile } = dataDir()
-    lockDataDir(dir)()
-    writeFileSync(lockFile, String(process.ppid))
-    assert.throws(() => lockDataDir(dir), refusedAsInUse)
-    assert.equal(readFileSync(lockFile, 'utf8'), String(process.ppid))
+  it('refuses a directory held by another live process, and leaves its file', async () => {
+    const { dir, locks } = dataDir()
+    writeFileSync(path.join(locks, String(process.ppid)), '')
+    await assert.rejects(lockDataDir(dir), refusedAsInUse)
+    assert.deepEqual(readdirSync(locks), [String(process.ppid)])
   })
 
-  it('takes over a file left by a process that is gone, one naming no process, and one naming this process that it does not hold', () => {
-    for (const left of [String(deadPid()), '', String(process.pid)]) {
-      const { dir, lockFile } = dataDir()
-      lockDataDir(dir)()
-      writeFileSync(lockFile, left)
-      const release = lockDataDir(dir)
-      assert.equal(readFileSync(lockFile, 'utf8'), String(process.pid), `over ${JSON.stringify(left)}`)
-      assert.throws(() => lockDataDir(dir), refusedAsInUse)
-      release()
-      assert.equal(existsSync(lockFile), false)
-    }
+  it('refuses while a process of an earlier release holds it by its pid file', async () => {
+    const { dir, legacy } = dataDir()
+    writeFileSync(legacy, String(process.ppid))
+    await assert.rejects(lockDataDir(dir), refusedAsInUse)
+    assert.equal(readFileSync(legacy, 'utf8'), String(process.ppid))
+  })
+
+  it('removes the files of processes that are gone, and of this process when it does not hold the directory, then holds it', async () => {
+    const { dir, locks, legacy } = dataDir()
+    const gone = String(deadPid())
+    for (const name of [gone, String(process.pid), 'not-a-pid']) writeFileSync(path.join(locks, name), '')
+    writeFileSync(legacy, String(deadPid()))
+    const release = await lockDataDir(dir)
+    assert.deepEqual(readdirSync(locks), [String(process.pid)])
+    assert.equal(existsSync(legacy), false)
+    await assert.rejects(lockDataDir(dir), refusedAsInUse, 'a second opener in the same process')
+    release()
+    assert.deepEqual(readdirSync(locks), [])
+    ;(await lockDataDir(dir))()
   })
 
   it('lets exactly one of several processes opening at once hold the directory, over a file left by a dead one', async () => {
-    const { dir, lockFile } = dataDir()
-    lockDataDir(dir)()
-    writeFileSync(lockFile, String(deadPid()))
+    const { dir, locks } = dataDir()
+    writeFileSync(path.join(locks, String(deadPid())), '')
     // Each process loads the lock, says it is ready, tries at the word, says whether it holds
     // the directory, and keeps it until told to end.
     const script = `
@@ -83,7 +90,7 @@ describe('the embedded database’s lock', () => {
       const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]()
       console.log('ready')
       await lines.next()
-      try { lockDataDir(${JSON.stringify(dir)}); console.log('held') } catch (error) { console.log(error.name) }
+      try { await lockDataDir(${JSON.stringify(dir)}); console.log('held') } catch (error) { console.log(error.name) }
       await lines.next()
     `
     const openers = Array.from({ length: 4 }, () => {
@@ -100,7 +107,7 @@ describe('the embedded database’s lock', () => {
       const outcomes = await Promise.all(openers.map((opener) => opener.next()))
       assert.deepEqual(outcomes.toSorted(), ['DatabaseInUseError', 'DatabaseInUseError', 'DatabaseInUseError', 'held'])
       const holder = openers[outcomes.indexOf('held')]!
-      assert.equal(readFileSync(lockFile, 'utf8'), String(holder.child.pid))
+      assert.deepEqual(readdirSync(locks), [String(holder.child.pid)])
     } finally {
       for (const opener of openers) opener.child.stdin.end()
       await Promise.all(openers.map((opener) => opener.exited))

@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto'
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { hostname } from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 
@@ -7,57 +8,89 @@ export class DatabaseInUseError extends Error {
   override name = 'DatabaseInUseError'
 }
 
-/** The folders this process holds: a file of our own pid is stale unless it holds it. */
+/** The lock folders this process holds: a file of its own pid is stale unless it holds it. */
 const heldHere = new Set<string>()
 
 /** Tries before refusing, each after a random pause (ms): openers at the same instant part. */
 const TRIES = 6
 const PAUSE_MS = [20, 120] as const
 
+/** Who holds a folder: a process, by its pid on a host (a container sees its own pids). */
+interface Holder {
+  pid: number
+  host: string
+}
+
 /**
  * PGlite is an embedded engine: two processes opening one data directory would corrupt it.
- * Each opener writes a file named after its pid into a folder beside the directory
- * (`pglite.locks/`), then reads the folder; where it finds another live process's file there,
- * it removes its own and refuses. Of two openers, the one that reads last finds the other's
- * file, so two never hold the directory together, whatever the timing. Openers at the same
- * instant may each find the other's file: each tries again after a random pause, and a holder's
- * file stays, so the refusal names it. A file of a process that is gone (a kill, a crash) is
- * removed by whoever reads it; no file is ever replaced, so there is no takeover to race.
- * The returned function releases the directory.
+ * Each opener writes a file named after itself (`<pid>@<host>`) into a folder beside the
+ * directory (`pglite.locks/`), then reads the folder; where it finds another live process's
+ * file there, it removes its own and refuses. Of two openers, the one that reads last finds the
+ * other's file, so two never hold the directory together, whatever the timing. Openers at the
+ * same instant may each find the other's file: each tries again after a random pause, and a
+ * holder's file stays, so the refusal names it.
+ *
+ * A file of a process that is gone (a kill, a crash) is removed by whoever reads it; no file is
+ * ever replaced, so there is no takeover to race. Whether a process is gone is known only on
+ * its own host: containers sharing a volume each number their processes from 1, and one
+ * restarted keeps its host name, so a file of another host is taken for live (the refusal says
+ * which file to remove once that container is gone for good).
  */
 export async function lockDataDir(dir: string): Promise<() => void> {
   mkdirSync(dir, { recursive: true })
-  const folder = path.join(path.dirname(dir), `${path.basename(dir)}.locks`)
-  const own = path.join(folder, String(process.pid))
+  // One folder however the directory is named (relative, through a link).
+  const real = realpathSync(dir)
+  const folder = path.join(path.dirname(real), `${path.basename(real)}.locks`)
+  const self: Holder = { pid: process.pid, host: hostname() }
+  const own = path.join(folder, fileName(self))
   mkdirSync(folder, { recursive: true })
   // The single pid file of earlier releases: one of them may be running on this directory.
-  const legacy = path.join(path.dirname(dir), `${path.basename(dir)}.pid`)
+  const legacy = path.join(path.dirname(real), `${path.basename(real)}.pid`)
   for (let tried = 1; ; tried++) {
-    if (heldHere.has(folder)) throw inUse(dir, process.pid)
+    if (heldHere.has(folder)) throw inUse(real, self, own)
     writeFileSync(own, '')
-    const other = liveOthers(folder, legacy)
+    let other: Holder | undefined
+    try {
+      other = liveOther(folder, legacy, self)
+    } catch (error) {
+      rmSync(own, { force: true })
+      throw error
+    }
     if (other === undefined) {
       heldHere.add(folder)
+      let released = false
       return () => {
+        if (released) return
+        released = true
         heldHere.delete(folder)
         rmSync(own, { force: true })
       }
     }
     rmSync(own, { force: true })
-    if (tried === TRIES) throw inUse(dir, other)
+    if (tried === TRIES) throw inUse(real, other, path.join(folder, fileName(other)))
     await sleep(randomInt(...PAUSE_MS))
   }
 }
 
-/** The pid of another live process with a file in `folder` (or the legacy pid file); files of processes gone are removed. */
-function liveOthers(folder: string, legacy: string): number | undefined {
-  const candidates: [pid: number, file: string][] = readdirSync(folder).map((name) => [Number(name), path.join(folder, name)])
+function fileName(holder: Holder): string {
+  return `${holder.pid}@${holder.host}`
+}
+
+/** Another process with a file in `folder` (or the legacy pid file) that may be live; files of processes gone are removed. */
+function liveOther(folder: string, legacy: string, self: Holder): Holder | undefined {
+  const candidates: [holder: Holder, file: string][] = readdirSync(folder).map((name) => {
+    const at = name.indexOf('@')
+    // A name not ours (no host) is no process's: removed like a dead one's.
+    const holder = at < 0 ? { pid: 0, host: self.host } : { pid: Number(name.slice(0, at)), host: name.slice(at + 1) }
+    return [holder, path.join(folder, name)]
+  })
   const legacyPid = readPid(legacy)
-  if (legacyPid !== undefined) candidates.push([legacyPid, legacy])
-  let other: number | undefined
-  for (const [pid, file] of candidates) {
-    if (pid === process.pid) continue
-    if (isAlive(pid)) other ??= pid
+  if (legacyPid !== undefined) candidates.push([{ pid: legacyPid, host: self.host }, legacy])
+  let other: Holder | undefined
+  for (const [holder, file] of candidates) {
+    if (holder.host !== self.host) other ??= holder
+    else if (holder.pid === self.pid) continue
+    else if (isAlive(holder.pid)) other ??= holder
     else rmSync(file, { force: true })
   }
   return other
@@ -83,9 +116,10 @@ function isAlive(pid: number): boolean {
   }
 }
 
-function inUse(dir: string, pid: number): DatabaseInUseError {
+function inUse(dir: string, holder: Holder, file: string): DatabaseInUseError {
+  const elsewhere = holder.host === hostname() ? '' : ` on host ${holder.host} (once that process is gone for good, remove ${file})`
   return new DatabaseInUseError(
-    `The embedded database in ${dir} is in use by process ${pid}. ` +
+    `The embedded database in ${dir} is in use by process ${holder.pid}${elsewhere}. ` +
       'Stop that process first, use the HTTP admin routes, or set DATABASE_URL to share a PostgreSQL server.',
   )
 }

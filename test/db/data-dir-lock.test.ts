@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { hostname, tmpdir } from 'node:os'
 import path from 'node:path'
 import { createInterface } from 'node:readline'
 import { after, describe, it } from 'node:test'
@@ -20,6 +20,9 @@ function dataDir(): { dir: string; locks: string; legacy: string } {
   mkdirSync(`${dir}.locks`, { recursive: true })
   return { dir, locks: `${dir}.locks`, legacy: `${dir}.pid` }
 }
+
+/** The name of a process's file in the lock folder. */
+const lockName = (pid: number) => `${pid}@${hostname()}`
 
 /** The pid of a process that has exited. */
 function deadPid(): number {
@@ -53,9 +56,40 @@ describe('the embedded database’s lock', () => {
 
   it('refuses a directory held by another live process, and leaves its file', async () => {
     const { dir, locks } = dataDir()
-    writeFileSync(path.join(locks, String(process.ppid)), '')
+    writeFileSync(path.join(locks, lockName(process.ppid)), '')
     await assert.rejects(lockDataDir(dir), refusedAsInUse)
-    assert.deepEqual(readdirSync(locks), [String(process.ppid)])
+    assert.deepEqual(readdirSync(locks), [lockName(process.ppid)])
+  })
+
+  it('takes a file of another host (a container sharing the volume, with pids of its own) for a live process’s, naming the file', async () => {
+    const { dir, locks } = dataDir()
+    // This process's own pid, as another container may well have.
+    const theirs = `${process.pid}@another-container`
+    writeFileSync(path.join(locks, theirs), '')
+    await assert.rejects(lockDataDir(dir), (error: unknown) => {
+      assert.ok(error instanceof DatabaseInUseError)
+      assert.match(
+        error.message,
+        new RegExp(`in use by process ${process.pid} on host another-container \\(once that process is gone for good, remove .*${theirs}\\)`),
+      )
+      return true
+    })
+    assert.deepEqual(readdirSync(locks), [theirs])
+  })
+
+  it('is one lock however the directory is named: relative, or through a symbolic link', async () => {
+    const { dir, locks } = dataDir()
+    const release = await lockDataDir(dir)
+    try {
+      await assert.rejects(lockDataDir(path.relative(process.cwd(), dir)), refusedAsInUse)
+      const link = path.join(path.dirname(dir), 'current')
+      symlinkSync(dir, link)
+      await assert.rejects(lockDataDir(link), refusedAsInUse)
+      assert.deepEqual(readdirSync(locks), [lockName(process.pid)])
+      assert.equal(existsSync(`${link}.locks`), false)
+    } finally {
+      release()
+    }
   })
 
   it('refuses while a process of an earlier release holds it by its pid file', async () => {
@@ -67,21 +101,23 @@ describe('the embedded database’s lock', () => {
 
   it('removes the files of processes that are gone, and of this process when it does not hold the directory, then holds it', async () => {
     const { dir, locks, legacy } = dataDir()
-    const gone = String(deadPid())
-    for (const name of [gone, String(process.pid), 'not-a-pid']) writeFileSync(path.join(locks, name), '')
+    for (const name of [lockName(deadPid()), lockName(process.pid), 'not-a-pid']) writeFileSync(path.join(locks, name), '')
     writeFileSync(legacy, String(deadPid()))
     const release = await lockDataDir(dir)
-    assert.deepEqual(readdirSync(locks), [String(process.pid)])
+    assert.deepEqual(readdirSync(locks), [lockName(process.pid)])
     assert.equal(existsSync(legacy), false)
     await assert.rejects(lockDataDir(dir), refusedAsInUse, 'a second opener in the same process')
     release()
     assert.deepEqual(readdirSync(locks), [])
-    ;(await lockDataDir(dir))()
+    const again = await lockDataDir(dir)
+    release()
+    assert.deepEqual(readdirSync(locks), [lockName(process.pid)], 'a release called again lets go of nothing')
+    again()
   })
 
   it('lets exactly one of several processes opening at once hold the directory, over a file left by a dead one', async () => {
     const { dir, locks } = dataDir()
-    writeFileSync(path.join(locks, String(deadPid())), '')
+    writeFileSync(path.join(locks, lockName(deadPid())), '')
     // Each process loads the lock, says it is ready, tries at the word, says whether it holds
     // the directory, and keeps it until told to end.
     const script = `
@@ -107,7 +143,7 @@ describe('the embedded database’s lock', () => {
       const outcomes = await Promise.all(openers.map((opener) => opener.next()))
       assert.deepEqual(outcomes.toSorted(), ['DatabaseInUseError', 'DatabaseInUseError', 'DatabaseInUseError', 'held'])
       const holder = openers[outcomes.indexOf('held')]!
-      assert.deepEqual(readdirSync(locks), [String(holder.child.pid)])
+      assert.deepEqual(readdirSync(locks), [lockName(holder.child.pid!)])
     } finally {
       for (const opener of openers) opener.child.stdin.end()
       await Promise.all(openers.map((opener) => opener.exited))

@@ -238,23 +238,27 @@ describe('webhook deliveries', () => {
     assert.equal(old.requests.length, 0)
   })
 
-  it('keeps the failing streak when a PATCH gives the url the subscription already has', async () => {
+  it('keeps the failing streak when a PATCH gives the url the subscription already has, however it is spelled', async () => {
     const owner = await agency()
     const hook = await receiver(() => ({ status: 500 }))
     const subscription = await subscribe(t.app, owner, { url: hook.url, events: ['property.published'] })
     await t.db.execute(sql`update webhook_subscriptions set failing_since = now() - interval '3 days' where id = ${subscription.id}::int`)
-    const patch = await t.app.inject({
-      method: 'PATCH',
-      url: `/webhooks/${subscription.id}`,
-      headers: owner.headers,
-      payload: { url: hook.url, description: 'the same receiver' },
-    })
-    assert.equal(patch.statusCode, 200, patch.body)
-    const [row] = await queryRows<{ days: number }>(
-      t.db,
-      sql`select extract(epoch from now() - failing_since) / 86400 as days from webhook_subscriptions where id = ${subscription.id}::int`,
-    )
-    assert.ok(Number(row!.days) > 2.9, `the streak was reset: ${JSON.stringify(row)}`)
+    const { origin, pathname } = new URL(hook.url)
+    for (const url of [hook.url, `${origin.toUpperCase()}${pathname}`, `${origin}/./${pathname.slice(1)}`]) {
+      const patch = await t.app.inject({
+        method: 'PATCH',
+        url: `/webhooks/${subscription.id}`,
+        headers: owner.headers,
+        payload: { url, description: 'the same receiver' },
+      })
+      assert.equal(patch.statusCode, 200, patch.body)
+      assert.equal(patch.json<WebhookSubscription>().url, url, 'kept as written')
+      const [row] = await queryRows<{ days: number }>(
+        t.db,
+        sql`select extract(epoch from now() - failing_since) / 86400 as days from webhook_subscriptions where id = ${subscription.id}::int`,
+      )
+      assert.ok(Number(row?.days) > 2.9, `the streak was reset by ${url}: ${JSON.stringify(row)}`)
+    }
   })
 
   it('a success ends the failing streak that the 5 days are counted from', async () => {

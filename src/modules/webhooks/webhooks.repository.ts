@@ -14,15 +14,16 @@ export async function listSubscriptions(db: Database, tenantId: number): Promise
 }
 
 /**
- * The tenant's subscription; `kept`, it cannot be deleted until the transaction ends (rows
- * about to refer to it need it).
+ * The tenant's subscription, locked until the transaction ends where asked: `key share`, it
+ * cannot be deleted (rows about to refer to it need it); `update`, it can be neither deleted
+ * nor changed (a change made from what it is now).
  */
-export async function findSubscription(db: Database, tenantId: number, id: number, kept = false): Promise<SubscriptionRow | undefined> {
+export async function findSubscription(db: Database, tenantId: number, id: number, lock?: 'key share' | 'update'): Promise<SubscriptionRow | undefined> {
   const query = db
     .select()
     .from(webhookSubscriptions)
     .where(and(eq(webhookSubscriptions.tenantId, tenantId), eq(webhookSubscriptions.id, id)))
-  const [row] = kept ? await query.for('key share') : await query
+  const [row] = lock ? await query.for(lock) : await query
   return row
 }
 
@@ -47,18 +48,12 @@ export async function updateSubscription(
   tenantId: number,
   id: number,
   values: Partial<Pick<NewSubscription, 'url' | 'events' | 'description' | 'filter'>>,
+  { newReceiver }: { newReceiver: boolean },
 ): Promise<SubscriptionRow | undefined> {
   const [row] = await db
     .update(webhookSubscriptions)
-    .set({
-      ...values,
-      // A new receiver's failures are counted afresh; the url it already has is not a new one.
-      ...(values.url === undefined
-        ? {}
-        : {
-            failingSince: sql`case when ${webhookSubscriptions.url} = ${values.url} then ${webhookSubscriptions.failingSince} end`,
-          }),
-    })
+    // A new receiver's failures are counted afresh.
+    .set({ ...values, ...(newReceiver ? { failingSince: null } : {}) })
     .where(and(eq(webhookSubscriptions.tenantId, tenantId), eq(webhookSubscriptions.id, id)))
     .returning()
   return row

@@ -129,12 +129,21 @@ export class WebhooksService {
     const url = input.url === undefined ? undefined : await this.checkUrl(input.url)
     const row = await this.db.transaction(async (tx) => {
       if (input.events !== undefined || input.filter !== undefined) await deliveries.lockOutFanOut(tx)
-      return repository.updateSubscription(tx, tenantId, id, {
-        ...(url === undefined ? {} : { url }),
-        ...(input.events === undefined ? {} : { events: [...new Set(input.events)] }),
-        ...(input.description === undefined ? {} : { description: input.description }),
-        ...(input.filter === undefined ? {} : { filter: input.filter }),
-      })
+      // The receiver is the URL's, however it is spelled (`Example.com:443` is `example.com`).
+      const current = url === undefined ? undefined : await repository.findSubscription(tx, tenantId, id, 'update')
+      const newReceiver = url !== undefined && current !== undefined && new URL(current.url).href !== new URL(url).href
+      return repository.updateSubscription(
+        tx,
+        tenantId,
+        id,
+        {
+          ...(url === undefined ? {} : { url }),
+          ...(input.events === undefined ? {} : { events: [...new Set(input.events)] }),
+          ...(input.description === undefined ? {} : { description: input.description }),
+          ...(input.filter === undefined ? {} : { filter: input.filter }),
+        },
+        { newReceiver },
+      )
     })
     if (!row) throw ApiError.notFound(WEBHOOK_NOT_FOUND)
     return toSubscription(row)
@@ -172,7 +181,7 @@ export class WebhooksService {
     const leaseToken = randomUUID()
     const claimed = await this.db.transaction(async (tx): Promise<ClaimedDelivery> => {
       // Kept until its delivery is written: a deletion meanwhile waits, or came first (a 404).
-      const subscription = await repository.findSubscription(tx, tenantId, id, true)
+      const subscription = await repository.findSubscription(tx, tenantId, id, 'key share')
       if (!subscription) throw ApiError.notFound(WEBHOOK_NOT_FOUND)
       const event = await this.events.recordDispatched(tx, {
         type: TEST_EVENT,

@@ -191,6 +191,27 @@ describe('webhook subscriptions', () => {
     assert.equal((await deliveryLog(t.app, agency, mine.id)).total, 0)
   })
 
+  it('changes the url only of the agency’s own subscription, and only to a url it could subscribe', async () => {
+    const mine = await subscribe(t.app, agency, { url: receiver.url, events: ['mls.new_listing'] })
+    await t.db.execute(sql`update webhook_subscriptions set failing_since = now() - interval '3 days' where id = ${mine.id}::int`)
+    const stored = async () =>
+      (
+        await queryRows<{ url: string; failing: boolean }>(
+          t.db,
+          sql`select url, failing_since is not null as failing from webhook_subscriptions where id = ${mine.id}::int`,
+        )
+      )[0]
+    const foreign = await t.app.inject({ method: 'PATCH', url: `/webhooks/${mine.id}`, headers: rival.headers, payload: { url: `${receiver.url}/elsewhere` } })
+    assert.equal(foreign.statusCode, 404, foreign.body)
+    assert.deepEqual(foreign.json<ErrorBody>(), { detail: 'Webhook not found' })
+    for (const url of ['not a url', 'ftp://example.com/hooks', ` ${receiver.url}`]) {
+      const refused = await t.app.inject({ method: 'PATCH', url: `/webhooks/${mine.id}`, headers: agency.headers, payload: { url } })
+      assert.equal(refused.statusCode, 422, `${url}: ${refused.body}`)
+      assert.deepEqual(refused.json<ValidationErrorBody>().errors[0]?.loc, ['body', 'url'])
+    }
+    assert.deepEqual(await stored(), { url: receiver.url, failing: true }, 'neither the rival nor a refused url changed it')
+  })
+
   it('refuses ids that are not whole numbers with 422, and finds none for ids no subscription can have', async () => {
     for (const [url, status] of [
       ['/webhooks/abc', 422],

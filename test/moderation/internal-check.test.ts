@@ -195,6 +195,10 @@ describe('the internal check (auto mode)', () => {
     'Цена 8 500 000 - 300 000 торг, 5 500 000,00 с мебелью',
     'Показы 10.06.2024 - 20.06.2024, ремонт 2015, 2016, 2017',
     'Цена 1 250 000 000 руб.',
+    // A phone number's parser reads these as Moscow's 495, Irkutsk's 395 and a mobile's 950.
+    'Бизнес-центр класса А. Цена 4 950 000 000 руб.',
+    'Торговый центр. Цена 3 950 000 000,00 руб.',
+    'Склад. Цена 9.500.000.000 руб.',
   ]
   for (const description of amounts) {
     it(`publishes a listing whose description gives amounts and dates: ${description}`, async () => {
@@ -205,6 +209,15 @@ describe('the internal check (auto mode)', () => {
       assert.equal(listing.status_id, 2)
     })
   }
+
+  it('publishes a Kazakh agency’s price of billions in tenge, which starts like a Kazakh mobile', async () => {
+    const kazakh = await createTenant(t.app, { country: 'KZ', email: 'kz-billions@agency.example' })
+    const created = await submitProperty(t.app, kazakh, { description: 'Бизнес-центр в Алматы. Цена 7 000 000 000 тенге.' })
+    await runInternalCheck(t.app)
+    const listing = (await t.app.inject({ method: 'GET', url: `/properties/${created.id}`, headers: kazakh.headers })).json<Property>()
+    assert.deepEqual(listing.moderation?.reasons, [])
+    assert.equal(listing.status_id, 2)
+  })
 
   it('takes an address written without blanks after its commas and points, or with an invisible character, for the same address', async () => {
     const location = (address: string) => ({ city_id: 1, district_id: 1, address })

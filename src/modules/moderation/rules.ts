@@ -315,6 +315,8 @@ function containsContacts(description: string, country: CountryCode): boolean {
     MARKED_HANDLE.test(text) ||
     hasLongDigitRun(text) ||
     hasSpokenPhone(text) ||
-    findPhoneNumbersInText(text, country).length > 0
+    // libphonenumber reads a price of billions that starts like an area code or a mobile
+    // range ("4 950 000 000", "7 000 000 000" in tenge) as a number: amounts are none here either.
+    findPhoneNumbersInText(text, country).some(({ startsAt, endsAt }) => !readsAsAmounts(text.slice(startsAt, endsAt)))
   )
 }

@@ -317,7 +317,7 @@ export function describeValidationFailure(validation: FastifySchemaValidationErr
   const explained = [...byPointer].filter(([pointer, findings]) => !findings.some((finding) => finding.keyword === 'anyOf') || !enclosing.has(pointer))
   // Worded only as far as they are shown; the detail counts them all.
   const errors = shownFieldErrors(
-    explained.slice(0, MAX_FIELD_ERRORS).map(([, findings]) => ({ loc: [part, ...pathSegments(findings[0]!)], msg: messageFor(findings) })),
+    explained.slice(0, MAX_FIELD_ERRORS).map(([, findings]) => ({ loc: [part, ...pathSegments(findings[0]!)], msg: messageFor(findings, part) })),
   )
   return { detail: describeFieldErrors(errors, explained.length), errors }
 }
@@ -341,8 +341,11 @@ function pathSegments(finding: ErrorObject): (string | number)[] {
   return segments
 }
 
-function messageFor(findings: ErrorObject[]): string {
+function messageFor(findings: ErrorObject[], part: string): string {
   const first = findings[0]!
+  // No query parameter takes a list: a parameter given twice (`city_id=1&city_id=2`) is parsed
+  // as one, and "must be integer" would not say what is wrong with it.
+  if (part === 'query' && Array.isArray(first.data)) return 'must be given once'
   if (first.keyword === 'required') return 'is required'
   if (first.keyword === 'additionalProperties') return 'is not an allowed field'
   // A PATCH of nothing (`{}`), the one object the schemas hold to a least number of fields.

@@ -132,6 +132,25 @@ describe('malformed requests', () => {
     assert.equal(untouched.statusCode, 200)
   })
 
+  it('says a query parameter given twice must be given once, on public and agency routes alike', async () => {
+    const cases: [string, Record<string, string>, string][] = [
+      ['/mls/properties?city_id=1&city_id=1', {}, 'city_id'],
+      ['/mls/properties?sort=price_asc&sort=price_desc', {}, 'sort'],
+      ['/mls/clusters?bbox=37,55,38,56&bbox=37,55,38,56&zoom=9', {}, 'bbox'],
+      ['/properties?limit=10&limit=20', agency.headers, 'limit'],
+    ]
+    for (const [url, headers, parameter] of cases) {
+      const response = await t.app.inject({ url, headers })
+      assert.equal(response.statusCode, 422, `${url}: ${response.body}`)
+      const body = response.json<ValidationErrorBody>()
+      assert.equal(body.detail, `Invalid query.${parameter}: must be given once.`, url)
+      assert.deepEqual(body.errors, [{ loc: ['query', parameter], msg: 'must be given once' }], url)
+    }
+    // A parameter given once with a value of the wrong type is still told its type.
+    const wrong = (await t.app.inject('/mls/properties?city_id=abc')).json<ValidationErrorBody>()
+    assert.equal(wrong.detail, 'Invalid query.city_id: must be an integer in decimal digits.')
+  })
+
   it('refuses numbers that are not finite, such as 1e400, which a query string turns into Infinity', async () => {
     for (const query of ['min_price=1e400', 'max_area=1e400', 'max_price=-1e400']) {
       const response = await t.app.inject(`/mls/properties?${query}`)

@@ -481,6 +481,30 @@ describe('revisions at their edges (MODERATION_MODE=manual)', () => {
     assert.equal((await h.catalogueDetail(id)).body!['price'], 9_100_000)
   })
 
+  it('never shows a listing whose revision is being approved in a state it never had: the old price without the revision', async () => {
+    const id = await publish()
+    let seen = 0
+    for (let round = 1; round <= 15; round++) {
+      const price = 9_000_000 + round
+      await patch(id, { price })
+      // Reads while the approval commits: each must show the submitted price, with the revision
+      // waiting or, once approved, as the listing's own.
+      let approving = true
+      const approval = h.admin('approve', id).finally(() => (approving = false))
+      const reader = async () => {
+        do {
+          const shown = await h.view(agency, id)
+          seen++
+          assert.equal(shown.price, price, `round ${round}: shown ${JSON.stringify({ price: shown.price, revision: shown.revision?.status ?? null })}`)
+        } while (approving)
+      }
+      await Promise.all([approval, reader(), reader(), reader(), reader()])
+      assert.equal((await approval).statusCode, 200)
+      assert.equal((await h.view(agency, id)).revision, null)
+    }
+    assert.ok(seen >= 60)
+  })
+
   it('operator rejects a revision, the agency PATCHes a new one, and the operator approves it', async () => {
     const id = await publish()
     await patch(id, { price: 1 })

@@ -22,16 +22,21 @@ import type { OwnerView } from './properties.mapper.js'
 export type { PropertyRow } from '../../db/schema.js'
 export type NewProperty = NewPropertyColumns
 
-/** A property of one tenant with its owner; another tenant's id finds nothing. */
+/**
+ * A property of one tenant with its owner and its revision, if any; another tenant's id finds
+ * nothing. One statement, so one snapshot: read apart, an approval committing between the two
+ * reads showed the approved version before the approval with no revision, a state it never had.
+ */
 export async function findPropertyWithOwner(
   db: Database,
   tenantId: number,
   id: number,
-): Promise<{ property: PropertyRow; owner: OwnerView | null } | undefined> {
+): Promise<{ property: PropertyRow; owner: OwnerView | null; revision: RevisionRow | null } | undefined> {
   const [row] = await db
-    .select({ property: properties, owner: { id: owners.id, name: owners.name, phone: owners.phone, notes: owners.notes } })
+    .select({ property: properties, owner: { id: owners.id, name: owners.name, phone: owners.phone, notes: owners.notes }, revision: propertyRevisions })
     .from(properties)
     .leftJoin(owners, eq(owners.id, properties.ownerId))
+    .leftJoin(propertyRevisions, eq(propertyRevisions.propertyId, properties.id))
     .where(and(eq(properties.tenantId, tenantId), eq(properties.id, id)))
   return row
 }

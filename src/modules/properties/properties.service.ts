@@ -299,8 +299,9 @@ export class PropertiesService {
   }
 
   async get(tenantId: number, id: number): Promise<Property> {
-    const [found, revision] = await Promise.all([repository.findPropertyWithOwner(this.db, tenantId, id), repository.findRevision(this.db, tenantId, id)])
+    const found = await repository.findPropertyWithOwner(this.db, tenantId, id)
     if (!found) throw ApiError.notFound(PROPERTY_NOT_FOUND)
+    const { revision } = found
     if (!revision) return this.view(found.property, found.owner, this.db, undefined, null)
     const submitted = withRevision(found.property, revision.fields)
     const owner = submitted.ownerId === found.property.ownerId ? found.owner : await this.ownerOf(this.db, submitted)

@@ -202,4 +202,31 @@ describe('operator decisions', () => {
     // Once unsuspended, the revision can be decided.
     assert.equal((await decide('approve', id)).statusCode, 200)
   })
+
+  it('lists every waiting revision with its revision while another operator approves them', async () => {
+    const waiting = async () =>
+      (await t.app.inject({ url: '/admin/properties?revision=pending_review&limit=100', headers: adminHeaders })).json<ListingUnderReviewPage>().items
+    for (let round = 1; round <= 10; round++) {
+      const ids = await Promise.all([published(), published(), published()])
+      for (const id of ids) assert.equal((await patch(id, { price: 8_000_000 + round })).statusCode, 200)
+      const check = (items: Awaited<ReturnType<typeof waiting>>) => {
+        for (const item of items.filter((entry) => ids.includes(entry.id))) {
+          assert.equal(item.revision?.status, 'pending_review', `round ${round}: listing ${item.id} listed as ${JSON.stringify(item.revision)}`)
+          assert.equal(item.price, 8_000_000 + round)
+        }
+      }
+      const before = await waiting()
+      assert.equal(before.filter((item) => ids.includes(item.id)).length, 3, 'the three revisions wait')
+      check(before)
+      // Read while the approvals commit: a listing is listed with its revision or not at all.
+      let approving = true
+      const approvals = Promise.all(ids.map((id) => decide('approve', id))).finally(() => (approving = false))
+      const reader = async () => {
+        do check(await waiting())
+        while (approving)
+      }
+      await Promise.all([approvals, reader(), reader(), reader()])
+      for (const approved of await approvals) assert.equal(approved.statusCode, 200, approved.body)
+    }
+  })
 })

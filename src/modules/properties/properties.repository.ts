@@ -501,7 +501,16 @@ export function listByStatus(db: Database, statusId: number, page: { limit: numb
     revision === undefined
       ? properties.updatedAt
       : sql`(select ${propertyRevisions.submittedAt} from ${propertyRevisions} where ${propertyRevisions.propertyId} = ${properties.id})`
-  const rows = db.select().from(properties).where(where).orderBy(asc(changedAt), asc(properties.id)).limit(page.limit).offset(page.offset)
+  // Each listing with its revision in one statement: read apart, a revision decided meanwhile
+  // left its listing in the list without it.
+  const rows = db
+    .select({ listing: properties, revision: propertyRevisions })
+    .from(properties)
+    .leftJoin(propertyRevisions, eq(propertyRevisions.propertyId, properties.id))
+    .where(where)
+    .orderBy(asc(changedAt), asc(properties.id))
+    .limit(page.limit)
+    .offset(page.offset)
   return rowsWithTotal(db, rows, properties, where)
 }
 

@@ -665,11 +665,7 @@ export class PropertiesService {
   /** Listings of every agency in one status, oldest change first, for operators. */
   async listByStatus(statusId: number, page: { limit: number; offset: number }, revision?: RevisionStatus): Promise<{ rows: UnderCheck[]; total: number }> {
     const { rows, total } = await repository.listByStatus(this.db, statusId, page, revision)
-    const revisions = await repository.findRevisions(
-      this.db,
-      rows.map((row) => row.id),
-    )
-    return { rows: rows.map((row) => underCheck(row, revisions.get(row.id))), total }
+    return { rows: rows.map((row) => underCheck(row.listing, row.revision ?? undefined)), total }
   }
 
   /** Forgets up to `limit` Idempotency-Keys past their 24 hours, in one statement; how many. */

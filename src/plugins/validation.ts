@@ -343,8 +343,8 @@ function pathSegments(finding: ErrorObject): (string | number)[] {
 
 function messageFor(findings: ErrorObject[], part: string): string {
   const first = findings[0]!
-  // No query parameter takes a list: a parameter given twice (`city_id=1&city_id=2`) is parsed
-  // as one, and "must be integer" would not say what is wrong with it.
+  // No query parameter takes a list: one given twice (`city_id=1&city_id=2`) arrives as a list
+  // of its values, and "must be integer" would not say what is wrong with it.
   if (part === 'query' && Array.isArray(first.data)) return 'must be given once'
   if (first.keyword === 'required') return 'is required'
   if (first.keyword === 'additionalProperties') return 'is not an allowed field'

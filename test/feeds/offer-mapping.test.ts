@@ -291,6 +291,13 @@ describe('mapOffer, element by element', () => {
     )
     assert.equal(mapped.submission, null)
     assert.deepEqual(codes(mapped).sort(), ['missing_price', 'unknown_locality'])
+    // An unknown category or deal hides none of the reasons judged without it.
+    const garage = await mapOne('<type>продажа</type><category>гараж</category><location><locality-name>Тмутаракань</locality-name></location>')
+    assert.equal(garage.submission, null)
+    assert.deepEqual(codes(garage).sort(), ['missing_price', 'unknown_category', 'unknown_locality'])
+    const exchange = await mapOne(`<type>обмен</type><category>квартира</category>${MOSCOW}<price><value>-5</value></price>`)
+    assert.equal(exchange.submission, null)
+    assert.deepEqual(codes(exchange).sort(), ['invalid_price', 'unknown_deal_type'])
   })
 
   it('maps every category of the format, in both languages, and refuses the rest', async () => {
@@ -361,6 +368,13 @@ describe('mapOffer, element by element', () => {
     assert.equal(perHectare.submission?.price, 500_000)
     const perSqM = await priced('<value>2000</value><unit>sq. m</unit>', '<lot-area><value>6</value><unit>сотка</unit></lot-area>')
     assert.equal(perSqM.submission?.price, 1_200_000)
+    // By the area as written, not as kept: 600.5 m² is 6.01 sotkas on the listing, but 600,500 ₽.
+    const unrounded = await priced('<value>1000</value><unit>кв. м</unit>', '<lot-area><value>600.5</value><unit>кв. м</unit></lot-area>')
+    assert.deepEqual([unrounded.submission?.price, unrounded.submission?.attributes?.['area_land']], [600_500, '6.01'])
+    const flat = await mapOne(
+      `<type>продажа</type><category>квартира</category>${MOSCOW}<price><value>300000</value><unit>кв. м</unit></price><area><value>45.555</value></area>`,
+    )
+    assert.deepEqual([flat.submission?.price, flat.submission?.attributes?.['area']], [13_666_500, '45.56'])
     const missing = refusal(await priced('<value>2000</value><unit>кв. м</unit>', ''))
     assert.equal(missing.code, 'price_unit_without_area')
     assert.equal(missing.field, 'price/unit')

@@ -389,7 +389,12 @@ export function mapOffer(offer: FeedOffer, places: FeedPlaces, agencyCountry: Co
 
   const deal = readDeal(mapping)
   const category = readCategory(mapping)
-  if (!deal || !category) return refused()
+  if (!deal || !category) {
+    // The other reasons it could be refused, as far as they are judged without the category.
+    readLocation(mapping, places)
+    readPriceValue(mapping)
+    return refused()
+  }
   mapping.setPropertyType(category.type)
 
   const areas = readAreas(mapping, category)
@@ -453,15 +458,14 @@ function readCategory(mapping: OfferMapping): Category | null {
   )
 }
 
+/** The areas as the feed writes them, in m², for pricing by area; the attributes keep them rounded. */
 interface Areas {
-  /** m² */
   total: number | null
-  /** sotka */
   lot: number | null
 }
 
-/** An `<area>`-like element (`value` and `unit`) in the unit asked for; null when absent or unreadable. */
-function readArea(mapping: OfferMapping, name: string, into: 'm2' | 'sotka', defaultUnit: string): number | null {
+/** An `<area>`-like element (`value` and `unit`) in m², unrounded; null when absent or unreadable. */
+function readArea(mapping: OfferMapping, name: string, defaultUnit: string): number | null {
   const value = mapping.text(`${name}/value`)
   if (value === null) return null
   const number = readNumber(value)
@@ -475,30 +479,40 @@ function readArea(mapping: OfferMapping, name: string, into: 'm2' | 'sotka', def
     mapping.unknownValue(`${name}/unit`, unit, '«кв. м», «сотка» или «гектар»')
     return null
   }
-  return round2(into === 'm2' ? number * factor : (number * factor) / 100)
+  return number * factor
 }
 
 function readAreas(mapping: OfferMapping, category: Category): Areas {
   // A room's own area is what is sold; the flat's total stays in the description.
-  const roomSpace = category.room ? readArea(mapping, 'room-space', 'm2', 'кв. м') : null
-  const total = roomSpace ?? readArea(mapping, 'area', 'm2', 'кв. м')
-  if (total !== null) mapping.attribute('area', total, category.room && roomSpace !== null ? 'room-space/value' : 'area/value', String(total))
-  if (!category.room) {
-    const living = readArea(mapping, 'living-space', 'm2', 'кв. м')
-    if (living !== null) mapping.attribute('living_area', living, 'living-space/value', String(living))
-    const kitchen = readArea(mapping, 'kitchen-space', 'm2', 'кв. м')
-    if (kitchen !== null) mapping.attribute('kitchen_area', kitchen, 'kitchen-space/value', String(kitchen))
+  // Areas are kept to hundredths: of m², and of sotkas for the land.
+  const keep = (attribute: string, value: number | null, field: string) => {
+    if (value !== null) mapping.attribute(attribute, round2(value), field, String(round2(value)))
   }
-  const lot = readArea(mapping, 'lot-area', 'sotka', 'сотка')
-  if (lot !== null) mapping.attribute('area_land', lot, 'lot-area/value', String(lot))
+  const roomSpace = category.room ? readArea(mapping, 'room-space', 'кв. м') : null
+  const total = roomSpace ?? readArea(mapping, 'area', 'кв. м')
+  keep('area', total, category.room && roomSpace !== null ? 'room-space/value' : 'area/value')
+  if (!category.room) {
+    keep('living_area', readArea(mapping, 'living-space', 'кв. м'), 'living-space/value')
+    keep('kitchen_area', readArea(mapping, 'kitchen-space', 'кв. м'), 'kitchen-space/value')
+  }
+  const lot = readArea(mapping, 'lot-area', 'сотка')
+  keep('area_land', lot === null ? null : lot / 100, 'lot-area/value')
   return { total, lot }
 }
 
-function readPrice(mapping: OfferMapping, areas: Areas, isLand: boolean, country: string | undefined | null): number | null {
+/** `<price><value>` as written and read, or null (refused) when it is missing or not a positive number. */
+function readPriceValue(mapping: OfferMapping): { raw: string; value: number } | null {
   const raw = mapping.text('price/value')
   if (raw === null) return mapping.refuse('missing_price', 'price/value', 'Не указана цена (элемент <price><value>).')
   const value = readNumber(raw)
   if (value === null || value <= 0) return mapping.refuse('invalid_price', 'price/value', `Цена ${quoted(raw)} — не положительное число.`)
+  return { raw, value }
+}
+
+function readPrice(mapping: OfferMapping, areas: Areas, isLand: boolean, country: string | undefined | null): number | null {
+  const given = readPriceValue(mapping)
+  if (given === null) return null
+  const { raw, value } = given
   const currency = mapping.text('price/currency')
   // A feed that leaves the currency out means the local one.
   const local = CURRENCIES[country ?? 'RU'] ?? CURRENCIES.RU!
@@ -516,7 +530,7 @@ function readPrice(mapping: OfferMapping, areas: Areas, isLand: boolean, country
     // Per m² is per m² of the building, or of the land for a lot (which has no building). A
     // house's land is not its floor space: a house priced per m² without <area> is refused.
     const perSquareMetre = factor === 1
-    const lotInUnits = areas.lot === null ? null : (areas.lot * 100) / factor
+    const lotInUnits = areas.lot === null ? null : areas.lot / factor
     const area = !perSquareMetre ? lotInUnits : isLand ? (lotInUnits ?? areas.total) : areas.total
     if (area === null) {
       const missing = !perSquareMetre || isLand ? 'площади участка (<lot-area>)' : 'площади (<area>)'

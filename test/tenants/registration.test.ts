@@ -211,6 +211,15 @@ describe('GET /tenants/register/{request_code}', () => {
     assert.equal((await statusOf(code, 'agencymls@example.com')).statusCode, 404)
   })
 
+  it('finds a request whose e-mail starts with a plus written into the URL unencoded, and one typed with a blank around it', async () => {
+    const { request_code: plus } = await submitRegistration(t.app, { email: '+mls@agency.example' })
+    assert.equal((await t.app.inject({ url: `/tenants/register/${plus}?email=+mls@agency.example` })).statusCode, 200)
+    assert.equal((await t.app.inject({ url: `/tenants/register/${plus}?email=%2Bmls%40agency.example` })).statusCode, 200)
+    assert.equal((await t.app.inject({ url: `/tenants/register/${plus}?email=mls@agency.example` })).statusCode, 404)
+    const { request_code: plain } = await submitRegistration(t.app, { email: 'blank-around@agency.example' })
+    assert.equal((await t.app.inject({ url: `/tenants/register/${plain}?email=%20blank-around@agency.example%20` })).statusCode, 200)
+  })
+
   it('returns tenant_id and a working api_key once approved, on every lookup', async () => {
     const tenant = await createTenant(t.app)
     for (let i = 0; i < 2; i++) {

@@ -296,8 +296,14 @@ export class TenantsService {
   /** The applicant's view of a request: an unknown code and a wrong e-mail are the same 404. */
   async statusForApplicant(requestCode: string, email: string): Promise<RegistrationStatus> {
     // `?email=a+mls@x.ru` typed into a URL unencoded reads as `a mls@x.ru`, and no e-mail this
-    // service accepts holds a blank: it can only have been a plus.
-    const row = await repository.findRegistrationRequestForApplicant(this.db, requestCode, trimmedText(email).replaceAll(' ', '+'))
+    // service accepts holds a blank: it can only have been a plus. A blank at either end may
+    // also be one pasted with the address, so an address that starts or ends with a plus
+    // (`+mls@x.ru`) is looked for as well.
+    const trimmed = trimmedText(email).replaceAll(' ', '+')
+    const withEnds = trimmedText(email.replaceAll(' ', '+'))
+    const row =
+      (await repository.findRegistrationRequestForApplicant(this.db, requestCode, trimmed)) ??
+      (withEnds === trimmed ? undefined : await repository.findRegistrationRequestForApplicant(this.db, requestCode, withEnds))
     if (!row) throw ApiError.notFound(REGISTRATION_NOT_FOUND)
     return this.statusOf(row)
   }

@@ -48,6 +48,8 @@ export interface OutboundRequest {
   onLargeBody: 'fail' | 'truncate'
   /** Redirects followed, each re-checked; 0 returns the 3xx response itself. */
   maxRedirects: number
+  /** Ends the exchange early (a worker that stops), as the time limit would. */
+  signal?: AbortSignal
 }
 
 export interface OutboundResponse {
@@ -213,7 +215,8 @@ export class OutboundClient {
 
   /** Makes one request (following up to `maxRedirects` hops, each re-checked). */
   async request(options: OutboundRequest): Promise<OutboundResponse> {
-    const signal = AbortSignal.timeout(options.timeoutMs)
+    const timeout = AbortSignal.timeout(options.timeoutMs)
+    const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout
     const { response, url } = await this.follow(options.url, { method: options.method ?? 'GET', headers: options.headers, body: options.body }, options, signal)
     const { bytes, truncated } = await readCapped(response, options, url)
     return { status: response.statusCode, headers: response.headers, body: bytes, truncated, url: url.toString() }

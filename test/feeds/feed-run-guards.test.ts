@@ -11,7 +11,7 @@ import { FeedRunJob } from '../../src/modules/feeds/feed-runs.job.js'
 import { buildTestApp, type TestApp } from '../helpers/app.js'
 import { createTenant, type Tenant } from '../helpers/factories.js'
 import { startFeedServer, type FeedServer } from '../helpers/feed-server.js'
-import { createFeed, feedXml, listingByExternalId, runFeedNow, numberedOffers as offers } from '../helpers/feeds.js'
+import { createFeed, feedXml, listingByExternalId, runFeedNow, runReport, numberedOffers as offers } from '../helpers/feeds.js'
 import { capturedLog, jobContext } from '../helpers/jobs.js'
 import { waitFor } from '../helpers/webhooks.js'
 import { photo } from '../helpers/photos.js'
@@ -214,5 +214,46 @@ describe('feed runs against hostile files and changes made meanwhile', () => {
     assert.equal(asked[0]?.['if-none-match'], undefined, `the first GET of the new url sent If-None-Match ${String(asked[0]?.['if-none-match'])}`)
     assert.equal(second.status, 'succeeded', `the first run of the new url was ${JSON.stringify(second)}`)
     assert.ok(await listingByExternalId(t.app, tenant, 'new-url-1'))
+  })
+
+  it('stops a run whose worker is stopping while photos download: the downloads under way end, no other starts, nothing is reported of them', async () => {
+    const tenant = await agency()
+    // Photo hosts that answer with the first bytes and then say nothing more.
+    const silent = new Promise<never>(() => undefined)
+    const images = [1, 2, 3, 4].map((n) => `/silent/stop-${n}.jpg`)
+    for (const path of images) {
+      server.serve(path, {
+        contentType: 'image/jpeg',
+        body: async function* () {
+          yield Buffer.from([0xff, 0xd8, 0xff])
+          await silent
+        },
+      })
+    }
+    server.serve('/stop-photos.xml', { body: feedXml(images.map((path, n) => ({ id: `stop-${n}`, images: [server.url(path)] }))) })
+    const feed = await createFeed(t.app, tenant, { url: server.url('/stop-photos.xml') })
+    await t.db.execute(sql`update feeds set next_run_at = now() + interval '1 day' where id = ${feed.id}::int`)
+    const started = await t.app.inject({ method: 'POST', url: `/feeds/${feed.id}/runs`, headers: tenant.headers })
+    assert.equal(started.statusCode, 202, started.body)
+    let run = await t.app.services.feeds.claimRun('stopping-worker')
+    while (run && run.feedId !== feed.id) {
+      await t.app.services.feeds.execute(run, 'stopping-worker')
+      run = await t.app.services.feeds.claimRun('stopping-worker')
+    }
+    assert.ok(run, 'the run was claimed')
+    const photoRequests = () => server.requests.filter((request) => request.path.startsWith('/silent/')).length
+    const stopping = new AbortController()
+    const executing = t.app.services.feeds.execute(run, 'stopping-worker', stopping.signal)
+    await waitFor(() => photoRequests() > 0, 30_000, 'a photo download under way')
+    const asked = photoRequests()
+    const stoppedAt = performance.now()
+    stopping.abort()
+    await executing
+    // Each download would otherwise wait out its 10 s.
+    assert.ok(performance.now() - stoppedAt < 8_000, `the run ended ${Math.round(performance.now() - stoppedAt)} ms after the stop`)
+    assert.equal(photoRequests(), asked, 'no photo download started after the stop')
+    const report = await runReport(t.app, tenant, feed.id, run.id, '?limit=100')
+    assert.equal(report.status, 'running', 'the run is left to another worker')
+    assert.deepEqual(report.problems.items, [], 'a download the stop cut short is no problem of the photo')
   })
 })

@@ -54,6 +54,8 @@ export interface FeedImportInput {
   read(): AsyncIterable<Buffer>
   /** Throws once the run's lease is lost, so a run another worker took over stops here. */
   stillHeld(): void
+  /** Aborted when stillHeld starts throwing (the lease lost, the worker stopping): ends a photo's download under way. */
+  stopped: AbortSignal
   /**
    * Asks the database whether the run is still this worker's, and throws as stillHeld does if
    * not: its feed deleted (with its runs) or its lease taken over since the last renewal; or a
@@ -338,7 +340,7 @@ async function applyOffer(
     }
   }
   const photos = deps.photos
-    ? await photoLimit(() => syncPhotos(deps, agency.id, result.id, offer.internalId, imageUrls, counts, problems))
+    ? await photoLimit(() => syncPhotos(deps, input, result.id, offer.internalId, imageUrls, counts, problems))
     : { complete: true, changed: false }
   const submitted = result.created || result.changed || resubmitted
   if (result.created) counts.created++
@@ -420,13 +422,14 @@ function refusalOf(internalId: string, error: ApiError): OfferProblem[] {
  */
 async function syncPhotos(
   deps: FeedImportDependencies,
-  tenantId: number,
+  input: FeedImportInput,
   propertyId: number,
   internalId: string,
   urls: readonly string[],
   counts: Counts,
   problems: ProblemLog,
 ): Promise<{ complete: boolean; changed: boolean }> {
+  const tenantId = input.agency.id
   try {
     const byUrl = await deps.images.photosByUrlOf(tenantId, propertyId)
     const bySource = new Map(byUrl.filter((photo) => photo.byFeed).map((photo) => [photo.sourceUrl, photo]))
@@ -435,8 +438,11 @@ async function syncPhotos(
     const attachedByAgency = new Set(byUrl.filter((photo) => !photo.byFeed).map((photo) => photo.sourceUrl))
     const wanted = new Set(urls)
     let changed = false
+    // Asked before each change: a run that must stop (a photo waiting its turn after the stop,
+    // or the next of a listing's many) starts nothing more.
     for (const photo of bySource.values()) {
       if (wanted.has(photo.sourceUrl)) continue
+      input.stillHeld()
       await deps.images.remove(tenantId, photo.id)
       changed = true
     }
@@ -445,15 +451,19 @@ async function syncPhotos(
       const photo = bySource.get(url)
       if (photo) {
         if (photo.sortOrder === sortOrder) continue
+        input.stillHeld()
         await deps.images.updateSortOrder(tenantId, photo.id, sortOrder)
         changed = true
         continue
       }
       if (attachedByAgency.has(url)) continue
+      input.stillHeld()
       try {
-        await deps.images.addFromUrl(tenantId, { propertyId, sortOrder, url, byFeed: true })
+        await deps.images.addFromUrl(tenantId, { propertyId, sortOrder, url, byFeed: true }, input.stopped)
         changed = true
       } catch (error) {
+        // A download the stop cut short is no problem of the photo's.
+        input.stillHeld()
         // The image queue full (a 503 of its own): as a photo that failed, taken at the next run.
         // Storage that cannot take photos fails the run: every photo would be downloaded and
         // processed only to be dropped.

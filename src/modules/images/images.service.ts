@@ -294,12 +294,19 @@ export class ImagesService {
     }
   }
 
-  /** Downloads the photo through the guarded client, then adds it as an upload. */
-  async addFromUrl(tenantId: number, photo: { propertyId: number; sortOrder: number; url: string; byFeed?: boolean }): Promise<PropertyImage> {
+  /**
+   * Downloads the photo through the guarded client, then adds it as an upload. `stop` ends a
+   * download under way (a feed's worker that stops), as its time limit would.
+   */
+  async addFromUrl(
+    tenantId: number,
+    photo: { propertyId: number; sortOrder: number; url: string; byFeed?: boolean },
+    stop?: AbortSignal,
+  ): Promise<PropertyImage> {
     await this.assertPropertyAccepts(tenantId, photo.propertyId)
     const release = this.processor.admit()
     try {
-      const bytes = await this.download(photo.url)
+      const bytes = await this.download(photo.url, stop)
       return await this.add(tenantId, { propertyId: photo.propertyId, sortOrder: photo.sortOrder, bytes, sourceUrl: photo.url, byFeed: photo.byFeed }).catch(
         (error: unknown) => {
           throw namedOnUrl(error)
@@ -310,7 +317,7 @@ export class ImagesService {
     }
   }
 
-  private async download(url: string): Promise<Buffer> {
+  private async download(url: string, stop: AbortSignal | undefined): Promise<Buffer> {
     const refuse = (why: string | OutboundError) => invalidAddressError('url', 'The photo could not be downloaded', why)
     let response
     try {
@@ -321,6 +328,7 @@ export class ImagesService {
         onLargeBody: 'fail',
         maxRedirects: DOWNLOAD_MAX_REDIRECTS,
         headers: { accept: 'image/jpeg, image/png, image/webp' },
+        signal: stop,
       })
     } catch (error) {
       if (error instanceof OutboundError) throw refuse(error)

@@ -309,6 +309,22 @@ describe('feed runs', () => {
     assert.deepEqual(await photos(), [c, a, missing])
   })
 
+  it('says in Russian why a photo was not taken: the code its server answered, a web page for a photo', async () => {
+    const agency = await createTenant(t.app, { email: 'photo-words@feeds.example' })
+    server.serve('/words-img/page.jpg', { body: '<!doctype html><html><body>Нет фото</body></html>', contentType: 'image/jpeg' })
+    const [page, missing] = ['/words-img/page.jpg', '/words-img/missing.jpg'].map((path) => server.url(path))
+    server.serve('/photo-words.xml', { body: feedXml([{ id: 'pw-1', images: [page!, missing!] }]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/photo-words.xml') })
+    const report = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.deepEqual(
+      report.problems.items.map((problem) => [problem.code, problem.message]),
+      [
+        ['image_download_failed', `Фото ${page} не загружено: по адресу веб-страница, а не фото JPEG, PNG или WebP`],
+        ['image_download_failed', `Фото ${missing} не загружено: сервер фото ответил кодом 404 вместо фото`],
+      ],
+    )
+  })
+
   it('leaves the photos of a listing the agency closed as they are, and the run goes on, when its offer drops or moves a photo', async () => {
     const agency = await createTenant(t.app, { email: 'closed-photos@feeds.example' })
     const [red, green] = await Promise.all([photo('jpeg', 320, 240), photo('png', 300, 200)])

@@ -4,7 +4,9 @@ import stringify from 'safe-stable-stringify'
 import type { Database } from '../../db/client.js'
 import type { feedOffers, feedRunProblems } from '../../db/schema.js'
 import { ApiError, cut } from '../../lib/errors.js'
+import { photoRefusalOf } from '../images/image-processing.js'
 import { StorageUnavailable, type ImagesService } from '../images/images.service.js'
+import type { OutboundFailureKind } from '../../lib/outbound-http.js'
 import { feedMovesFrom, ListingStatus } from '../properties/listing-status.js'
 import type { PropertiesService } from '../properties/properties.service.js'
 import type { ReferenceService } from '../reference/reference.service.js'
@@ -472,7 +474,7 @@ async function syncPhotos(
         if (!(error instanceof ApiError) || error.code === 'conflict' || (error.statusCode >= 500 && !busy)) throw error
         complete = false
         counts.errors++
-        const why = busy ? 'фотографии сейчас обрабатываются для других объявлений, попробуем при следующем запуске' : error.message
+        const why = busy ? 'фотографии сейчас обрабатываются для других объявлений, попробуем при следующем запуске' : photoRefusalInWords(error)
         await problems.add([{ internal_id: internalId, code: 'image_download_failed', field: 'image', message: `Фото ${cut(url, 200)} не загружено: ${why}` }])
       }
     }
@@ -484,3 +486,46 @@ async function syncPhotos(
     return { complete: false, changed: false }
   }
 }
+
+/** A download that failed, in the report's words. */
+const DOWNLOAD_FAILURES: Record<OutboundFailureKind, string> = {
+  invalid_url: 'адрес фото не годится для загрузки (нужен http или https)',
+  blocked_address: 'адрес фото ведёт во внутреннюю сеть, оттуда фото не загружаются',
+  dns: 'сервер фото не найден: его имя не разрешилось',
+  connection: 'не удалось соединиться с сервером фото',
+  timeout: 'сервер фото не прислал его вовремя',
+  too_large: 'файл фото больше допустимого размера',
+  too_many_redirects: 'адрес фото перенаправляет слишком много раз',
+}
+
+/**
+ * Why a photo of an offer was not taken, in Russian like the rest of the report: the images
+ * service's refusal is worded in English for the API, so it is worded again from its reason.
+ */
+function photoRefusalInWords(error: ApiError): string {
+  const why = photoRefusalOf(error)
+  switch (why?.kind) {
+    case 'download':
+      return DOWNLOAD_FAILURES[why.failure]
+    case 'http_status':
+      return `сервер фото ответил кодом ${why.status} вместо фото`
+    case 'empty':
+      return 'сервер фото прислал пустой файл'
+    case 'not_a_photo':
+      return why.webPage
+        ? 'по адресу веб-страница, а не фото JPEG, PNG или WebP'
+        : `по адресу не фото JPEG, PNG или WebP${why.detected ? `, а ${why.detected}` : ''}`
+    case 'too_large':
+      return `файл фото больше ${megabytes(why.maxBytes)}, а больше не принимается`
+    case 'unreadable':
+      return 'файл не читается как фото: он повреждён или обрезан'
+    case 'too_many_pixels':
+      return `фото ${why.width}×${why.height} пикселей, а принимается не больше ${(why.maxPixels / 1e6).toLocaleString('ru-RU')} млн пикселей`
+    case 'too_many_photos':
+      return `у объекта уже ${why.most} фото, больше нельзя`
+    default:
+      return 'фото не принято'
+  }
+}
+
+const megabytes = (bytes: number) => (bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} МБ` : `${bytes.toLocaleString('ru-RU')} байт`)

@@ -16,9 +16,36 @@ import pLimit, { type LimitFunction } from 'p-limit'
 import sharp, { type Sharp } from 'sharp'
 import type { ImageLimits } from '../../config.js'
 import { ApiError } from '../../lib/errors.js'
+import type { OutboundFailureKind } from '../../lib/outbound-http.js'
 import { lowerPriorityOfThreads } from '../../lib/thread-priority.js'
 
 type RenditionName = 'full' | 'thumbnail'
+
+/**
+ * Why a photo was refused, beside the refusal's words for the API: a feed's report words it in
+ * Russian from this (feeds/feed-import.ts). Carried as the refusal's `cause` (photoRefusalOf).
+ */
+export type PhotoRefusal =
+  | { kind: 'too_large'; maxBytes: number }
+  | { kind: 'not_a_photo'; detected?: string | undefined; webPage?: boolean }
+  | { kind: 'unreadable' }
+  | { kind: 'too_many_pixels'; width: number; height: number; maxPixels: number }
+  | { kind: 'download'; failure: OutboundFailureKind }
+  | { kind: 'http_status'; status: number }
+  | { kind: 'empty' }
+  | { kind: 'too_many_photos'; most: number }
+
+/** Marks a refusal with why it was made (PhotoRefusal). */
+export function refusedFor<T extends Error>(error: T, why: PhotoRefusal): T {
+  error.cause = { photoRefusal: why }
+  return error
+}
+
+/** Why a photo was refused, if the error is such a refusal. */
+export function photoRefusalOf(error: unknown): PhotoRefusal | undefined {
+  const cause = error instanceof Error ? (error.cause as { photoRefusal?: PhotoRefusal } | undefined) : undefined
+  return cause?.photoRefusal
+}
 
 export const ACCEPTED_TYPES = {
   // Huffman tables fitted to the photo only for the thumbnail, the file catalogue pages show:
@@ -71,9 +98,12 @@ export async function detectImageType(head: Buffer): Promise<AcceptedType> {
   // An animated PNG is a PNG with extra chunks (a PNG decoder shows its first frame), as an animated WebP is a WebP.
   if (detected?.mime === 'image/apng') return 'image/png'
   if (detected && detected.mime in ACCEPTED_TYPES) return detected.mime as AcceptedType
-  throw new ApiError(
-    'unsupported_media_type',
-    `Only JPEG, PNG and WebP photos are accepted; this file ${detected ? `is ${detected.mime}` : 'is not an image of a known type'}.`,
+  throw refusedFor(
+    new ApiError(
+      'unsupported_media_type',
+      `Only JPEG, PNG and WebP photos are accepted; this file ${detected ? `is ${detected.mime}` : 'is not an image of a known type'}.`,
+    ),
+    { kind: 'not_a_photo', detected: detected?.mime },
   )
 }
 
@@ -131,9 +161,12 @@ export class ImageProcessor {
       })
     const { width = 0, height = 0 } = metadata
     if (width * height > this.limits.maxPixels) {
-      throw ApiError.validation(
-        [{ loc: ['body', 'file'], msg: `is ${width}×${height} pixels; at most ${pixelsInWords(this.limits.maxPixels)} are accepted` }],
-        `The photo is ${width}×${height} pixels; at most ${pixelsInWords(this.limits.maxPixels)} are accepted.`,
+      throw refusedFor(
+        ApiError.validation(
+          [{ loc: ['body', 'file'], msg: `is ${width}×${height} pixels; at most ${pixelsInWords(this.limits.maxPixels)} are accepted` }],
+          `The photo is ${width}×${height} pixels; at most ${pixelsInWords(this.limits.maxPixels)} are accepted.`,
+        ),
+        { kind: 'too_many_pixels', width, height, maxPixels: this.limits.maxPixels },
       )
     }
     const { encode, extension } = ACCEPTED_TYPES[contentType]
@@ -198,13 +231,16 @@ function pixelsInWords(pixels: number): string {
 }
 
 export function tooLarge(maxBytes: number): ApiError {
-  return new ApiError('payload_too_large', `The photo is larger than ${formatMiB(maxBytes)}, the most accepted.`)
+  return refusedFor(new ApiError('payload_too_large', `The photo is larger than ${formatMiB(maxBytes)}, the most accepted.`), { kind: 'too_large', maxBytes })
 }
 
 function unreadable(): ApiError {
-  return ApiError.validation(
-    [{ loc: ['body', 'file'], msg: 'could not be read as an image (damaged or truncated)' }],
-    'The photo could not be read: the file is damaged or truncated.',
+  return refusedFor(
+    ApiError.validation(
+      [{ loc: ['body', 'file'], msg: 'could not be read as an image (damaged or truncated)' }],
+      'The photo could not be read: the file is damaged or truncated.',
+    ),
+    { kind: 'unreadable' },
   )
 }
 

@@ -8,7 +8,7 @@ import { toUtcTimestamp } from '../../lib/time.js'
 import type { CatalogueAnnouncements } from '../catalogue/catalogue-announcements.js'
 import { canBeEdited } from '../properties/listing-status.js'
 import type { ImageProcessor } from './image-processing.js'
-import { detectImageType, TYPE_SNIFF_BYTES, type ProcessedImage } from './image-processing.js'
+import { detectImageType, photoRefusalOf, refusedFor, TYPE_SNIFF_BYTES, type PhotoRefusal, type ProcessedImage } from './image-processing.js'
 import * as repository from './images.repository.js'
 import type { PropertyImage } from './images.schemas.js'
 import { compareStorageWithRows, type NamedKey } from './orphan-files.js'
@@ -318,7 +318,8 @@ export class ImagesService {
   }
 
   private async download(url: string, stop: AbortSignal | undefined): Promise<Buffer> {
-    const refuse = (why: string | OutboundError) => invalidAddressError('url', 'The photo could not be downloaded', why)
+    const refuse = (why: string | OutboundError, refusal: PhotoRefusal) =>
+      refusedFor(invalidAddressError('url', 'The photo could not be downloaded', why), refusal)
     let response
     try {
       response = await this.outbound.request({
@@ -331,17 +332,27 @@ export class ImagesService {
         signal: stop,
       })
     } catch (error) {
-      if (error instanceof OutboundError) throw refuse(error)
+      if (error instanceof OutboundError) throw refuse(error, { kind: 'download', failure: error.kind })
       throw error
     }
-    if (response.status < 200 || response.status > 299) throw refuse(`the address answered HTTP ${response.status}`)
-    if (response.body.length === 0) throw refuse('the address answered with an empty body')
+    if (response.status < 200 || response.status > 299)
+      throw refuse(`the address answered HTTP ${response.status}`, { kind: 'http_status', status: response.status })
+    if (response.body.length === 0) throw refuse('the address answered with an empty body', { kind: 'empty' })
     // The type is decided from the bytes; a page or anything else is refused here.
     try {
       await detectImageType(response.body.subarray(0, TYPE_SNIFF_BYTES))
     } catch (error) {
       // What the bytes are, not what the address labelled them: a page sent as image/jpeg is a page.
-      if (error instanceof ApiError) throw refuse(`the address did not return a JPEG, PNG or WebP photo (${whatWasSent(response.body)})`)
+      if (error instanceof ApiError) {
+        const sent = whatWasSent(response.body)
+        const found = photoRefusalOf(error)
+        const detected = found?.kind === 'not_a_photo' ? found.detected : undefined
+        throw refuse(`the address did not return a JPEG, PNG or WebP photo (${sent})`, {
+          kind: 'not_a_photo',
+          detected,
+          webPage: sent === 'it sent a web page',
+        })
+      }
       throw error
     }
     return response.body
@@ -349,9 +360,12 @@ export class ImagesService {
 
   private tooManyPhotos(): ApiError {
     const most = this.config.images.perProperty
-    return ApiError.validation(
-      [{ loc: ['body', 'property_id'], msg: `already has ${most} photos, the most allowed` }],
-      `This property already has ${most} photos, the most allowed; delete one first.`,
+    return refusedFor(
+      ApiError.validation(
+        [{ loc: ['body', 'property_id'], msg: `already has ${most} photos, the most allowed` }],
+        `This property already has ${most} photos, the most allowed; delete one first.`,
+      ),
+      { kind: 'too_many_photos', most },
     )
   }
 }
@@ -363,10 +377,12 @@ export class ImagesService {
 function namedOnUrl(error: unknown): unknown {
   const errors = error instanceof ApiError ? (error.extra.errors as FieldError[] | undefined) : undefined
   if (!errors?.some(({ loc }) => loc[0] === 'body' && loc[1] === 'file')) return error
-  return ApiError.validation(
+  const named = ApiError.validation(
     errors.map((problem) => (problem.loc[0] === 'body' && problem.loc[1] === 'file' ? { ...problem, loc: ['body', 'url'] } : problem)),
     (error as ApiError).message,
   )
+  named.cause = (error as ApiError).cause
+  return named
 }
 
 /** Server-chosen, unguessable names; the thumbnail is named after its photo. */

@@ -882,6 +882,8 @@ export const feedRuns = pgTable(
     /** The worker running it, until lease_expires_at; renewed while it works. A lapsed lease is taken over. */
     leaseOwner: text('lease_owner'),
     leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true, mode: 'date' }),
+    /** How many times a worker took it: past 1, a worker before may have applied offers it had not recorded. */
+    claims: integer('claims').notNull().default(0),
   },
   (t) => [
     index('feed_runs_feed_idx').on(t.feedId, t.id.desc()),

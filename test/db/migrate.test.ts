@@ -293,6 +293,39 @@ describe('the photos a feed added, marked as its own (migration 0033)', () => {
   })
 })
 
+describe('the claims of feed runs (migration 0037)', () => {
+  it('counts a run under way as taken once already, and a finished one as never taken', async () => {
+    const t = await buildTestApp()
+    try {
+      const agency = await createTenant(t.app)
+      const feedOf = async (url: string) =>
+        (
+          await queryRows<{ id: number }>(
+            t.db,
+            sql`insert into feeds (tenant_id, url, format) values (${agency.tenantId}::int, ${url}, 'yandex_realty') returning id`,
+          )
+        )[0]!.id
+      const [running, finished] = [await feedOf('https://crm.example/a.xml'), await feedOf('https://crm.example/b.xml')]
+      await t.db.execute(sql`insert into feed_runs (feed_id, tenant_id, trigger, status) values
+          (${running}::int, ${agency.tenantId}::int, 'manual', 'running'), (${finished}::int, ${agency.tenantId}::int, 'manual', 'succeeded')`)
+      await rewindBefore(t, 'feed_runs_count_claims')
+
+      await migrateDatabase(t.database.handle)
+
+      const runs = await queryRows<{ feed_id: number; claims: number }>(t.db, sql`select feed_id, claims from feed_runs order by feed_id`)
+      assert.deepEqual(
+        runs.map((run) => [run.feed_id, run.claims]),
+        [
+          [running, 1],
+          [finished, 0],
+        ],
+      )
+    } finally {
+      await t.close()
+    }
+  })
+})
+
 /**
  * Takes a migrated database back to before the migration tagged `…_<name>`, as far as the
  * migrations after it need: their records go, so they run again, and what they add that would
@@ -313,4 +346,5 @@ async function rewindBefore(t: TestApp, name: string): Promise<void> {
 const UNDO: Record<string, SQL> = {
   published_has_published_at: sql`alter table properties drop constraint properties_published_has_published_at_check`,
   feed_photos_marked: sql`alter table property_images drop column added_by_feed`,
+  feed_runs_count_claims: sql`alter table feed_runs drop column claims`,
 }

@@ -526,6 +526,24 @@ describe('feed runs', () => {
     assert.deepEqual(report.counts, counted)
   })
 
+  it('counts an offer whose photo still fails as unchanged, though the check published its listing while the run went on', async () => {
+    const agency = await createTenant(t.app, { email: 'photo-retry-count@feeds.example' })
+    server.serve('/photo-retry.xml', { body: feedXml([{ id: 'pr-1', images: [server.url('/missing/pr-1.jpg')] }]) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/photo-retry.xml') })
+    await t.db.execute(sql`update feeds set next_run_at = now() + interval '1 day' where id = ${feed.id}::int`)
+    assert.equal((await runFeedNow(t.app, context(), agency, feed.id)).counts.created, 1)
+    // The next run is started, and before a worker takes it the check publishes the listing.
+    const started = await t.app.inject({ method: 'POST', url: `/feeds/${feed.id}/runs`, headers: agency.headers })
+    assert.equal(started.statusCode, 202, started.body)
+    await runInternalCheck(t.app)
+    const published = await byExternalId(agency, 'pr-1')
+    assert.equal(published?.status_id, 2)
+    assert.equal(await new FeedRunJob({ pollIntervalMs: 20 }).runOnce(context()), 1)
+    const report = await runReport(t.app, agency, feed.id, started.json<FeedRunSummary>().id)
+    assert.deepEqual(report.counts, { offers: 1, created: 0, updated: 0, unchanged: 1, withdrawn: 0, rejected: 0, errors: 1 })
+    assert.equal((await byExternalId(agency, 'pr-1'))?.updated_at, published?.updated_at, 'the run did not touch the listing')
+  })
+
   it(
     'wakes an idle worker at once for a run started by hand (PostgreSQL notices)',
     { skip: engine === 'pglite' && 'PGlite has no notices from other sessions: workers poll' },

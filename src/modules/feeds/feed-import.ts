@@ -51,6 +51,8 @@ export interface FeedImportInput {
   runId: number
   /** When the run was started, by whichever worker (it keeps that time when another takes it over). */
   runStartedAt: Date
+  /** Whether another worker held the run before (or this one, before it let go): see countOfUnrecorded. */
+  takenOver: boolean
   agency: AuthenticatedTenant
   /** Reads the downloaded file from its start, once per pass. */
   read(): AsyncIterable<Buffer>
@@ -347,7 +349,7 @@ async function applyOffer(
   const submitted = result.created || result.changed || resubmitted
   if (result.created) counts.created++
   else if (submitted || photos.changed) counts.updated++
-  else counts[await countOfUnrecorded(deps, agency.id, result.id, input.runStartedAt)]++
+  else counts[input.takenOver ? await countOfUnrecorded(deps, agency.id, result.id, input.runStartedAt) : 'unchanged']++
 
   await memory.add({
     feedId: feed.id,
@@ -363,11 +365,12 @@ async function applyOffer(
 }
 
 /**
- * How an offer counts that changed nothing though the feed remembered it otherwise (or not at
- * all): a worker that held this run before applied it and lost the run before it recorded it (it
- * records a batch at a time; a takeover starts the run over), when its listing was made or
- * changed since the run began, and counts as that worker counted it; else its listing held it
- * already, and it is unchanged.
+ * How an offer of a run taken over counts that changed nothing though the feed remembered it
+ * otherwise (or not at all): a worker that held this run before applied it and lost the run
+ * before it recorded it (it records a batch at a time; a takeover starts the run over), when its
+ * listing was made or changed since the run began, and counts as that worker counted it; else
+ * its listing held it already, and it is unchanged. In a run no worker held before, such an
+ * offer is unchanged: its listing changed meanwhile by the check or the agency, not by the run.
  */
 async function countOfUnrecorded(
   deps: FeedImportDependencies,

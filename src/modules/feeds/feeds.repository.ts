@@ -137,7 +137,7 @@ export async function claimRun(db: Database, owner: string, leaseMs: number): Pr
     await tx.execute(sql`select pg_advisory_xact_lock(${RUN_CLAIM_LOCK_ID})`)
     const [claimed] = await queryRows<{ id: number; tenant_id: number; feed_id: number }>(
       tx,
-      sql`update feed_runs set lease_owner = ${owner}, lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}::float8)
+      sql`update feed_runs set lease_owner = ${owner}, lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}::float8), claims = claims + 1
           where id = (
             select id from feed_runs run
             where status = 'running' and (lease_expires_at is null or lease_expires_at < now())

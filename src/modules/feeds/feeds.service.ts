@@ -312,7 +312,17 @@ export class FeedsService {
             photos: this.options.feeds.photos,
             photosPerListing: this.options.photosPerListing,
           },
-          { feed, runId: run.id, runStartedAt: run.startedAt, agency, read: () => download.read(), stillHeld, stopped, confirmHeld: confirmActing },
+          {
+            feed,
+            runId: run.id,
+            runStartedAt: run.startedAt,
+            takenOver: run.claims > 1,
+            agency,
+            read: () => download.read(),
+            stillHeld,
+            stopped,
+            confirmHeld: confirmActing,
+          },
         )
         return { ...outcome, file: { url: feed.url, etag: download.etag, lastModified: download.lastModified, digest: download.digest } }
       } finally {

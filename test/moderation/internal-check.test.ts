@@ -104,6 +104,10 @@ describe('the internal check (auto mode)', () => {
     ['a phone ending in hours written with dots', { description: 'Звоните агенту: +7 (999) 11.22-13.33' }, 'contacts_in_description', 'description'],
     ['an e-mail with a blank after its dot', { description: 'Пишите: anna@mail. ru' }, 'contacts_in_description', 'description'],
     ['a phone with tildes', { description: 'Звоните агенту: 8~999~111~22~33' }, 'contacts_in_description', 'description'],
+    // Groups of three, then four after a dash: not a price of billions.
+    ['a phone of 3-3-4 digits', { description: 'Звоните: 8 800 555-3535, без выходных.' }, 'contacts_in_description', 'description'],
+    ['a phone of 1-3-3-4 digits', { description: 'Тел. 8 495 123-4567, Анна.' }, 'contacts_in_description', 'description'],
+    ['a phone of 3-3-4 digits without its trunk', { description: 'Тел. 495 123-4567, Олег.' }, 'contacts_in_description', 'description'],
     ['a phone with braille blanks', { description: 'Звоните агенту: 8\u2800999\u2800111\u280022\u280033' }, 'contacts_in_description', 'description'],
     ['a phone in dingbat digits', { description: 'Звоните агенту: ➑➒➒➒➊➊➊➋➋➌➌' }, 'contacts_in_description', 'description'],
     ['a phone in Devanagari digits', { description: 'Звоните агенту: ८९९९१११२२३३' }, 'contacts_in_description', 'description'],

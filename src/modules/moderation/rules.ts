@@ -46,6 +46,8 @@ const DIGIT_RUN = /(?:\d[\s\-()._*,/|~:]*){10,}/g
 // day (10:00, 10.00) are read among the amounts (readsAsAmounts), so the digits round them count.
 const CADASTRAL = /(?<![\d:])\d{2}:\d{2}:\d{6,7}(?::\d{1,9})?(?![\d:])/g
 const hasLongDigitRun = (text: string) => [...text.replace(CADASTRAL, ' кн ').matchAll(DIGIT_RUN)].some(([run]) => !readsAsAmounts(run))
+/** One amount in thousands, all its groups of three split alike, with kopecks or not: `4 950 000 000`, `9.500.000.000,00`. */
+const ONE_GROUPED_AMOUNT = /^\d{1,3}([ .,])\d{3}(?:\1\d{3})*(?:[.,]\d{1,2})?$/
 /** What may join two amounts: brackets, dashes, slashes, bars, tildes or commas, with blanks (two tests, each linear). */
 const isJoiner = (separator: string) => /^[\s\-()/,|~]+$/.test(separator) && /[-()/,|~]/.test(separator)
 
@@ -316,7 +318,8 @@ function containsContacts(description: string, country: CountryCode): boolean {
     hasLongDigitRun(text) ||
     hasSpokenPhone(text) ||
     // libphonenumber reads a price of billions that starts like an area code or a mobile
-    // range ("4 950 000 000", "7 000 000 000" in tenge) as a number: amounts are none here either.
-    findPhoneNumbersInText(text, country).some(({ startsAt, endsAt }) => !readsAsAmounts(text.slice(startsAt, endsAt)))
+    // range ("4 950 000 000", "7 000 000 000" in tenge) as a number. Only one amount in groups of
+    // three is let through: "8 800 555-3535" reads as two amounts joined by a dash, and is a phone.
+    findPhoneNumbersInText(text, country).some(({ startsAt, endsAt }) => !ONE_GROUPED_AMOUNT.test(text.slice(startsAt, endsAt)))
   )
 }

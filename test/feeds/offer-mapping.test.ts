@@ -298,6 +298,10 @@ describe('mapOffer, element by element', () => {
     const exchange = await mapOne(`<type>обмен</type><category>квартира</category>${MOSCOW}<price><value>-5</value></price>`)
     assert.equal(exchange.submission, null)
     assert.deepEqual(codes(exchange).sort(), ['invalid_price', 'unknown_deal_type'])
+    const dollars = await mapOne(`<type>продажа</type><category>гараж</category>${MOSCOW}<price><value>100000</value><currency>USD</currency></price>`)
+    assert.deepEqual(codes(dollars).sort(), ['unknown_category', 'unsupported_currency'])
+    const perParrot = await mapOne(`<type>обмен</type><category>участок</category>${MOSCOW}<price><value>100</value><unit>попугай</unit></price>`)
+    assert.deepEqual(codes(perParrot).sort(), ['invalid_price', 'unknown_deal_type'])
   })
 
   it('maps every category of the format, in both languages, and refuses the rest', async () => {

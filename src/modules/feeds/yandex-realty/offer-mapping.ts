@@ -391,8 +391,8 @@ export function mapOffer(offer: FeedOffer, places: FeedPlaces, agencyCountry: Co
   const category = readCategory(mapping)
   if (!deal || !category) {
     // The other reasons it could be refused, as far as they are judged without the category.
-    readLocation(mapping, places)
-    readPriceValue(mapping)
+    const place = readLocation(mapping, places)
+    readPriceTerms(mapping, place === null ? null : place.country)
     return refused()
   }
   mapping.setPropertyType(category.type)
@@ -500,32 +500,40 @@ function readAreas(mapping: OfferMapping, category: Category): Areas {
   return { total, lot }
 }
 
-/** `<price><value>` as written and read, or null (refused) when it is missing or not a positive number. */
-function readPriceValue(mapping: OfferMapping): { raw: string; value: number } | null {
+/**
+ * What `<price>` says, judged as far as it can be without the category: its value, a positive
+ * number; its currency, the local one (a feed that leaves it out means that one); its unit, if
+ * any, one of area (its factor to m²). Null when it is refused for one of them.
+ */
+function readPriceTerms(
+  mapping: OfferMapping,
+  country: string | undefined | null,
+): { raw: string; value: number; unit: { text: string; factor: number } | null } | null {
   const raw = mapping.text('price/value')
   if (raw === null) return mapping.refuse('missing_price', 'price/value', 'Не указана цена (элемент <price><value>).')
   const value = readNumber(raw)
   if (value === null || value <= 0) return mapping.refuse('invalid_price', 'price/value', `Цена ${quoted(raw)} — не положительное число.`)
-  return { raw, value }
-}
-
-function readPrice(mapping: OfferMapping, areas: Areas, isLand: boolean, country: string | undefined | null): number | null {
-  const given = readPriceValue(mapping)
-  if (given === null) return null
-  const { raw, value } = given
   const currency = mapping.text('price/currency')
-  // A feed that leaves the currency out means the local one.
   const local = CURRENCIES[country ?? 'RU'] ?? CURRENCIES.RU!
   if (currency !== null && country !== null && !local.names.has(fold(currency))) {
     return mapping.refuse('unsupported_currency', 'price/currency', `Валюта ${quoted(currency)} не поддерживается: укажите цену ${local.inWords}.`)
   }
-  let total = value
   const unit = mapping.text('price/unit')
+  if (unit === null) return { raw, value, unit: null }
+  const factor = AREA_UNITS[fold(unit)]
+  if (factor === undefined) {
+    return mapping.refuse('invalid_price', 'price/unit', `Единица цены ${quoted(unit)} не распознана: ожидается «кв. м», «сотка» или «гектар».`)
+  }
+  return { raw, value, unit: { text: unit, factor } }
+}
+
+function readPrice(mapping: OfferMapping, areas: Areas, isLand: boolean, country: string | undefined | null): number | null {
+  const terms = readPriceTerms(mapping, country)
+  if (terms === null) return null
+  const { raw, value, unit } = terms
+  let total = value
   if (unit !== null) {
-    const factor = AREA_UNITS[fold(unit)]
-    if (factor === undefined) {
-      return mapping.refuse('invalid_price', 'price/unit', `Единица цены ${quoted(unit)} не распознана: ожидается «кв. м», «сотка» или «гектар».`)
-    }
+    const { text, factor } = unit
     // The MLS keeps the price of the whole object: a price per unit is multiplied by the area.
     // Per m² is per m² of the building, or of the land for a lot (which has no building). A
     // house's land is not its floor space: a house priced per m² without <area> is refused.
@@ -537,7 +545,7 @@ function readPrice(mapping: OfferMapping, areas: Areas, isLand: boolean, country
       return mapping.refuse(
         'price_unit_without_area',
         'price/unit',
-        `Цена указана за ${quoted(unit)}, но у объявления нет ${missing}, чтобы посчитать цену целиком.`,
+        `Цена указана за ${quoted(text)}, но у объявления нет ${missing}, чтобы посчитать цену целиком.`,
       )
     }
     total = value * area

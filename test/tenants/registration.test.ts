@@ -218,6 +218,8 @@ describe('GET /tenants/register/{request_code}', () => {
     assert.equal((await t.app.inject({ url: `/tenants/register/${plus}?email=mls@agency.example` })).statusCode, 404)
     const { request_code: plain } = await submitRegistration(t.app, { email: 'blank-around@agency.example' })
     assert.equal((await t.app.inject({ url: `/tenants/register/${plain}?email=%20blank-around@agency.example%20` })).statusCode, 200)
+    // Both at once: the plus typed unencoded, and a blank pasted after the address.
+    assert.equal((await t.app.inject({ url: `/tenants/register/${plus}?email=+mls@agency.example%20` })).statusCode, 200)
   })
 
   it('returns tenant_id and a working api_key once approved, on every lookup', async () => {

@@ -296,11 +296,11 @@ export class TenantsService {
   /** The applicant's view of a request: an unknown code and a wrong e-mail are the same 404. */
   async statusForApplicant(requestCode: string, email: string): Promise<RegistrationStatus> {
     // `?email=a+mls@x.ru` typed into a URL unencoded reads as `a mls@x.ru`, and no e-mail this
-    // service accepts holds a blank: it can only have been a plus. A blank at either end may
-    // also be one pasted with the address, so an address that starts or ends with a plus
-    // (`+mls@x.ru`) is looked for as well.
+    // service accepts holds a blank: it can only have been a plus. A blank at the start may also
+    // be one pasted with the address, so an address that starts with a plus (`+mls@x.ru`) is
+    // looked for as well; one at the end is always pasted (a domain holds no plus).
     const trimmed = trimmedText(email).replaceAll(' ', '+')
-    const withEnds = trimmedText(email.replaceAll(' ', '+'))
+    const withEnds = trimmedText(email.replaceAll(' ', '+')).replace(/\++$/, '')
     const row =
       (await repository.findRegistrationRequestForApplicant(this.db, requestCode, trimmed)) ??
       (withEnds === trimmed ? undefined : await repository.findRegistrationRequestForApplicant(this.db, requestCode, withEnds))

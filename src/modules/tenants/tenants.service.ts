@@ -300,10 +300,10 @@ export class TenantsService {
     // be one pasted with the address, so an address that starts with a plus (`+mls@x.ru`) is
     // looked for as well; one at the end is always pasted (a domain holds no plus).
     const trimmed = trimmedText(email).replaceAll(' ', '+')
-    const withEnds = trimmedText(email.replaceAll(' ', '+')).replace(/\++$/, '')
+    const withLeadingPlus = trimmedText(email.replaceAll(' ', '+')).replace(/\++$/, '')
     const row =
       (await repository.findRegistrationRequestForApplicant(this.db, requestCode, trimmed)) ??
-      (withEnds === trimmed ? undefined : await repository.findRegistrationRequestForApplicant(this.db, requestCode, withEnds))
+      (withLeadingPlus === trimmed ? undefined : await repository.findRegistrationRequestForApplicant(this.db, requestCode, withLeadingPlus))
     if (!row) throw ApiError.notFound(REGISTRATION_NOT_FOUND)
     return this.statusOf(row)
   }

@@ -55,7 +55,22 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 }
 
 /** Statements cut short by a time limit (`statement_timeout`, `lock_timeout`) or a lack of resources. */
-const MOMENTARY_SQLSTATES = new Set(['57014', '55P03', '53000', '53100', '53200'])
+const CUT_SHORT_SQLSTATES = new Set(['57014', '55P03', '53000', '53100', '53200'])
+
+/**
+ * Whether the database cut a statement short for the moment's reasons: a time limit (a
+ * maintenance lock held past it, say) or a lack of resources. The database answers; the same
+ * statement may well run when sent again.
+ */
+export function isStatementCutShort(error: unknown): boolean {
+  let current: unknown = error
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const { code } = current as { code?: unknown }
+    if (typeof code === 'string' && CUT_SHORT_SQLSTATES.has(code)) return true
+    current = current.cause
+  }
+  return false
+}
 
 /**
  * Whether work failed for the moment's reasons, not for what it was given: the database
@@ -63,14 +78,7 @@ const MOMENTARY_SQLSTATES = new Set(['57014', '55P03', '53000', '53100', '53200'
  * may well succeed when run again.
  */
 export function isMomentaryFailure(error: unknown): boolean {
-  if (isDatabaseUnavailable(error) || isPoolSaturated(error) || isTransactionConflict(error)) return true
-  let current: unknown = error
-  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
-    const { code } = current as { code?: unknown }
-    if (typeof code === 'string' && MOMENTARY_SQLSTATES.has(code)) return true
-    current = current.cause
-  }
-  return false
+  return isDatabaseUnavailable(error) || isPoolSaturated(error) || isTransactionConflict(error) || isStatementCutShort(error)
 }
 
 /** How often an outage is probed for its end. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { isDatabaseUnavailable, isPoolSaturated, type DatabaseAvailability } from '../db/availability.js'
+import { isDatabaseUnavailable, isPoolSaturated, isStatementCutShort, type DatabaseAvailability } from '../db/availability.js'
 import { isTransactionConflict } from '../db/conflicts.js'
 import { clientHasGone } from '../lib/client-connection.js'
 import { ApiError, cut, errorStatus, MAX_TEXT_LENGTH } from '../lib/errors.js'
@@ -29,6 +29,12 @@ export function installErrorHandlers(app: FastifyInstance, availability: Databas
       if (isPoolSaturated(error)) request.log.warn({ status: 503 }, 'request refused: every database connection of the process stayed busy')
       else request.log.info({ status: 503 }, 'request refused: the database is unreachable')
       return sendError(reply, errorStatus.unavailable, { detail: SERVICE_UNAVAILABLE }, { 'retry-after': String(RETRY_AFTER_S) })
+    }
+    // The database answers but cut the statement short (a maintenance lock held past
+    // DATABASE_STATEMENT_TIMEOUT_MS, say): no outage, and nothing the client did wrong.
+    if (!(error instanceof ApiError) && isStatementCutShort(error)) {
+      request.log.warn({ err: error, status: 503 }, 'request refused: the database cut its statement short')
+      return sendError(reply, errorStatus.unavailable, { detail: STATEMENT_CUT_SHORT }, { 'retry-after': String(RETRY_AFTER_S) })
     }
     const { status, body, headers } = describeError(error, (request.routeOptions.schema as { consumes?: string[] } | undefined)?.consumes)
     if (status >= 500) request.log.error({ err: error }, 'request failed')
@@ -189,6 +195,7 @@ function describeError(error: FastifyError, consumes: string[] | undefined): Err
 }
 
 export const SERVICE_UNAVAILABLE = 'Service temporarily unavailable'
+const STATEMENT_CUT_SHORT = 'The database could not finish this request in time; retry it shortly.'
 /** What a 503 asks a client to wait: the outage is probed every second, and recovery takes a few. */
 export const RETRY_AFTER_S = 5
 

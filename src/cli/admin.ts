@@ -5,7 +5,7 @@ import { ADMIN_USAGE, adminCommand, HELP, NO_COMMAND, UsageError, type AdminComm
 /** Runs the command on the configured database, with the service code the routes use. */
 async function run(command: AdminCommand): Promise<unknown> {
   // Loaded only for a command that will run: a mistyped one is answered at once.
-  const [{ openConfiguredDatabase }, { migrateDatabase }, { createServices }] = await Promise.all([
+  const [{ openConfiguredDatabase }, { holdsService, migrateDatabase }, { createServices }] = await Promise.all([
     import('../runtime.js'),
     import('../db/migrate.js'),
     import('../services.js'),
@@ -13,6 +13,13 @@ async function run(command: AdminCommand): Promise<unknown> {
   const config = loadConfig(process.env, { existingDataDir: true })
   const database = await openConfiguredDatabase(config, { brief: true })
   try {
+    // A server's database that never held the service (DATABASE_URL naming the wrong one) is
+    // refused as a folder that holds none is: answered from, it would look like an empty service.
+    if (database.kind === 'postgres' && !(await database.withSession(holdsService))) {
+      throw new ConfigError(
+        `DATABASE_URL: the database holds no service (no migration was ever applied to it): set DATABASE_URL to the service's database, or run npm run migrate to make it one`,
+      )
+    }
     await migrateDatabase(database)
     const services = createServices({ config, database })
     try {

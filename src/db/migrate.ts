@@ -44,11 +44,16 @@ function checkedInMigrations(): number {
   return checkedInCount
 }
 
+/** Whether the database holds the service: a migration was applied to it once, by a start or `npm run migrate`. */
+export async function holdsService(db: Database): Promise<boolean> {
+  const [table] = await queryRows<{ exists: boolean }>(db, sql`select to_regclass('drizzle.__drizzle_migrations') is not null as exists`)
+  return table?.exists === true
+}
+
 /** How many checked-in migrations the database has not applied yet (for /readyz). */
 export async function countPendingMigrations(db: Database): Promise<number> {
   const expected = checkedInMigrations()
-  const [table] = await queryRows<{ exists: boolean }>(db, sql`select to_regclass('drizzle.__drizzle_migrations') is not null as exists`)
-  if (!table?.exists) return expected
+  if (!(await holdsService(db))) return expected
   const [applied] = await queryRows<{ count: number }>(db, sql`select count(*)::int as count from drizzle.__drizzle_migrations`)
   return expected - (applied?.count ?? 0)
 }

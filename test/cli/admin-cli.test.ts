@@ -4,6 +4,7 @@ import { existsSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { eq } from 'drizzle-orm'
+import pg from 'pg'
 import { loadConfig } from '../../src/config.js'
 import { openDatabase, type DatabaseHandle } from '../../src/db/client.js'
 import { migrateDatabase } from '../../src/db/migrate.js'
@@ -175,6 +176,29 @@ describe('npm run admin -- registrations', () => {
     assert.match(refused.stderr, /^Invalid configuration:\n {2}- DATA_DIR: .*mistyped holds no database/)
     assert.equal(existsSync(mistyped), false)
   })
+
+  it(
+    'exits 1 on a DATABASE_URL naming a database that never held the service, and makes nothing there',
+    { skip: engine !== 'postgres' && 'a server’s database' },
+    async () => {
+      const wrong = await emptyServerDatabase()
+      try {
+        const refused = await adminWith({ DATABASE_URL: wrong.url }, 'registrations', 'list', '--status', 'pending')
+        assert.equal(refused.code, 1, refused.stdout)
+        assert.match(refused.stderr, /^DATABASE_URL: the database holds no service/)
+        const client = new pg.Client({ connectionString: wrong.url })
+        await client.connect()
+        try {
+          const { rows } = await client.query<{ tables: number }>(`select count(*)::int as tables from pg_tables where schemaname in ('public', 'drizzle')`)
+          assert.equal(rows[0]!.tables, 0)
+        } finally {
+          await client.end()
+        }
+      } finally {
+        await wrong.drop()
+      }
+    },
+  )
 })
 
 /** The line as `npm run admin` reads it, before it opens anything (its process is tested above). */

@@ -100,7 +100,7 @@ export function createServices({ config, database }: ServicesOptions): Services 
     moderation,
     webhooks,
     events,
-    operations: new OperationsService(db, database.availability),
+    operations: new OperationsService(database.pipelined, database.availability),
     feeds,
     async close() {
       await outbound.close()

@@ -5,7 +5,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { migrate as migratePostgres } from 'drizzle-orm/node-postgres/migrator'
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres'
 import type { PgliteDatabase } from 'drizzle-orm/pglite'
-import { queryRows, type Database, type DatabaseHandle } from './client.js'
+import { queryRows, type Database, type DatabaseHandle, type PipelinedDatabase } from './client.js'
 import { applySeed } from './seed/apply-seed.js'
 
 /** The SQL migrations generated from schema.ts and checked in (same place from src/ and dist/). */
@@ -45,13 +45,13 @@ function checkedInMigrations(): number {
 }
 
 /** Whether the database holds the service: a migration was applied to it once, by a start or `npm run migrate`. */
-export async function holdsService(db: Database): Promise<boolean> {
+export async function holdsService(db: PipelinedDatabase): Promise<boolean> {
   const [table] = await queryRows<{ exists: boolean }>(db, sql`select to_regclass('drizzle.__drizzle_migrations') is not null as exists`)
   return table?.exists === true
 }
 
 /** How many checked-in migrations the database has not applied yet (for /readyz). */
-export async function countPendingMigrations(db: Database): Promise<number> {
+export async function countPendingMigrations(db: PipelinedDatabase): Promise<number> {
   const expected = checkedInMigrations()
   if (!(await holdsService(db))) return expected
   const [applied] = await queryRows<{ count: number }>(db, sql`select count(*)::int as count from drizzle.__drizzle_migrations`)

@@ -108,4 +108,21 @@ describe('a pool whose connections all stay busy', needsServer, () => {
     }
     assert.equal((await app.inject({ method: 'POST', url: '/tenants/register', payload: registrationBody() })).statusCode, 201)
   })
+
+  it('stays ready meanwhile: /readyz asks the database on a connection no transaction holds', async () => {
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const holding = handle.db.transaction(async (tx) => {
+      await tx.execute(sql`select 1`)
+      await held
+    })
+    try {
+      const readiness = await app.inject({ method: 'GET', url: '/readyz' })
+      assert.equal(readiness.statusCode, 200, readiness.body)
+      assert.deepEqual(readiness.json(), { status: 'ready' })
+    } finally {
+      release()
+      await holding
+    }
+  })
 })

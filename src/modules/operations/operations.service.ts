@@ -1,14 +1,19 @@
 import { sql } from 'drizzle-orm'
 import { isDatabaseUnavailable, type DatabaseAvailability } from '../../db/availability.js'
-import type { Database } from '../../db/client.js'
+import type { PipelinedDatabase } from '../../db/client.js'
 import { countPendingMigrations } from '../../db/migrate.js'
 
 export type Readiness = { ready: true } | { ready: false; detail: string }
 
 /** What orchestrators ask of a process: is its database reachable and fully migrated. */
 export class OperationsService {
+  /**
+   * `db`: the catalogue's pipelined connections, which no transaction holds: on the pool, a
+   * probe waited for a connection behind the process's slow work, and a pool busy for 2 s
+   * (load, not an outage) read as a database gone.
+   */
   constructor(
-    private readonly db: Database,
+    private readonly db: PipelinedDatabase,
     private readonly availability: DatabaseAvailability,
   ) {}
 

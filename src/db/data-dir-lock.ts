@@ -30,8 +30,9 @@ interface Holder {
  * same instant may each find the other's file: each tries again after a random pause, and a
  * holder's file stays, so the refusal names it.
  *
- * A file of a process that is gone (a kill, a crash) is removed by whoever reads it; no file is
- * ever replaced, so there is no takeover to race. Whether a process is gone is known only on
+ * A file of a process that is gone (a kill, a crash) is removed by whoever reads it, also when
+ * its pid has since been given to another process (after a reboot, say): on Linux each file
+ * says when its writer started. No file is ever replaced, so there is no takeover to race. Whether a process is gone is known only on
  * its own host: containers sharing a volume each number their processes from 1, and one
  * restarted keeps its host name, so a file of another host is taken for live (the refusal says
  * which file to remove once that container is gone for good).
@@ -48,7 +49,7 @@ export async function lockDataDir(dir: string): Promise<() => void> {
   const legacy = path.join(path.dirname(real), `${path.basename(real)}.pid`)
   for (let tried = 1; ; tried++) {
     if (heldHere.has(folder)) throw inUse(real, self, own)
-    writeFileSync(own, '')
+    writeFileSync(own, processStart(self.pid) ?? '')
     let other: Holder | undefined
     try {
       other = liveOther(folder, legacy, self)
@@ -90,7 +91,7 @@ function liveOther(folder: string, legacy: string, self: Holder): Holder | undef
   for (const [holder, file] of candidates) {
     if (holder.host !== self.host) other ??= holder
     else if (holder.pid === self.pid) continue
-    else if (isAlive(holder.pid)) other ??= holder
+    else if (isAlive(holder.pid) && !startedSince(holder.pid, file)) other ??= holder
     else rmSync(file, { force: true })
   }
   return other
@@ -104,6 +105,41 @@ function readPid(file: string): number | undefined {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
     throw error
   }
+}
+
+/**
+ * What tells a process from a later one given the same pid, on Linux: the boot it runs in and
+ * its start, in clock ticks since that boot (`/proc/<pid>/stat`, field 22). A holder writes its
+ * own into its file; undefined where /proc cannot say.
+ */
+function processStart(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // Fields are counted after the command's name (field 2), which is in parentheses and may hold blanks.
+    const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()
+    return start === undefined || boot === '' ? undefined : `${boot}:${start}`
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Whether the process now numbered `pid` is not the one that wrote `file`: a holder that died
+ * (a crash, a reboot) leaves its file, and its pid may since be another process's. A file that
+ * says nothing of its writer's start (written by an earlier release, or where /proc cannot
+ * say, or read just as it is written) is taken for its live holder's.
+ */
+function startedSince(pid: number, file: string): boolean {
+  let written: string
+  try {
+    written = readFileSync(file, 'utf8').trim()
+  } catch {
+    return false
+  }
+  if (written === '' || !written.includes(':')) return false
+  const now = processStart(pid)
+  return now !== undefined && now !== written
 }
 
 function isAlive(pid: number): boolean {

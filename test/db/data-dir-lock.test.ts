@@ -115,6 +115,25 @@ describe('the embedded database’s lock', () => {
     again()
   })
 
+  it(
+    'removes the file of a holder that died, whose pid another process has since taken (a reboot, say)',
+    { skip: process.platform !== 'linux' && 'a holder says when it started through /proc' },
+    async () => {
+      // What a holder writes of itself: this process's start, read back from a file of its own.
+      const mine = dataDir()
+      const release = await lockDataDir(mine.dir)
+      const thisStart = readFileSync(path.join(mine.locks, lockName(process.pid)), 'utf8')
+      release()
+      assert.match(thisStart, /^[0-9a-f-]+:\d+$/)
+      // The parent process is alive, and did not start when this one did.
+      const { dir, locks } = dataDir()
+      writeFileSync(path.join(locks, lockName(process.ppid)), thisStart)
+      const held = await lockDataDir(dir)
+      assert.deepEqual(readdirSync(locks), [lockName(process.pid)])
+      held()
+    },
+  )
+
   it('lets exactly one of several processes opening at once hold the directory, over a file left by a dead one', async () => {
     const { dir, locks } = dataDir()
     writeFileSync(path.join(locks, lockName(deadPid())), '')

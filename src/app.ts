@@ -97,8 +97,15 @@ export async function buildApp({ config, database, services, logger, startingUp 
   app.addHook('preHandler', rejectUnstorableValues)
   refuseBodiesWhereNone(app)
   leftOutBodiesAsEmpty(app)
+  // Routes name a created resource by its path (`Location: /properties/5`). Behind a gateway that
+  // serves the API under a path of its own (PUBLIC_BASE_URL https://gateway.example/mls), a
+  // client resolves that path against the gateway's root, so it is given under the base's path.
+  const basePath = new URL(config.publicBaseUrl).pathname.replace(/\/$/, '')
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)
+    if (basePath === '') return
+    const location = reply.getHeader('location')
+    if (typeof location === 'string' && location.startsWith('/')) reply.header('location', `${basePath}${location}`)
   })
 
   app.decorate('config', config)

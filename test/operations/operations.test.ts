@@ -147,6 +147,31 @@ describe('operations and HTTP conventions', () => {
   })
 })
 
+describe('PUBLIC_BASE_URL with a path (the service behind a gateway at /mls)', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp({ PUBLIC_BASE_URL: 'https://gateway.example/mls' })
+  })
+  after(() => t.close())
+
+  it('gives a created resource’s Location under the base’s path, as a client resolves it', async () => {
+    const index = await t.app.inject({ method: 'GET', url: '/' })
+    assert.equal(index.json<ServiceIndex>().links.docs, 'https://gateway.example/mls/docs')
+    const registered = await t.app.inject({
+      method: 'POST',
+      url: '/tenants/register',
+      payload: { company_name: 'Агентство за шлюзом', email: 'gateway@agency.example' },
+    })
+    assert.equal(registered.statusCode, 201, registered.body)
+    const code = registered.json<{ request_code: string }>().request_code
+    // Where a client that called https://gateway.example/mls/tenants/register goes next.
+    const next = new URL(String(registered.headers.location), 'https://gateway.example/mls/tenants/register').href
+    assert.equal(next, `https://gateway.example/mls/tenants/register/${code}`)
+    const lookup = await t.app.inject({ method: 'GET', url: `${new URL(next).pathname.replace(/^\/mls/, '')}?email=gateway@agency.example` })
+    assert.equal(lookup.statusCode, 200, lookup.body)
+  })
+})
+
 describe('unexpected errors', () => {
   let t: TestApp
   before(async () => {

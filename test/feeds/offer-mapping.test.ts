@@ -372,9 +372,12 @@ describe('mapOffer, element by element', () => {
     assert.equal(perHectare.submission?.price, 500_000)
     const perSqM = await priced('<value>2000</value><unit>sq. m</unit>', '<lot-area><value>6</value><unit>сотка</unit></lot-area>')
     assert.equal(perSqM.submission?.price, 1_200_000)
-    // By the area as written, not as kept: 600.5 m² is 6.01 sotkas on the listing, but 600,500 ₽.
-    const unrounded = await priced('<value>1000</value><unit>кв. м</unit>', '<lot-area><value>600.5</value><unit>кв. м</unit></lot-area>')
-    assert.deepEqual([unrounded.submission?.price, unrounded.submission?.attributes?.['area_land']], [600_500, '6.01'])
+    // By the area as written, not as kept: 600.505 m² is 6.0051 sotkas on the listing, but 600,505 ₽.
+    const unrounded = await priced('<value>1000</value><unit>кв. м</unit>', '<lot-area><value>600.505</value><unit>кв. м</unit></lot-area>')
+    assert.deepEqual([unrounded.submission?.price, unrounded.submission?.attributes?.['area_land']], [600_505, '6.0051'])
+    // A sotka is kept to four decimals: a hundredth of a m², as the other areas.
+    const halfMetre = await priced('<value>1000</value><unit>кв. м</unit>', '<lot-area><value>612.5</value><unit>кв. м</unit></lot-area>')
+    assert.deepEqual([halfMetre.submission?.price, halfMetre.submission?.attributes?.['area_land']], [612_500, '6.125'])
     const flat = await mapOne(
       `<type>продажа</type><category>квартира</category>${MOSCOW}<price><value>300000</value><unit>кв. м</unit></price><area><value>45.555</value></area>`,
     )

@@ -179,6 +179,7 @@ describe('POST /properties', () => {
     ['an area finer than the hundredth in many digits', { attributes: { area: '54.999999999999999999' } }, ['body', 'attributes', 'area']],
     ['a decimal above the maximum by a fraction', { attributes: { ceiling_height: '1000000000.0000000000000001' } }, ['body', 'attributes', 'ceiling_height']],
     ['a kitchen area finer than the hundredth, as a number', { attributes: { kitchen_area: 10.125 } }, ['body', 'attributes', 'kitchen_area']],
+    ['a land area finer than a hundredth of a m²', { property_type: 'Земля', attributes: { area_land: '6.12345' } }, ['body', 'attributes', 'area_land']],
     ['an integer attribute with a fraction', { attributes: { rooms: '2.5' } }, ['body', 'attributes', 'rooms']],
     ['a negative integer attribute', { attributes: { rooms: '-1' } }, ['body', 'attributes', 'rooms']],
     ['a bool attribute that is not true/false', { attributes: { elevator: 'да' } }, ['body', 'attributes', 'elevator']],
@@ -265,6 +266,14 @@ describe('POST /properties', () => {
     assert.equal(stored.area, 12.5)
     assert.equal(stored.elevator, true)
     assert.equal(stored.ownership_type, 'Государственная')
+  })
+
+  it('keeps a land area in sotkas to a hundredth of a m², as the other areas: four decimals', async () => {
+    const response = await submit(propertyBody({ property_type: 'Земля', attributes: { area_land: '6.125' } }))
+    assert.equal(response.statusCode, 201, response.body)
+    assert.equal(response.json<Property>().attributes.area_land, 6.125)
+    const finer = await submit(propertyBody({ property_type: 'Земля', attributes: { area_land: '6.12345' } }))
+    assert.deepEqual(finer.json<ValidationErrorBody>().errors, [{ loc: ['body', 'attributes', 'area_land'], msg: 'must have at most 4 decimal places' }])
   })
 
   it('answers a well-written number too long to be finite with its bound, not as malformed', async () => {

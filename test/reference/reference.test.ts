@@ -125,8 +125,26 @@ describe('public reference data', () => {
       type: 'integer',
       allowed_values: null,
       meaning: 'number of rooms',
+      min: 0,
+      max: 1_000_000,
+      decimals: null,
       property_types: ['Квартира', 'Дом', 'Таунхаус', 'Коммерция'],
     })
+    // What a form checks before sending, as the submission checks it.
+    assert.deepEqual(
+      ['floor', 'area', 'area_land', 'ceiling_height', 'elevator', 'bathroom'].map((name) => {
+        const { min, max, decimals } = byName.get(name)!
+        return [name, min, max, decimals]
+      }),
+      [
+        ['floor', -10, 1_000_000, null],
+        ['area', 0, 1_000_000_000, 2],
+        ['area_land', 0, 1_000_000_000, 4],
+        ['ceiling_height', 0, 1_000_000_000, null],
+        ['elevator', null, null, null],
+        ['bathroom', null, null, null],
+      ],
+    )
     assert.deepEqual(byName.get('land_category')?.property_types, ['Дом', 'Таунхаус', 'Коммерция', 'Земля'])
     assert.equal(byName.get('area')?.type, 'number')
     assert.equal(byName.get('elevator')?.type, 'bool')

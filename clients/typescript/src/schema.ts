@@ -1410,6 +1410,9 @@ export interface components {
             type: "number" | "integer" | "bool" | "enum";
             allowed_values: string[] | null;
             meaning: string;
+            min: number | null;
+            max: number | null;
+            decimals: number | null;
             /** @description The property types the attribute applies to; on others the internal check rejects it. */
             property_types: components["schemas"]["PropertyTypeName"][];
         };

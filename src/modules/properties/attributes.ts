@@ -1,7 +1,7 @@
 import type { AttributeValues } from '../../db/schema.js'
 import { decimalPlaces } from '../../lib/decimals.js'
 import type { FieldError } from '../../lib/errors.js'
-import { attributesByName, DEFAULT_ATTRIBUTE_MAX, type AttributeDefinition } from '../reference/attribute-catalogue.js'
+import { attributesByName, boundsOf, type AttributeDefinition } from '../reference/attribute-catalogue.js'
 
 const DECIMAL = /^-?\d+(\.\d+)?$/
 const MAX_SIGNIFICANT_DIGITS = 15
@@ -50,8 +50,7 @@ function parseValue(definition: AttributeDefinition, raw: unknown): string | num
       const isInteger = definition.type === 'integer'
       const pattern = isInteger ? INTEGER : DECIMAL
       const value = typeof raw === 'number' ? raw : typeof raw === 'string' && pattern.test(raw) ? Number(raw) : Number.NaN
-      const min = definition.min ?? 0
-      const max = definition.max ?? DEFAULT_ATTRIBUTE_MAX[definition.type]
+      const { min, max } = boundsOf({ ...definition, type: definition.type })
       // Well written, but too long to be a finite number: past the bound, not malformed.
       if (value === Infinity || value === -Infinity) return { problem: `must be from ${min} to ${max}` }
       if (!Number.isFinite(value) || (isInteger && !Number.isInteger(value))) {

@@ -31,9 +31,19 @@ export interface AttributeDefinition {
  * another in `attributes.area`.
  */
 export const AREA_DECIMALS = 2
+/**
+ * A land area is in sotkas (100 m²): kept to the same hundredth of a m² as the others, so a plot
+ * of 612.5 m² is 6.125 sotkas as written, not refused or rounded to 6.13. No column keeps it.
+ */
+export const LAND_AREA_DECIMALS = 4
 
 /** The bounds of `integer` and `number` attributes that set none of their own: they keep values inside their columns. */
 export const DEFAULT_ATTRIBUTE_MAX = { integer: 1_000_000, number: 1_000_000_000 } as const
+
+/** The least and greatest value an `integer` or `number` attribute takes. */
+export function boundsOf(definition: AttributeDefinition & { type: 'integer' | 'number' }): { min: number; max: number } {
+  return { min: definition.min ?? 0, max: definition.max ?? DEFAULT_ATTRIBUTE_MAX[definition.type] }
+}
 
 const ALL: readonly PropertyTypeName[] = ['Квартира', 'Дом', 'Таунхаус', 'Коммерция', 'Земля']
 /** Anything with a building on it: `rooms` on Земля makes no sense. */
@@ -80,7 +90,7 @@ export const attributeCatalogue: readonly AttributeDefinition[] = [
   },
   { name: 'furniture', type: 'enum', meaning: 'furniture', allowedValues: ['Без мебели', 'Частично', 'Полная'], appliesTo: BUILDINGS },
   { name: 'window_type', type: 'enum', meaning: 'windows', allowedValues: ['Пластиковые', 'Деревянные', 'Алюминиевые'], appliesTo: BUILDINGS },
-  { name: 'area_land', type: 'number', meaning: 'land area, sotka', appliesTo: WITH_LAND, decimals: AREA_DECIMALS },
+  { name: 'area_land', type: 'number', meaning: 'land area, sotka', appliesTo: WITH_LAND, decimals: LAND_AREA_DECIMALS },
   { name: 'area_commercial', type: 'number', meaning: 'retail area, m²', appliesTo: COMMERCIAL, decimals: AREA_DECIMALS },
   { name: 'area_warehouse', type: 'number', meaning: 'warehouse area, m²', appliesTo: COMMERCIAL, decimals: AREA_DECIMALS },
   { name: 'bathroom', type: 'enum', meaning: 'bathroom', allowedValues: ['Совмещённый', 'Раздельный'], appliesTo: BUILDINGS },

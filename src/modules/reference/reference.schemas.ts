@@ -60,6 +60,15 @@ export const Attribute = Type.Object(
       Type.Array(Type.String({ maxLength: 100 }), { maxItems: mostAllowedValues, description: 'For `enum`: the exact allowed strings.' }),
     ),
     meaning: Type.String({ maxLength: 200 }),
+    min: Nullable(Type.Number({ description: 'For `number` and `integer`: the least value accepted.' })),
+    max: Nullable(Type.Number({ description: 'For `number` and `integer`: the greatest value accepted.' })),
+    decimals: Nullable(
+      Type.Integer({
+        minimum: 0,
+        maximum: 15,
+        description: 'For a `number` that has one: the most digits after the point (areas). `null` for other numbers: any, within 15 significant digits.',
+      }),
+    ),
     property_types: Type.Array(PropertyTypeName, {
       maxItems: propertyTypeNames.length,
       description: 'The property types the attribute applies to; on others the internal check rejects it.',

@@ -4,7 +4,7 @@ import { unpairedCoordinate } from '../../lib/coordinates.js'
 import { ApiError, CITY_NOT_FOUND, DISTRICT_NOT_FOUND, RESIDENTIAL_COMPLEX_NOT_FOUND } from '../../lib/errors.js'
 import { isSupportedCountry } from '../../lib/phone.js'
 import { trimmedText } from '../../lib/text.js'
-import { attributeCatalogue } from './attribute-catalogue.js'
+import { attributeCatalogue, boundsOf, type AttributeDefinition } from './attribute-catalogue.js'
 import type { ReferenceNames } from './reference-names.js'
 import * as repository from './reference.repository.js'
 import type { CityCreateBody, DistrictCreateBody, ResidentialComplexCreateBody } from './reference.schemas.js'
@@ -15,8 +15,15 @@ const attributes = attributeCatalogue.map((attribute) => ({
   type: attribute.type,
   allowed_values: attribute.allowedValues ? [...attribute.allowedValues] : null,
   meaning: attribute.meaning,
+  ...numberRules(attribute),
   property_types: [...attribute.appliesTo],
 }))
+
+/** What a form needs to check a number before sending it, as the submission checks it (attributes.ts). */
+function numberRules(attribute: AttributeDefinition): { min: number | null; max: number | null; decimals: number | null } {
+  if (attribute.type !== 'number' && attribute.type !== 'integer') return { min: null, max: null, decimals: null }
+  return { ...boundsOf({ ...attribute, type: attribute.type }), decimals: attribute.decimals ?? null }
+}
 
 function found<T>(row: T | undefined, detail: string): T {
   if (!row) throw ApiError.notFound(detail)

@@ -271,7 +271,17 @@ function readNumber(raw: string): number | null {
 }
 
 /** Two decimals, as the columns keep them: the value sent is the value stored, and compares equal next run. */
-const round2 = (value: number) => Math.round(value * 100) / 100
+const round2 = (value: number) => roundTo(value, 2)
+
+function roundTo(value: number, decimals: number): number {
+  const scale = 10 ** decimals
+  return Math.round(value * scale) / scale
+}
+
+/** A number as an attribute keeps it: to the decimals it takes (two where it sets none), so the value sent is the value stored. */
+function asKept(name: string, value: number): number {
+  return roundTo(value, attributesByName.get(name)!.decimals ?? 2)
+}
 
 function child(element: XmlElement | undefined, name: string): XmlElement | undefined {
   return element?.children.find((candidate) => candidate.name === name)
@@ -339,7 +349,7 @@ class OfferMapping {
       )
       return
     }
-    const text = typeof value === 'number' ? String(round2(value)) : String(value)
+    const text = typeof value === 'number' ? String(asKept(name, value)) : String(value)
     const { errors } = parseAttributes({ [name]: text })
     if (errors.length > 0) {
       this.problem('unknown_value', field, `Значение ${quoted(raw)} в ${elementWord(field, 'prepositional')} вне допустимых пределов; оно пропущено.`)
@@ -484,9 +494,9 @@ function readArea(mapping: OfferMapping, name: string, defaultUnit: string): num
 
 function readAreas(mapping: OfferMapping, category: Category): Areas {
   // A room's own area is what is sold; the flat's total stays in the description.
-  // Areas are kept to hundredths: of m², and of sotkas for the land.
+  // Areas are kept to a hundredth of a m²: two decimals of m², four of sotkas for the land.
   const keep = (attribute: string, value: number | null, field: string) => {
-    if (value !== null) mapping.attribute(attribute, round2(value), field, String(round2(value)))
+    if (value !== null) mapping.attribute(attribute, value, field, String(asKept(attribute, value)))
   }
   const roomSpace = category.room ? readArea(mapping, 'room-space', 'кв. м') : null
   const total = roomSpace ?? readArea(mapping, 'area', 'кв. м')

@@ -32,10 +32,11 @@ interface Holder {
  *
  * A file of a process that is gone (a kill, a crash) is removed by whoever reads it, also when
  * its pid has since been given to another process (after a reboot, say): on Linux each file
- * says when its writer started. No file is ever replaced, so there is no takeover to race. Whether a process is gone is known only on
- * its own host: containers sharing a volume each number their processes from 1, and one
- * restarted keeps its host name, so a file of another host is taken for live (the refusal says
- * which file to remove once that container is gone for good).
+ * says when its writer started. No file is ever replaced, so there is no takeover to race.
+ * Whether a process is gone is known only on its own host: containers sharing a volume each
+ * number their processes from 1, and one restarted keeps its host name, so a file of another
+ * host is taken for live (the refusal says which file to remove once that container is gone for
+ * good).
  */
 export async function lockDataDir(dir: string): Promise<() => void> {
   mkdirSync(dir, { recursive: true })

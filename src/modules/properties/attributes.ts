@@ -50,7 +50,7 @@ function parseValue(definition: AttributeDefinition, raw: unknown): string | num
       const isInteger = definition.type === 'integer'
       const pattern = isInteger ? INTEGER : DECIMAL
       const value = typeof raw === 'number' ? raw : typeof raw === 'string' && pattern.test(raw) ? Number(raw) : Number.NaN
-      const { min, max } = boundsOf({ ...definition, type: definition.type })
+      const { min, max } = boundsOf(definition)
       // Well written, but too long to be a finite number: past the bound, not malformed.
       if (value === Infinity || value === -Infinity) return { problem: `must be from ${min} to ${max}` }
       if (!Number.isFinite(value) || (isInteger && !Number.isInteger(value))) {

@@ -41,8 +41,8 @@ export const LAND_AREA_DECIMALS = 4
 export const DEFAULT_ATTRIBUTE_MAX = { integer: 1_000_000, number: 1_000_000_000 } as const
 
 /** The least and greatest value an `integer` or `number` attribute takes. */
-export function boundsOf(definition: AttributeDefinition & { type: 'integer' | 'number' }): { min: number; max: number } {
-  return { min: definition.min ?? 0, max: definition.max ?? DEFAULT_ATTRIBUTE_MAX[definition.type] }
+export function boundsOf(definition: AttributeDefinition): { min: number; max: number } {
+  return { min: definition.min ?? 0, max: definition.max ?? DEFAULT_ATTRIBUTE_MAX[definition.type === 'integer' ? 'integer' : 'number'] }
 }
 
 const ALL: readonly PropertyTypeName[] = ['Квартира', 'Дом', 'Таунхаус', 'Коммерция', 'Земля']

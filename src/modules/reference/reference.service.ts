@@ -22,7 +22,7 @@ const attributes = attributeCatalogue.map((attribute) => ({
 /** What a form needs to check a number before sending it, as the submission checks it (attributes.ts). */
 function numberRules(attribute: AttributeDefinition): { min: number | null; max: number | null; decimals: number | null } {
   if (attribute.type !== 'number' && attribute.type !== 'integer') return { min: null, max: null, decimals: null }
-  return { ...boundsOf({ ...attribute, type: attribute.type }), decimals: attribute.decimals ?? null }
+  return { ...boundsOf(attribute), decimals: attribute.decimals ?? null }
 }
 
 function found<T>(row: T | undefined, detail: string): T {

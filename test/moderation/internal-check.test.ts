@@ -95,7 +95,10 @@ describe('the internal check (auto mode)', () => {
     ['a phone with slashes', { description: 'Звоните агенту: 8/999/111/22/33' }, 'contacts_in_description', 'description'],
     // Read one way only: a pattern that could split "123,123,…" into amounts in many ways took
     // time exponential in its length, and never ended on a description this long.
-    ['a phone after many groups of three', { description: `Цены: ${'123,'.repeat(200)}1234567890` }, 'contacts_in_description', 'description'],
+    ['a phone after many groups of three', { description: `Цены: ${'123,'.repeat(200)}89123456789` }, 'contacts_in_description', 'description'],
+    // More digits than any honest list, though no ten of them make a number: padding round a phone.
+    ['digits past what the check reads', { description: `Квартиры: ${'12,'.repeat(400)}1` }, 'contacts_in_description', 'description'],
+    ['a phone among other digits', { description: 'Кв. 12, 45, 8 999 111 22 33, 127' }, 'contacts_in_description', 'description'],
     ['a phone with bars', { description: 'Звоните агенту: 8 | 999 | 111 | 22 | 33' }, 'contacts_in_description', 'description'],
     ['a phone with colons', { description: 'Звоните агенту: 8:999:111:22:33' }, 'contacts_in_description', 'description'],
     ['a phone written as times no clock shows', { description: 'Звоните агенту: 8:99-91:11-22:33' }, 'contacts_in_description', 'description'],
@@ -124,6 +127,7 @@ describe('the internal check (auto mode)', () => {
       'description',
     ],
     ['an e-mail with at and dot in words', { description: 'Пишите: ivan.petrov at mail dot ru' }, 'contacts_in_description', 'description'],
+    ['an e-mail with a bare at before a mail service', { description: 'Пишите: ivan.petrov at yandex.ru' }, 'contacts_in_description', 'description'],
     ['an e-mail with blanks round its dot', { description: 'Пишите: ivan.petrov @ mail . ru' }, 'contacts_in_description', 'description'],
     ['an e-mail with a blank before its dot', { description: 'Пишите: ivan.petrov@mail .ru' }, 'contacts_in_description', 'description'],
     ['an e-mail with an ideographic full stop', { description: 'Пишите: ivan.petrov@mail。ru' }, 'contacts_in_description', 'description'],
@@ -166,6 +170,12 @@ describe('the internal check (auto mode)', () => {
       ['a price per m² after a tilde', { description: 'Цена 8 500 000 (~157 000 за м²), торг.' }],
       ['a price per m² after a bar', { description: 'Цена 8 500 000 | 157 000 за м², торг.' }],
       ['a complex’s @name ending a sentence', { description: 'Апартаменты в комплексе Loft @Home. Premium класс, вид на парк.' }],
+      // Ten digits and more that make no phone number of the agency's country.
+      ['areas after slashes', { description: 'Площадь 102,4/60,1/15,8 м², потолки 3 м.' }],
+      ['a list of bus routes', { description: 'Рядом остановка автобусов № 12, 45, 127, 800.' }],
+      ['coordinates in Moscow', { description: 'Координаты: 55.755826, 37.617300.' }],
+      ['coordinates in Saint Petersburg', { description: 'Координаты: 59.938951, 30.315635.' }],
+      ['a prose at before a site', { description: 'Look at home.Nice view, рядом парк.' }],
     ]
     const created = await Promise.all(descriptions.map(([, overrides]) => submitProperty(t.app, agency, overrides)))
     await runInternalCheck(t.app)

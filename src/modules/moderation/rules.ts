@@ -28,8 +28,14 @@ const SPELLED_EMAIL = new RegExp(
   'i',
 )
 // A bare "at" is an @ where the domain after it has its dot spelled too ("ivan at mail dot ru"),
-// and an @ is one with blanks round the domain's dot ("ivan @ mail . ru"): neither is prose.
+// or where the domain is a mail service's ("ivan at yandex.ru"); an @ is one with blanks round
+// the domain's dot ("ivan @ mail . ru"): none of them is prose.
 const BARE_AT_EMAIL = /(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s+at\s+[a-z0-9-]+(?:\s+(?:dot|точка)\s+[a-z0-9-]+)*\s+(?:dot|точка)\s+[a-z]{2,}/i
+const MAIL_SERVICE = String.raw`(?:yandex|ya|mail|gmail|googlemail|bk|inbox|list|internet|rambler|icloud|me|outlook|hotmail|live|yahoo|proton|protonmail|pm|ukr|tut|gmx|aol|zoho)`
+const AT_MAIL_SERVICE = new RegExp(
+  String.raw`(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s+at\s+${MAIL_SERVICE}\s*\.\s*(?:ru|com|net|me|ua|by|kz|de|su)(?![\p{L}\p{N}])`,
+  'iu',
+)
 // A blank after the dot alone is a sentence's end ("Loft @Home. Premium класс") unless what
 // follows is a mail domain's ending ("anna@mail. ru").
 const SPACED_DOT_EMAIL =
@@ -45,7 +51,25 @@ const DIGIT_RUN = /(?:\d[\s\-()._*,/|~:]*){10,}/g
 // (50:20:0010336:1234), which is taken out of the text first: its shape is no phone's. Times of
 // day (10:00, 10.00) are read among the amounts (readsAsAmounts), so the digits round them count.
 const CADASTRAL = /(?<![\d:])\d{2}:\d{2}:\d{6,7}(?::\d{1,9})?(?![\d:])/g
-const hasLongDigitRun = (text: string) => [...text.replace(CADASTRAL, ' кн ').matchAll(DIGIT_RUN)].some(([run]) => !readsAsAmounts(run))
+// A run that reads as no amounts is a phone when some ten to twelve of its digits in a row make
+// a number valid in the agency's country: a list of areas ("102,4/60,1/15,8") or of bus routes
+// ("12, 45, 127, 800") makes none. Numbers are read the national way only: with a "+" put before
+// them, a list of small numbers too often makes some country's number. Reading a number takes
+// some microseconds, so a description is read up to a bound, far above what honest lists need;
+// digits past it are taken for a phone hidden in padding.
+const MOST_NUMBERS_READ = 2_000
+function hasHiddenPhone(text: string, country: CountryCode): boolean {
+  let numbersLeft = MOST_NUMBERS_READ
+  const holdsPhone = (digits: string) => {
+    for (let length = 10; length <= Math.min(12, digits.length); length++) {
+      for (let start = 0; start + length <= digits.length; start++) {
+        if (--numbersLeft < 0 || parsePhoneNumberFromString(digits.slice(start, start + length), country)?.isValid()) return true
+      }
+    }
+    return false
+  }
+  return [...text.replace(CADASTRAL, ' кн ').matchAll(DIGIT_RUN)].some(([run]) => !readsAsAmounts(run) && holdsPhone(run.replace(/\D/g, '')))
+}
 /** One amount in thousands, all its groups of three split alike, with kopecks or not: `4 950 000 000`, `9.500.000.000,00`. */
 const ONE_GROUPED_AMOUNT = /^\d{1,3}([ .,])\d{3}(?:\1\d{3})*(?:[.,]\d{1,2})?$/
 /** What may join two amounts: brackets, dashes, slashes, bars, tildes or commas, with blanks (two tests, each linear). */
@@ -53,7 +77,8 @@ const isJoiner = (separator: string) => /^[\s\-()/,|~]+$/.test(separator) && /[-
 
 /**
  * Whether a run of DIGIT_RUN reads as amounts and dates, each one of: a date (`10.06.2024`,
- * `1.6.24`) with its time or not (`15.06.2024 10:00`), a time of day (`10:00`, `10.00`: hours to
+ * `1.6.24`) with its time or not (`15.06.2024 10:00`), a coordinate in degrees (`55.755826`: to
+ * 180, with four to eight decimals), a time of day (`10:00`, `10.00`: hours to
  * 23, minutes to 59), thousands in groups of three (`12 500 000`, `1.250.000`, `5,500,000`), or four to nine
  * digits (`2015`, `12500000`), each with decimals (`,00`) or not, joined by a joiner, blanks or
  * separators after the last. Read left to right in one way only: a pattern that could split the
@@ -75,6 +100,15 @@ function readsAsAmounts(run: string): boolean {
     if (digits <= 2 && parts[i + 1] === '.' && digitsAt(i + 2) >= 1 && digitsAt(i + 2) <= 2 && parts[i + 3] === '.' && [2, 4].includes(digitsAt(i + 4))) {
       i += 5
       if (parts[i] !== undefined && /^\s+$/.test(parts[i]!) && isTimeAt(i + 1)) i += 4
+    } else if (
+      digits >= 1 &&
+      digits <= 3 &&
+      Number(parts[i]) <= 180 &&
+      (parts[i + 1] === '.' || parts[i + 1] === ',') &&
+      digitsAt(i + 2) >= 4 &&
+      digitsAt(i + 2) <= 8
+    ) {
+      i += 3
     } else if (isTimeAt(i)) {
       i += 3
     } else if (digits <= 3 && [' ', '.', ','].includes(parts[i + 1] ?? '') && digitsAt(i + 2) === 3) {
@@ -311,11 +345,12 @@ function containsContacts(description: string, country: CountryCode): boolean {
     EMAIL.test(text) ||
     SPELLED_EMAIL.test(text) ||
     BARE_AT_EMAIL.test(text) ||
+    AT_MAIL_SERVICE.test(text) ||
     SPACED_DOT_EMAIL.test(text) ||
     CHAT_LINK.test(text) ||
     NAMED_HANDLE.test(text) ||
     MARKED_HANDLE.test(text) ||
-    hasLongDigitRun(text) ||
+    hasHiddenPhone(text, country) ||
     hasSpokenPhone(text) ||
     // libphonenumber reads a price of billions that starts like an area code or a mobile
     // range ("4 950 000 000", "7 000 000 000" in tenge) as a number. Only one amount in groups of

@@ -268,6 +268,40 @@ describe('the internal check (auto mode)', () => {
     assert.equal((await get(differentArea.id)).status_id, 2)
   })
 
+  it('tells two flats of one house apart by their apartment numbers or floors, but not a copy of one of them', async () => {
+    const flat = (apartment_number: string | undefined, floor: string) => ({
+      location: { city_id: 1, address: 'Москва, Садовая улица, 12', ...(apartment_number ? { apartment_number } : {}) },
+      attributes: { area: '52', floor, total_floors: '9' },
+    })
+    const first = await submitProperty(t.app, agency, flat('14', '3'))
+    const neighbour = await submitProperty(t.app, agency, flat('15', '3'))
+    const above = await submitProperty(t.app, agency, flat(undefined, '4'))
+    const copy = await submitProperty(t.app, agency, flat(' 14', '3'))
+    const unnumbered = await submitProperty(t.app, agency, flat(undefined, '3'))
+    await runInternalCheck(t.app)
+    const outcome = async (id: number) => {
+      const listing = await get(id)
+      return [listing.status_id, listing.moderation?.reasons.map((reason) => reason.code)]
+    }
+    assert.deepEqual(await outcome(first.id), [2, []])
+    assert.deepEqual(await outcome(neighbour.id), [2, []], 'another apartment number')
+    assert.deepEqual(await outcome(above.id), [2, []], 'another floor')
+    assert.deepEqual(await outcome(copy.id), [3, ['duplicate_listing']], 'the same apartment')
+    assert.deepEqual(await outcome(unnumbered.id), [3, ['duplicate_listing']], 'no number to tell it from the flats on its floor')
+  })
+
+  it('takes the same street and house number for the same place when a listing gives no address', async () => {
+    const place = (street: string, house_number: string) => ({ location: { city_id: 1, street, house_number }, attributes: { area: '61' } })
+    const original = await submitProperty(t.app, agency, place('Улица Строителей', '25'))
+    const copy = await submitProperty(t.app, agency, place('улица  строителей', '25 '))
+    const nextHouse = await submitProperty(t.app, agency, place('Улица Строителей', '27'))
+    await runInternalCheck(t.app)
+    assert.equal((await get(original.id)).status_id, 2)
+    const rejected = await get(copy.id)
+    assert.deepEqual([rejected.status_id, rejected.moderation?.reasons.map((reason) => reason.code)], [3, ['duplicate_listing']])
+    assert.equal((await get(nextHouse.id)).status_id, 2)
+  })
+
   it('rejects an older listing brought back as a copy of a published one', async () => {
     const same = { location: { city_id: 1, address: 'Москва, Тверская улица, 7' }, attributes: { area: '55' } }
     const older = await submitProperty(t.app, agency, same)

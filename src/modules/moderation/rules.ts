@@ -193,7 +193,11 @@ export function checkListing({ listing, propertyType, country, ownerPhone, hasDu
   }
 
   if (hasDuplicate) {
-    reason('duplicate_listing', null, 'The agency already has this offer live: same type, deal, address or coordinates and area.')
+    reason(
+      'duplicate_listing',
+      null,
+      'The agency already has this offer live: same type, deal, area and place (address, street and house number, or coordinates), and no other apartment or floor.',
+    )
   }
   return reasons
 }

@@ -335,18 +335,30 @@ export async function listTenantProperties(db: Database, tenantId: number, filte
 
 /**
  * Whether the tenant has another live listing that is the same offer: type, deal, city, area,
- * and the same address (as a person reads it, see spelledAddress) or the same coordinates. A
- * published one always counts, whichever is older (an old listing resubmitted or edited into a
- * copy of a newer one is the duplicate); one on review counts only if submitted earlier, so of
- * two identical submissions checked in turn the first passes and the second then meets it
- * published (submitted: sent for review by its last change, whatever its id). The database narrows the candidates to the agency's same offers; their addresses
- * are compared here, where case folding does not depend on the database's locale.
+ * and the same place: the same address (as a person reads it, see spelledAddress), the same
+ * street and house number, or the same coordinates. Two flats of one house are two offers: an
+ * apartment number or a floor that both give and that differ tells them apart. A published one
+ * always counts, whichever is older (an old listing resubmitted or edited into a copy of a newer
+ * one is the duplicate); one on review counts only if submitted earlier, so of two identical
+ * submissions checked in turn the first passes and the second then meets it published
+ * (submitted: sent for review by its last change, whatever its id). The database narrows the
+ * candidates to the agency's same offers; their places are compared here, where case folding
+ * does not depend on the database's locale.
  */
 export async function hasLiveDuplicate(db: Database, listing: PropertyRow): Promise<boolean> {
   const hasPlace = listing.latitude !== null && listing.longitude !== null
-  if (listing.address === null && !hasPlace) return false
+  const building = buildingOf(listing)
+  if (listing.address === null && building === undefined && !hasPlace) return false
   const candidates = await db
-    .select({ address: properties.address, latitude: properties.latitude, longitude: properties.longitude })
+    .select({
+      address: properties.address,
+      street: properties.street,
+      houseNumber: properties.houseNumber,
+      apartmentNumber: properties.apartmentNumber,
+      floor: properties.floor,
+      latitude: properties.latitude,
+      longitude: properties.longitude,
+    })
     .from(properties)
     .where(
       and(
@@ -369,12 +381,22 @@ export async function hasLiveDuplicate(db: Database, listing: PropertyRow): Prom
       ),
     )
   const address = listing.address === null ? undefined : spelledAddress(listing.address)
+  const apartment = listing.apartmentNumber === null ? undefined : spelledAddress(listing.apartmentNumber)
+  const bothGiveAndDiffer = <T>(mine: T | undefined | null, theirs: T | undefined | null) =>
+    mine !== undefined && mine !== null && theirs !== undefined && theirs !== null && mine !== theirs
   return candidates.some(
     (candidate) =>
-      (hasPlace && candidate.latitude === listing.latitude && candidate.longitude === listing.longitude) ||
-      (address !== undefined && candidate.address !== null && spelledAddress(candidate.address) === address),
+      !bothGiveAndDiffer(apartment, candidate.apartmentNumber === null ? undefined : spelledAddress(candidate.apartmentNumber)) &&
+      !bothGiveAndDiffer(listing.floor, candidate.floor) &&
+      ((hasPlace && candidate.latitude === listing.latitude && candidate.longitude === listing.longitude) ||
+        (address !== undefined && candidate.address !== null && spelledAddress(candidate.address) === address) ||
+        (building !== undefined && buildingOf(candidate) === building)),
   )
 }
+
+/** A listing's street and house number as one, each as a person reads it; none without both. */
+const buildingOf = ({ street, houseNumber }: { street: string | null; houseNumber: string | null }) =>
+  street === null || houseNumber === null ? undefined : `${spelledAddress(street)}\u0000${spelledAddress(houseNumber)}`
 
 /**
  * An address as a person reads it: in any case, and however spaced: `ул.Ленина,д.2` is

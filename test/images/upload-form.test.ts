@@ -78,6 +78,19 @@ describe('the upload form, oddly built', () => {
     assert.deepEqual(response.json<ValidationErrorBody>().errors, [{ loc: ['body', 'file'], msg: 'must be a file part (with a filename), not a text field' }])
   })
 
+  it('says the same of a whole photo sent as a text field (curl -F "file=<photo.jpg"), and refuses a text file beside a file part', async () => {
+    const property = (await submitProperty(t.app, agency)).id
+    const jpeg = await photo('jpeg', 64, 48)
+    const response = await sendForm(t, agency, `${field('property_id', String(property))}${field('file', jpeg.toString('latin1'))}--cut--\r\n`)
+    assert.equal(response.statusCode, 422, response.body)
+    assert.deepEqual(response.json<ValidationErrorBody>().errors, [{ loc: ['body', 'file'], msg: 'must be a file part (with a filename), not a text field' }])
+    const both = await sendForm(t, agency, `${field('property_id', String(property))}${field('file', 'x')}${filePart(jpeg)}--cut--\r\n`)
+    assert.equal(both.statusCode, 422, both.body)
+    assert.deepEqual(both.json<ValidationErrorBody>().errors, [{ loc: ['body', 'file'], msg: 'is given more than once' }])
+    const [row] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from property_images where property_id = ${property}`)
+    assert.equal(row?.n, 0)
+  })
+
   it('refuses a form that gives property_id twice, storing nothing', async () => {
     // docs/api.md#photos: the form is one file, property_id and sort_order. Either of two values
     // could be the one meant: the photo is not stored on a guess.

@@ -35,6 +35,7 @@ export async function readUploadForm(request: FastifyRequest, maxBytes: number):
   const fields = new Map<string, string>()
   const truncated = new Set<string>()
   let bytes: Buffer | undefined
+  let fileAsText = false
   const errors: FieldError[] = []
   try {
     for await (const part of request.parts()) {
@@ -47,6 +48,10 @@ export async function readUploadForm(request: FastifyRequest, maxBytes: number):
       } else if (part.type === 'file') {
         if (part.fieldname !== 'file') throw ApiError.validation([{ loc: ['body', part.fieldname], msg: 'must be a form field, not a file' }])
         bytes = await readPhoto(part.file, maxBytes)
+      } else if (part.fieldname === 'file') {
+        // A photo sent as text (curl -F "file=<photo.jpg"), whatever its length: the field's limit
+        // has cut it, and what it lacks is a filename.
+        fileAsText = true
       } else if (part.valueTruncated) {
         // Cut at the form's field size: read as it is, "0000…5" would be stored as 0.
         errors.push({ loc: ['body', part.fieldname], msg: 'is too long for this field' })
@@ -65,8 +70,8 @@ export async function readUploadForm(request: FastifyRequest, maxBytes: number):
     ? undefined
     : integerField(fields.get('property_id'), 'property_id', errors, { min: 1, max: SORT_ORDER_RANGE.max })
   const sortOrder = fields.has('sort_order') ? integerField(fields.get('sort_order'), 'sort_order', errors, SORT_ORDER_RANGE) : 0
-  if (bytes === undefined)
-    errors.push({ loc: ['body', 'file'], msg: fields.has('file') ? 'must be a file part (with a filename), not a text field' : 'is required' })
+  if (bytes === undefined) errors.push({ loc: ['body', 'file'], msg: fileAsText ? 'must be a file part (with a filename), not a text field' : 'is required' })
+  else if (fileAsText) errors.push({ loc: ['body', 'file'], msg: 'is given more than once' })
   if (errors.length > 0) throw ApiError.validation(errors)
   return { propertyId: propertyId!, sortOrder: sortOrder!, bytes: bytes! }
 }

@@ -363,6 +363,25 @@ describe('mapOffer, element by element', () => {
     assert.match(roubles.message, /KZT/)
   })
 
+  it('takes the price of a city an operator added in another country in that country’s money, by its ISO 4217 code', async () => {
+    const withTashkent = feedPlaces([...seedCities, { id: 9001, name: 'Ташкент', country: 'UZ', region: 'Ташкент' }], seedDistricts)
+    const inTashkent = async (currency: string) => {
+      const offers: FeedOffer[] = []
+      const inner = `<type>продажа</type><category>квартира</category><location><locality-name>Ташкент</locality-name></location><price><value>900000000</value>${currency}</price>`
+      for await (const offer of readYandexRealtyOffers(strings(`<realty-feed><offer internal-id="t">${inner}</offer></realty-feed>`))) offers.push(offer)
+      return mapOffer(offers[0]!, withTashkent)
+    }
+    assert.equal((await inTashkent('<currency>UZS</currency>')).submission?.price, 900_000_000)
+    assert.equal((await inTashkent('<currency>uzs</currency>')).submission?.price, 900_000_000)
+    assert.equal((await inTashkent('')).submission?.price, 900_000_000)
+    for (const currency of ['RUB', 'USD']) {
+      const refused = refusal(await inTashkent(`<currency>${currency}</currency>`))
+      assert.equal(refused.code, 'unsupported_currency')
+      assert.match(refused.message, /UZS/, 'names the money to use')
+      assert.doesNotMatch(refused.message, /рубл/)
+    }
+  })
+
   it('converts a price per unit to the whole price, and refuses one without the area', async () => {
     const priced = (price: string, areas: string) => mapOne(`<type>продажа</type><category>участок</category>${MOSCOW}<price>${price}</price>${areas}`)
     const perHectare = await priced(

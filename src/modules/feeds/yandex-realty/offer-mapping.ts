@@ -3,6 +3,7 @@
  * takes, with what could not be taken said per offer. Pure: the places come in, nothing is
  * read or written. The table of what maps to what is docs/feeds.md#the-yandexrealty-format.
  */
+import countryToCurrency from 'country-to-currency'
 import type { CountryCode } from 'libphonenumber-js/max'
 import { normalisePhone } from '../../../lib/phone.js'
 import { remembered } from '../../../lib/remembered.js'
@@ -87,13 +88,25 @@ const CATEGORIES: Record<string, Category> = lookupTable({
 
 /**
  * A listing's price is in the money of its city's country, as every price of the MLS: the
- * feed's currency must be that one (a city without a known country counts as Russian).
+ * feed's currency must be that one (a city without a known country counts as Russian). Feeds
+ * name the money of the countries seeded with cities in words too; any other country's, which
+ * an operator may add cities of, by its ISO 4217 code.
  */
-const CURRENCIES: Record<string, { names: ReadonlySet<string>; inWords: string }> = lookupTable({
+interface LocalCurrency {
+  names: ReadonlySet<string>
+  inWords: string
+}
+const CURRENCIES: Record<string, LocalCurrency> = lookupTable({
   RU: { names: new Set(['rub', 'rur', 'руб', 'руб.', 'рубль', 'рублей', '₽']), inWords: 'в рублях (RUB)' },
   KZ: { names: new Set(['kzt', 'тенге', 'тг', '₸']), inWords: 'в тенге (KZT)' },
   BY: { names: new Set(['byn', 'бел. руб.', 'бел. руб']), inWords: 'в белорусских рублях (BYN)' },
 })
+const currencyCodes: Readonly<Record<string, string | undefined>> = lookupTable(countryToCurrency)
+/** The money of a country, or undefined for a country that has none of its own on record. */
+function localCurrency(country: string): LocalCurrency | undefined {
+  const code = currencyCodes[country]
+  return CURRENCIES[country] ?? (code === undefined ? undefined : { names: new Set([code.toLowerCase()]), inWords: `в валюте страны города (${code})` })
+}
 
 /** Area units, as a factor to m². */
 const AREA_UNITS: Record<string, number> = lookupTable({
@@ -524,9 +537,12 @@ function readPriceTerms(
   const value = readNumber(raw)
   if (value === null || value <= 0) return mapping.refuse('invalid_price', 'price/value', `Цена ${quoted(raw)} — не положительное число.`)
   const currency = mapping.text('price/currency')
-  const local = CURRENCIES[country ?? 'RU'] ?? CURRENCIES.RU!
-  if (currency !== null && country !== null && !local.names.has(fold(currency))) {
-    return mapping.refuse('unsupported_currency', 'price/currency', `Валюта ${quoted(currency)} не поддерживается: укажите цену ${local.inWords}.`)
+  if (currency !== null && country !== null) {
+    const local = localCurrency(country ?? 'RU')
+    if (local === undefined || !local.names.has(fold(currency))) {
+      const instead = local === undefined ? 'в валюте страны города, без элемента <currency>' : local.inWords
+      return mapping.refuse('unsupported_currency', 'price/currency', `Валюта ${quoted(currency)} не поддерживается: укажите цену ${instead}.`)
+    }
   }
   const unit = mapping.text('price/unit')
   if (unit === null) return { raw, value, unit: null }

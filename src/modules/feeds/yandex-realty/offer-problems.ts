@@ -27,7 +27,11 @@ export const offerProblemCodes = [
   { code: 'unknown_category', refuses: true, meaning: '`category` is missing or names a kind of property the MLS does not list (a garage, a hostel bed…).' },
   { code: 'missing_price', refuses: true, meaning: 'The offer has no `price/value`.' },
   { code: 'invalid_price', refuses: true, meaning: '`price/value` is not a positive number, is too large, or its `unit` is unknown.' },
-  { code: 'unsupported_currency', refuses: true, meaning: '`price/currency` is not the money of the city’s country: RUB or RUR in Russia, KZT in Kazakhstan.' },
+  {
+    code: 'unsupported_currency',
+    refuses: true,
+    meaning: '`price/currency` is not the money of the city’s country: RUB or RUR in Russia, KZT in Kazakhstan, its ISO 4217 code elsewhere.',
+  },
   { code: 'price_unit_without_area', refuses: true, meaning: 'The price is per m², sotka or hectare, but the offer gives no area to multiply it by.' },
   { code: 'unknown_locality', refuses: true, meaning: '`location/locality-name` is missing or is not one of the reference cities.' },
   {

@@ -363,6 +363,16 @@ describe('mapOffer, element by element', () => {
     assert.match(roubles.message, /KZT/)
   })
 
+  it('takes two rooms offered as one listing of both rooms’ areas, and the flat’s area when one of them cannot be read', async () => {
+    const rooms = (spaces: string) =>
+      mapOne(`<type>продажа</type><category>комната</category>${MOSCOW}${PRICE}<area><value>64</value></area><rooms-offered>2</rooms-offered>${spaces}`)
+    const both = await rooms('<room-space><value>14.2</value><unit>кв. м</unit></room-space><room-space><value>10.1</value></room-space>')
+    assert.deepEqual([both.submission?.attributes?.area, both.submission?.attributes?.rooms], ['24.3', '2'])
+    const unreadable = await rooms('<room-space><value>14.2</value></room-space><room-space><value>большая</value></room-space>')
+    assert.equal(unreadable.submission?.attributes?.area, '64')
+    assert.ok(unreadable.problems.some((problem) => problem.field === 'room-space/value'))
+  })
+
   it('takes the price of a city an operator added in another country in that country’s money, by its ISO 4217 code', async () => {
     const withTashkent = feedPlaces([...seedCities, { id: 9001, name: 'Ташкент', country: 'UZ', region: 'Ташкент' }], seedDistricts)
     const inTashkent = async (currency: string) => {

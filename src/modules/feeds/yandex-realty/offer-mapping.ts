@@ -489,14 +489,18 @@ interface Areas {
 
 /** An `<area>`-like element (`value` and `unit`) in m², unrounded; null when absent or unreadable. */
 function readArea(mapping: OfferMapping, name: string, defaultUnit: string): number | null {
-  const value = mapping.text(`${name}/value`)
+  return readAreaElement(mapping, child(mapping.offer, name), name, defaultUnit)
+}
+
+function readAreaElement(mapping: OfferMapping, element: XmlElement | undefined, name: string, defaultUnit: string): number | null {
+  const value = textAt(element, 'value')
   if (value === null) return null
   const number = readNumber(value)
   if (number === null || number <= 0) {
     mapping.unknownValue(`${name}/value`, value, 'положительное число')
     return null
   }
-  const unit = mapping.text(`${name}/unit`) ?? defaultUnit
+  const unit = textAt(element, 'unit') ?? defaultUnit
   const factor = AREA_UNITS[fold(unit)]
   if (factor === undefined) {
     mapping.unknownValue(`${name}/unit`, unit, '«кв. м», «сотка» или «гектар»')
@@ -505,13 +509,24 @@ function readArea(mapping: OfferMapping, name: string, defaultUnit: string): num
   return number * factor
 }
 
+/**
+ * The area of the rooms a room offer sells: the format gives one `<room-space>` per room
+ * offered, and the listing is of them all. Null when there is none, or when one of them cannot
+ * be read: a sum without it would be an area no room adds up to.
+ */
+function readRoomSpaces(mapping: OfferMapping): number | null {
+  const spaces = childrenNamed(mapping.offer, 'room-space').map((element) => readAreaElement(mapping, element, 'room-space', 'кв. м'))
+  if (spaces.length === 0 || spaces.includes(null)) return null
+  return spaces.reduce<number>((sum, space) => sum + space!, 0)
+}
+
 function readAreas(mapping: OfferMapping, category: Category): Areas {
   // A room's own area is what is sold; the flat's total stays in the description.
   // Areas are kept to a hundredth of a m²: two decimals of m², four of sotkas for the land.
   const keep = (attribute: string, value: number | null, field: string) => {
     if (value !== null) mapping.attribute(attribute, value, field, String(asKept(attribute, value)))
   }
-  const roomSpace = category.room ? readArea(mapping, 'room-space', 'кв. м') : null
+  const roomSpace = category.room ? readRoomSpaces(mapping) : null
   const total = roomSpace ?? readArea(mapping, 'area', 'кв. м')
   keep('area', total, category.room && roomSpace !== null ? 'room-space/value' : 'area/value')
   if (!category.room) {

@@ -415,6 +415,8 @@ describe('feed runs at their edges', () => {
 describe('a feed run under way when its agency is suspended', () => {
   let t: TestApp
   let server: FeedServer
+  const context = () => jobContext(t)
+  const byExternalId = (tenant: Tenant, externalId: string) => listingByExternalId(t.app, tenant, externalId)
   before(async () => {
     t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true', FEED_POLL_INTERVAL_MS: '50' })
     server = await startFeedServer()
@@ -458,5 +460,64 @@ describe('a feed run under way when its agency is suspended', () => {
     )
     // docs/feeds.md: `agency_suspended` (no run while the agency is suspended); a failed run changed nothing.
     assert.deepEqual({ listings: listings!.n, ...report }, { listings: 0, status: 'failed', failure_code: 'agency_suspended' })
+  })
+
+  it('keeps what a run applied before a suspension stopped it: its listings stay the feed’s, and its file is read again in full', async () => {
+    const agency = await createTenant(t.app, { email: 'stopped-part-way@agency.example' })
+    const first = feedXml([
+      { id: 'pw-1', price: 5_000_000 },
+      { id: 'pw-2', price: 5_001_000 },
+    ])
+    server.serve('/part-way.xml', { body: first })
+    const feed = await createFeed(t.app, agency, { url: server.url('/part-way.xml') })
+    assert.equal((await runFeedNow(t.app, context(), agency, feed.id)).status, 'succeeded')
+
+    // The next file changes pw-1's price and adds a photo, drops pw-2 and brings pw-3. pw-1's
+    // photo is held back until the agency is suspended: the run then stops before withdrawing pw-2.
+    const jpeg = await photo('jpeg', 64, 48)
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    server.serve('/held.jpg', {
+      contentType: 'image/jpeg',
+      body: async function* () {
+        await gate
+        yield jpeg
+      },
+    })
+    server.serve('/part-way.xml', {
+      body: feedXml([
+        { id: 'pw-1', price: 6_000_000, images: [server.url('/held.jpg')] },
+        { id: 'pw-3', price: 5_002_000 },
+      ]),
+    })
+    const started = await t.app.inject({ method: 'POST', url: `/feeds/${feed.id}/runs`, headers: agency.headers })
+    assert.equal(started.statusCode, 202, started.body)
+    const running = new FeedRunJob({ pollIntervalMs: 50 }).runOnce(context())
+    await waitFor(
+      async () => server.requests.some((request) => request.path === '/held.jpg') && (await byExternalId(agency, 'pw-3')) !== undefined,
+      30_000,
+      'pw-1 applied with its photo downloading, and pw-3 made',
+    )
+    const suspended = await t.app.inject({ method: 'POST', url: `/admin/tenants/${agency.tenantId}/suspend`, headers: adminHeaders })
+    assert.equal(suspended.statusCode, 200, suspended.body)
+    release()
+    await running
+    const [stopped] = await queryRows<{ status: string; failure_code: string | null }>(
+      t.db,
+      sql`select status, failure_code from feed_runs where id = ${started.json<FeedRunSummary>().id}::int`,
+    )
+    assert.deepEqual(stopped, { status: 'failed', failure_code: 'agency_suspended' })
+    const unsuspended = await t.app.inject({ method: 'POST', url: `/admin/tenants/${agency.tenantId}/unsuspend`, headers: adminHeaders })
+    assert.equal(unsuspended.statusCode, 200, unsuspended.body)
+    assert.equal(Number((await byExternalId(agency, 'pw-1'))?.price), 6_000_000, 'the run applied pw-1 before it stopped')
+
+    // The agency's CRM exports the first file again: it is imported, not taken for the file
+    // imported before the stopped run, and pw-3, which the stopped run made, leaves.
+    server.serve('/part-way.xml', { body: first })
+    const again = await runFeedNow(t.app, context(), agency, feed.id)
+    assert.equal(again.status, 'succeeded', JSON.stringify(again))
+    assert.equal(Number((await byExternalId(agency, 'pw-1'))?.price), 5_000_000)
+    assert.equal((await byExternalId(agency, 'pw-3'))?.status_id, 4, 'the listing the stopped run made is withdrawn with its offer')
+    assert.notEqual((await byExternalId(agency, 'pw-2'))?.status_id, 4)
   })
 })

@@ -112,9 +112,10 @@ class ProblemLog {
 }
 
 /**
- * What the applied offers became, written many to a statement. A run that stops before a batch
- * is written loses nothing: the next run finds those listings by their external ids and
- * replaces them with what they already hold.
+ * What the applied offers became, written many to a statement, and whatever is left when the
+ * offers stop, however the run then ends. A worker that dies before a batch is written leaves
+ * its listings to the next run, which finds them by their external ids while their offers stay
+ * in the file.
  */
 class OfferMemory {
   private pending: RememberedOffer[] = []
@@ -167,6 +168,11 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
   // Pass 2: each offer mapped and applied, a few at once; the run confirmed as still held before
   // it starts and at every batch, so a feed deleted meanwhile makes at most a batch more.
   await input.confirmHeld()
+  // From here the listings may hold part of this file: the file imported last is forgotten, so
+  // that a run which stops part way (a suspension, a failure, a killed worker) is never followed
+  // by one that finds that file again and, taking it for unchanged, leaves this part standing.
+  // A run that ends succeeded remembers its own file.
+  await repository.forgetImportedFile(deps.db, feed.id)
   const [cities, districts, elsewhere] = await Promise.all([
     deps.reference.cities(),
     deps.reference.districts(),
@@ -234,11 +240,18 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
     // The offers under way end before the run goes on or stops: none is left writing behind it.
     await Promise.all(inFlight)
   }
-  // A feed deleted meanwhile (the agency stopping it) fails the rows written for it on their
-  // foreign key: asked first, the run then stops as one that lost its lease, quietly.
+  // What the applied offers became is remembered even when the run goes no further (its agency
+  // suspended, an offer that failed): a listing the run made is the feed's from now on, withdrawn
+  // when its offer leaves the file. A feed deleted meanwhile (the agency stopping it) fails these
+  // rows on their foreign key: asked then, the run stops as one that lost its lease, quietly.
+  try {
+    await memory.flush()
+  } catch (error) {
+    await input.confirmHeld()
+    throw error
+  }
   await input.confirmHeld()
   if (failure !== undefined) throw failure
-  await memory.flush()
 
   // Offers that left the file: their listings are withdrawn (those withdrawn by a worker that
   // held this run before are counted as withdrawn by it).

@@ -215,6 +215,11 @@ export async function rememberImportedFile(
     .where(and(eq(feeds.id, feedId), eq(feeds.url, url)))
 }
 
+/** Forgets the file a feed imported last, so that its next download is imported whatever it holds. */
+export async function forgetImportedFile(db: Database, feedId: number): Promise<void> {
+  await db.update(feeds).set({ etag: null, lastModified: null, contentDigest: null }).where(eq(feeds.id, feedId))
+}
+
 export async function findRun(db: Database, tenantId: number, feedId: number, runId: number): Promise<RunRow | undefined> {
   const [row] = await db
     .select()

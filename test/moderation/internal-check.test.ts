@@ -99,12 +99,16 @@ describe('the internal check (auto mode)', () => {
     // More digits than any honest list, though no ten of them make a number: padding round a phone.
     ['digits past what the check reads', { description: `Квартиры: ${'12,'.repeat(400)}1` }, 'contacts_in_description', 'description'],
     ['a phone among other digits', { description: 'Кв. 12, 45, 8 999 111 22 33, 127' }, 'contacts_in_description', 'description'],
+    // Numbers of the neighbouring countries, written the national way.
+    ['a Belarusian mobile', { description: 'Звоните: 8 (029) 123-45-67' }, 'contacts_in_description', 'description'],
+    ['a Ukrainian mobile without its plus', { description: 'Звоните: 380 50 123 45 67' }, 'contacts_in_description', 'description'],
+    ['a phone written as a coordinate', { description: 'Звоните: 8.91234567,89' }, 'contacts_in_description', 'description'],
     ['a phone with bars', { description: 'Звоните агенту: 8 | 999 | 111 | 22 | 33' }, 'contacts_in_description', 'description'],
     ['a phone with colons', { description: 'Звоните агенту: 8:999:111:22:33' }, 'contacts_in_description', 'description'],
     ['a phone written as times no clock shows', { description: 'Звоните агенту: 8:99-91:11-22:33' }, 'contacts_in_description', 'description'],
     ['a phone written as a list of times', { description: 'Звоните агенту: 8:99, 91:11, 22:33' }, 'contacts_in_description', 'description'],
-    ['a phone ending in what reads as hours', { description: 'Звоните агенту: 8 (999) 11:22-03:33' }, 'contacts_in_description', 'description'],
-    ['a phone ending in hours written with dots', { description: 'Звоните агенту: +7 (999) 11.22-13.33' }, 'contacts_in_description', 'description'],
+    ['a phone ending in what reads as hours', { description: 'Звоните агенту: 8 (999) 1:22-03:33' }, 'contacts_in_description', 'description'],
+    ['a phone ending in hours written with dots', { description: 'Звоните агенту: +7 (999) 1.22-13.33' }, 'contacts_in_description', 'description'],
     ['an e-mail with a blank after its dot', { description: 'Пишите: anna@mail. ru' }, 'contacts_in_description', 'description'],
     ['a phone with tildes', { description: 'Звоните агенту: 8~999~111~22~33' }, 'contacts_in_description', 'description'],
     // Groups of three, then four after a dash: not a price of billions.
@@ -172,7 +176,12 @@ describe('the internal check (auto mode)', () => {
       ['a complex’s @name ending a sentence', { description: 'Апартаменты в комплексе Loft @Home. Premium класс, вид на парк.' }],
       // Ten digits and more that make no phone number of the agency's country.
       ['areas after slashes', { description: 'Площадь 102,4/60,1/15,8 м², потолки 3 м.' }],
-      ['a list of bus routes', { description: 'Рядом остановка автобусов № 12, 45, 127, 800.' }],
+      ['a list of room areas', { description: 'Площади комнат: 19,5 / 14,2 / 12,1 / 9,8 м²' }],
+      ['a list of bus routes', { description: 'Рядом остановка автобусов № 9, 12, 45, 127, 800.' }],
+      ['a list of flat numbers', { description: 'В продаже квартиры № 9, 14, 34, 56, 78, 90 этого дома.' }],
+      ['ranges of flat numbers', { description: 'Свободны квартиры 91-95, 123-127.' }],
+      ['a bank account', { description: 'Оплата через эскроу, р/с 40702810938000012345 в ПАО Сбербанк.' }],
+      ['English prose with "at" before a word that names a mail service', { description: 'Apartments at Live. By the park, 5 minutes to the metro.' }],
       ['coordinates in Moscow', { description: 'Координаты: 55.755826, 37.617300.' }],
       ['coordinates in Saint Petersburg', { description: 'Координаты: 59.938951, 30.315635.' }],
       ['a prose at before a site', { description: 'Look at home.Nice view, рядом парк.' }],
@@ -223,6 +232,17 @@ describe('the internal check (auto mode)', () => {
       assert.equal(listing.status_id, 2)
     })
   }
+
+  it('rejects a Russian mobile in a Belarusian agency’s description, as the neighbours’ numbers in any agency’s', async () => {
+    const belarusian = await createTenant(t.app, { country: 'BY', email: 'by-contacts@agency.example' })
+    const created = await submitProperty(t.app, belarusian, { description: 'Звоните: 7 912 345 67 89' })
+    await runInternalCheck(t.app)
+    const listing = (await t.app.inject({ method: 'GET', url: `/properties/${created.id}`, headers: belarusian.headers })).json<Property>()
+    assert.deepEqual(
+      listing.moderation?.reasons.map((reason) => reason.code),
+      ['contacts_in_description'],
+    )
+  })
 
   it('publishes a Kazakh agency’s price of billions in tenge, which starts like a Kazakh mobile', async () => {
     const kazakh = await createTenant(t.app, { country: 'KZ', email: 'kz-billions@agency.example' })

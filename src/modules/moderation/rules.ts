@@ -32,10 +32,7 @@ const SPELLED_EMAIL = new RegExp(
 // the domain's dot ("ivan @ mail . ru"): none of them is prose.
 const BARE_AT_EMAIL = /(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s+at\s+[a-z0-9-]+(?:\s+(?:dot|точка)\s+[a-z0-9-]+)*\s+(?:dot|точка)\s+[a-z]{2,}/i
 const MAIL_SERVICE = String.raw`(?:yandex|ya|mail|gmail|googlemail|bk|inbox|list|internet|rambler|icloud|me|outlook|hotmail|live|yahoo|proton|protonmail|pm|ukr|tut|gmx|aol|zoho)`
-const AT_MAIL_SERVICE = new RegExp(
-  String.raw`(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s+at\s+${MAIL_SERVICE}\s*\.\s*(?:ru|com|net|me|ua|by|kz|de|su)(?![\p{L}\p{N}])`,
-  'iu',
-)
+const AT_MAIL_SERVICE = new RegExp(String.raw`(?<![a-z0-9._%+-])[a-z0-9._%+-]+\s+at\s+${MAIL_SERVICE}\.(?:ru|com|net|me|ua|by|kz|de|su)(?![\p{L}\p{N}])`, 'iu')
 // A blank after the dot alone is a sentence's end ("Loft @Home. Premium класс") unless what
 // follows is a mail domain's ending ("anna@mail. ru").
 const SPACED_DOT_EMAIL =
@@ -51,24 +48,33 @@ const DIGIT_RUN = /(?:\d[\s\-()._*,/|~:]*){10,}/g
 // (50:20:0010336:1234), which is taken out of the text first: its shape is no phone's. Times of
 // day (10:00, 10.00) are read among the amounts (readsAsAmounts), so the digits round them count.
 const CADASTRAL = /(?<![\d:])\d{2}:\d{2}:\d{6,7}(?::\d{1,9})?(?![\d:])/g
-// A run that reads as no amounts is a phone when some ten to twelve of its digits in a row make
-// a number valid in the agency's country: a list of areas ("102,4/60,1/15,8") or of bus routes
-// ("12, 45, 127, 800") makes none. Numbers are read the national way only: with a "+" put before
-// them, a list of small numbers too often makes some country's number. Reading a number takes
-// some microseconds, so a description is read up to a bound, far above what honest lists need;
-// digits past it are taken for a phone hidden in padding.
+// A run that reads as no amounts is a phone when some of its numbers, as written and one after
+// the other, make ten to twelve digits that are a valid number of the agency's country or of its
+// neighbours, read the national way: "8 (912) 345-67-89", "8,999,111,22,33", "380 50 123 45 67".
+// A list of areas ("19,5 / 14,2 / 12,1 / 9,8"), of bus routes ("№ 9, 12, 45, 127, 800") or a bank
+// account of twenty digits makes none: digits from the middle of a written number are never the
+// start or the end of a phone. With a "+" put before them, a list of small numbers too often
+// makes some country's number. Reading a number takes some microseconds, so a description is
+// read up to a bound, far above what honest lists need; numbers past it are taken for a phone
+// hidden in padding.
 const MOST_NUMBERS_READ = 2_000
+/** Whose numbers are looked for besides the agency's own country's: the countries whose numbers a listing here is likeliest to give. */
+const NEIGHBOURS: readonly CountryCode[] = ['RU', 'BY', 'KZ', 'UA']
 function hasHiddenPhone(text: string, country: CountryCode): boolean {
+  const countries = [...new Set([country, ...NEIGHBOURS])]
   let numbersLeft = MOST_NUMBERS_READ
-  const holdsPhone = (digits: string) => {
-    for (let length = 10; length <= Math.min(12, digits.length); length++) {
-      for (let start = 0; start + length <= digits.length; start++) {
-        if (--numbersLeft < 0 || parsePhoneNumberFromString(digits.slice(start, start + length), country)?.isValid()) return true
+  const isPhone = (digits: string) => countries.some((region) => --numbersLeft < 0 || parsePhoneNumberFromString(digits, region)?.isValid() === true)
+  const holdsPhone = (numbers: readonly string[]) =>
+    numbers.some((_, first) => {
+      let digits = ''
+      for (const number of numbers.slice(first)) {
+        digits += number
+        if (digits.length > 12) return false
+        if (digits.length >= 10 && isPhone(digits)) return true
       }
-    }
-    return false
-  }
-  return [...text.replace(CADASTRAL, ' кн ').matchAll(DIGIT_RUN)].some(([run]) => !readsAsAmounts(run) && holdsPhone(run.replace(/\D/g, '')))
+      return false
+    })
+  return [...text.replace(CADASTRAL, ' кн ').matchAll(DIGIT_RUN)].some(([run]) => !readsAsAmounts(run) && holdsPhone(run.match(/\d+/g)!))
 }
 /** One amount in thousands, all its groups of three split alike, with kopecks or not: `4 950 000 000`, `9.500.000.000,00`. */
 const ONE_GROUPED_AMOUNT = /^\d{1,3}([ .,])\d{3}(?:\1\d{3})*(?:[.,]\d{1,2})?$/
@@ -77,8 +83,9 @@ const isJoiner = (separator: string) => /^[\s\-()/,|~]+$/.test(separator) && /[-
 
 /**
  * Whether a run of DIGIT_RUN reads as amounts and dates, each one of: a date (`10.06.2024`,
- * `1.6.24`) with its time or not (`15.06.2024 10:00`), a coordinate in degrees (`55.755826`: to
- * 180, with four to eight decimals), a time of day (`10:00`, `10.00`: hours to
+ * `1.6.24`) with its time or not (`15.06.2024 10:00`), a pair of coordinates in degrees
+ * (`55.755826, 37.617300`: each to 180, with four to eight decimals), a range of numbers as
+ * an item of a list (`91-95, 123-127`), a time of day (`10:00`, `10.00`: hours to
  * 23, minutes to 59), thousands in groups of three (`12 500 000`, `1.250.000`, `5,500,000`), or four to nine
  * digits (`2015`, `12500000`), each with decimals (`,00`) or not, joined by a joiner, blanks or
  * separators after the last. Read left to right in one way only: a pattern that could split the
@@ -94,20 +101,38 @@ function readsAsAmounts(run: string): boolean {
     (parts[i + 1] === ':' || parts[i + 1] === '.') &&
     digitsAt(i + 2) === 2 &&
     Number(parts[i + 2]) <= 59
+  const isCoordinateAt = (i: number) =>
+    digitsAt(i) >= 1 &&
+    digitsAt(i) <= 3 &&
+    Number(parts[i]) <= 180 &&
+    (parts[i + 1] === '.' || parts[i + 1] === ',') &&
+    digitsAt(i + 2) >= 4 &&
+    digitsAt(i + 2) <= 8
+  // A range of flat or house numbers as an item of a list ("91-95, 123-127"): its ends of one
+  // length, the second the greater, and a comma or the run's edge on either side. Inside a
+  // phone ("912 345-67-89") the groups round a dash are joined by no comma.
+  const isListedRangeAt = (i: number) =>
+    digitsAt(i) >= 1 &&
+    digitsAt(i) <= 3 &&
+    /^\s*-\s*$/.test(parts[i + 1] ?? '') &&
+    digitsAt(i + 2) === digitsAt(i) &&
+    Number(parts[i + 2]) > Number(parts[i]) &&
+    (i === 0 || parts[i - 1]!.includes(',')) &&
+    (i + 3 >= parts.length - 1 || parts[i + 3]!.includes(','))
   let i = 0
   while (i < parts.length) {
     const digits = digitsAt(i)
     if (digits <= 2 && parts[i + 1] === '.' && digitsAt(i + 2) >= 1 && digitsAt(i + 2) <= 2 && parts[i + 3] === '.' && [2, 4].includes(digitsAt(i + 4))) {
       i += 5
       if (parts[i] !== undefined && /^\s+$/.test(parts[i]!) && isTimeAt(i + 1)) i += 4
-    } else if (
-      digits >= 1 &&
-      digits <= 3 &&
-      Number(parts[i]) <= 180 &&
-      (parts[i + 1] === '.' || parts[i + 1] === ',') &&
-      digitsAt(i + 2) >= 4 &&
-      digitsAt(i + 2) <= 8
-    ) {
+    } else if (isCoordinateAt(i) && /^[,;]?\s*$/.test(parts[i + 3] ?? '') && isCoordinateAt(i + 4)) {
+      // A latitude and a longitude, whole: nothing follows them as their decimals.
+      i += 7
+      if (i >= parts.length - 1) return true
+      if (!isJoiner(parts[i]!)) return false
+      i += 1
+      continue
+    } else if (isListedRangeAt(i)) {
       i += 3
     } else if (isTimeAt(i)) {
       i += 3

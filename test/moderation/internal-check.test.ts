@@ -310,6 +310,17 @@ describe('the internal check (auto mode)', () => {
     assert.deepEqual(await outcome(unnumbered.id), [3, ['duplicate_listing']], 'no number to tell it from the flats on its floor')
   })
 
+  it('tells apart two flats whose addresses name other apartments, though street and house number match', async () => {
+    const flat = (apartment: number) => ({
+      location: { city_id: 1, address: `Москва, ул. Профсоюзная, д. 104, кв. ${apartment}`, street: 'Профсоюзная', house_number: '104' },
+      attributes: { area: '61.3', rooms: '2', total_floors: '17' },
+    })
+    const first = await submitProperty(t.app, agency, flat(12))
+    const second = await submitProperty(t.app, agency, flat(48))
+    await runInternalCheck(t.app)
+    assert.deepEqual([(await get(first.id)).status_id, (await get(second.id)).status_id], [2, 2])
+  })
+
   it('takes the same street and house number for the same place when a listing gives no address', async () => {
     const place = (street: string, house_number: string) => ({ location: { city_id: 1, street, house_number }, attributes: { area: '61' } })
     const original = await submitProperty(t.app, agency, place('Улица Строителей', '25'))

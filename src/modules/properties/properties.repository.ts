@@ -336,8 +336,9 @@ export async function listTenantProperties(db: Database, tenantId: number, filte
 /**
  * Whether the tenant has another live listing that is the same offer: type, deal, city, area,
  * and the same place: the same address (as a person reads it, see spelledAddress), the same
- * street and house number, or the same coordinates. Two flats of one house are two offers: an
- * apartment number or a floor that both give and that differ tells them apart. A published one
+ * street and house number (unless both give addresses that differ), or the same coordinates.
+ * Two flats of one house are two offers: an apartment number or a floor that both give and that
+ * differ tells them apart. A published one
  * always counts, whichever is older (an old listing resubmitted or edited into a copy of a newer
  * one is the duplicate); one on review counts only if submitted earlier, so of two identical
  * submissions checked in turn the first passes and the second then meets it published
@@ -384,14 +385,17 @@ export async function hasLiveDuplicate(db: Database, listing: PropertyRow): Prom
   const apartment = listing.apartmentNumber === null ? undefined : spelledAddress(listing.apartmentNumber)
   const bothGiveAndDiffer = <T>(mine: T | undefined | null, theirs: T | undefined | null) =>
     mine !== undefined && mine !== null && theirs !== undefined && theirs !== null && mine !== theirs
-  return candidates.some(
-    (candidate) =>
+  return candidates.some((candidate) => {
+    const theirAddress = candidate.address === null ? undefined : spelledAddress(candidate.address)
+    return (
       !bothGiveAndDiffer(apartment, candidate.apartmentNumber === null ? undefined : spelledAddress(candidate.apartmentNumber)) &&
       !bothGiveAndDiffer(listing.floor, candidate.floor) &&
       ((hasPlace && candidate.latitude === listing.latitude && candidate.longitude === listing.longitude) ||
-        (address !== undefined && candidate.address !== null && spelledAddress(candidate.address) === address) ||
-        (building !== undefined && buildingOf(candidate) === building)),
-  )
+        (address !== undefined && theirAddress === address) ||
+        // Addresses that both give and that differ name other flats ("…, кв. 12", "…, кв. 48").
+        (building !== undefined && buildingOf(candidate) === building && !bothGiveAndDiffer(address, theirAddress)))
+    )
+  })
 }
 
 /** A listing's street and house number as one, each as a person reads it; none without both. */

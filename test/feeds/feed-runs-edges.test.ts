@@ -462,6 +462,55 @@ describe('a feed run under way when its agency is suspended', () => {
     assert.deepEqual({ listings: listings!.n, ...report }, { listings: 0, status: 'failed', failure_code: 'agency_suspended' })
   })
 
+  it('remembers the offers a run applied when the suspension is seen where it asks between batches of offers', async () => {
+    const agency = await createTenant(t.app, { email: 'batch-stop@agency.example' })
+    const jpeg = await photo('jpeg', 64, 48)
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    server.serve('/batch-held.jpg', {
+      contentType: 'image/jpeg',
+      body: async function* () {
+        await gate
+        yield jpeg
+      },
+    })
+    // 260 offers: 1–50 refused (unknown city), 51–99 taken at once, 100–200 held on their photo,
+    // so that the reader waits before offer 201, where the run asks whether it may go on (every
+    // 200 offers read). Fewer than 200 offers are applied by then: none is written to
+    // feed_offers before the run stops there.
+    const stock: TestOffer[] = Array.from({ length: 260 }, (_, i) => {
+      const n = i + 1
+      const offer: TestOffer = { id: `bs-${n}`, price: 5_000_000 + n * 1000 }
+      if (n <= 50) offer.locality = 'Нигдеград'
+      else if (n >= 100 && n <= 200) offer.images = [server.url('/batch-held.jpg')]
+      return offer
+    })
+    server.serve('/batch-stop.xml', { body: feedXml(stock) })
+    const feed = await createFeed(t.app, agency, { url: server.url('/batch-stop.xml') })
+    const started = await t.app.inject({ method: 'POST', url: `/feeds/${feed.id}/runs`, headers: agency.headers })
+    assert.equal(started.statusCode, 202, started.body)
+    const running = new FeedRunJob({ pollIntervalMs: 50 }).runOnce(context())
+    await waitFor(async () => server.requests.some((request) => request.path === '/batch-held.jpg'), 30_000, 'the held photos are being downloaded')
+    const suspended = await t.app.inject({ method: 'POST', url: `/admin/tenants/${agency.tenantId}/suspend`, headers: adminHeaders })
+    assert.equal(suspended.statusCode, 200, suspended.body)
+    release()
+    await running
+
+    const [run] = await queryRows<{ status: string; failure_code: string | null }>(
+      t.db,
+      sql`select status, failure_code from feed_runs where id = ${started.json<FeedRunSummary>().id}::int`,
+    )
+    assert.deepEqual(run, { status: 'failed', failure_code: 'agency_suspended' })
+    const [made] = await queryRows<{ n: number }>(
+      t.db,
+      sql`select count(*)::int as n from properties where tenant_id = ${agency.tenantId}::int and external_id like 'bs-%'`,
+    )
+    const [remembered] = await queryRows<{ n: number }>(t.db, sql`select count(*)::int as n from feed_offers where feed_id = ${feed.id}::int`)
+    assert.ok(made!.n > 0, 'the run applied offers before it stopped')
+    // docs/feeds.md: what those offers became is kept (a listing it made is the feed's).
+    assert.equal(remembered!.n, made!.n, 'every listing the stopped run made is remembered as the feed’s')
+  })
+
   it('keeps what a run applied before a suspension stopped it: its listings stay the feed’s, and its file is read again in full', async () => {
     const agency = await createTenant(t.app, { email: 'stopped-part-way@agency.example' })
     const first = feedXml([

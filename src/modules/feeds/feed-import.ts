@@ -236,6 +236,10 @@ export async function importFeed(deps: FeedImportDependencies, input: FeedImport
       // The reader waits while the applying is behind, so the file is never read ahead unbounded.
       if (inFlight.size >= OFFER_CONCURRENCY * 2) await Promise.race(inFlight)
     }
+  } catch (error) {
+    // A stop met while reading (a suspension or a lost lease seen at a batch) ends the run as an
+    // offer's failure does, once what the applied offers became is written below.
+    failure ??= error instanceof Error ? error : new Error(`The feed could not be read: ${String(error)}`)
   } finally {
     // The offers under way end before the run goes on or stops: none is left writing behind it.
     await Promise.all(inFlight)

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'drizzle-orm'
+import pg from 'pg'
 import { openDatabase, queryRows, type DatabaseHandle } from '../../src/db/client.js'
 import { deliveryLeaseMs } from '../../src/modules/webhooks/delivery-policy.js'
 import type { AttemptOutcome } from '../../src/modules/webhooks/webhook-sender.js'
@@ -339,6 +340,73 @@ describe('attempts recorded in one batch', () => {
         ['failing', 'failed', true],
         ['too long', 'failed', false],
       ],
+    )
+  })
+})
+
+describe('attempts recorded by workers at once', { skip: engine === 'pglite' && 'PGlite is one session: nothing waits on its locks' }, () => {
+  let t: TestApp
+
+  before(async () => {
+    t = await buildTestApp(ENV)
+  })
+  after(() => t.close())
+
+  const outcome = (succeeded: boolean): AttemptOutcome => ({
+    succeeded,
+    statusCode: succeeded ? 200 : 500,
+    responseBody: '',
+    error: succeeded ? null : 'http_status: The receiver answered non-2xx.',
+    durationMs: 1,
+    retryAfterMs: undefined,
+    gone: false,
+  })
+
+  it('takes the subscriptions it changes in the order of their ids, before any of them, so two workers never wait on each other in a circle', async () => {
+    // A worker records a success that ends the failing streak of one subscription and a failure
+    // of another with a lower id, while another session (a second worker, an agency's PATCH)
+    // holds the lower one. Taking the higher one first and then waiting for the lower is how
+    // two workers deadlock: the other may be waiting for the higher one while it holds the lower.
+    const agency = await createTenant(t.app, { email: 'lock-order@agency.example' })
+    const lower = await subscribe(t.app, agency, { url: 'http://127.0.0.1:9/hooks/lower', events: ['property.published'] })
+    const higher = await subscribe(t.app, agency, { url: 'http://127.0.0.1:9/hooks/higher', events: ['property.published'] })
+    await t.db.execute(sql`update webhook_subscriptions set failing_since = now() - interval '1 hour' where id = ${higher.id}::int`)
+    await writeEvents(t, agency, 1)
+    await t.app.services.webhooks.fanOut(100)
+    const claimed = await t.app.services.webhooks.claimDue({ limit: 100, perSubscription: 100, busySubscriptions: [] })
+    const of = (subscriptionId: number) => claimed.find((delivery) => delivery.subscriptionId === subscriptionId)!
+
+    const holder = new pg.Client({ connectionString: t.database.url })
+    const prober = new pg.Client({ connectionString: t.database.url })
+    await Promise.all([holder.connect(), prober.connect()])
+    try {
+      await holder.query('begin')
+      await holder.query('select id from webhook_subscriptions where id = $1 for update', [lower.id])
+      const recording = t.app.services.webhooks.recordAttempts([
+        { claimed: of(higher.id), outcome: outcome(true), retryAt: null, updatesHealth: true },
+        { claimed: of(lower.id), outcome: outcome(false), retryAt: new Date(Date.now() + 3_600_000), updatesHealth: true },
+      ])
+      await waitFor(
+        async () => (await prober.query<{ n: number }>('select count(*)::int as n from pg_locks where not granted')).rows[0]!.n > 0,
+        30_000,
+        'the recording waiting for the lower subscription',
+      )
+      // While it waits for the lower one, the higher one is free.
+      await prober.query('begin')
+      await prober.query('select id from webhook_subscriptions where id = $1 for update nowait', [higher.id])
+      await prober.query('rollback')
+      await holder.query('commit')
+      assert.equal(await recording, 2)
+    } finally {
+      await Promise.all([holder.end(), prober.end()])
+    }
+    const health = await queryRows<{ id: number; failing: boolean }>(
+      t.db,
+      sql`select id, failing_since is not null as failing from webhook_subscriptions where id in (${lower.id}::int, ${higher.id}::int) order by id`,
+    )
+    assert.deepEqual(
+      health.map((row) => row.failing),
+      [true, false],
     )
   })
 })

@@ -356,16 +356,28 @@ export async function recordAttempts(db: Database, attempts: readonly AttemptToR
           ),
           cleared as (
             update webhook_subscriptions s set failing_since = null
-            where s.failing_since is not null
-              and s.id in (select o.subscription_id from outcome o join recorded r on r.id = o.id where o.clears)
+            from (select id from webhook_subscriptions
+                  where failing_since is not null
+                    and id in (select o.subscription_id from outcome o join recorded r on r.id = o.id where o.clears)
+                  order by id for update) locked
+            where s.id = locked.id
           )
           select id::float8 as id from recorded`,
     )
-  if (failing.size === 0) return (await record(db)).length
+  // The subscriptions whose health these attempts change: those they failed for, and those
+  // whose failing streak a success ends. Every writer of these rows takes them in the order of
+  // their ids, before anything else, so two workers never wait on each other in a circle: the
+  // statement's own order (the plan's) or the deliveries first could be any.
+  const changed = [
+    ...new Set(
+      attempts.filter((a) => a.updatesHealth && (failing.has(a.claimed.subscriptionId) || a.claimed.subscriptionFailing)).map((a) => a.claimed.subscriptionId),
+    ),
+  ].sort((a, b) => a - b)
+  if (changed.length === 0) return (await record(db)).length
 
   return db.transaction(async (tx) => {
+    await tx.execute(sql`select id from webhook_subscriptions where id = any(${`{${changed.join(',')}}`}::int[]) order by id for update`)
     const recorded = new Set((await record(tx)).map((row) => Number(row.id)))
-    // In the order of their ids, as every writer of these rows takes them, so two workers never wait on each other in a circle.
     for (const subscriptionId of [...failing].sort((a, b) => a - b)) {
       let previous: Health | undefined
       for (const attempt of attempts) {

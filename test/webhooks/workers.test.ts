@@ -381,7 +381,7 @@ describe('attempts recorded by workers at once', { skip: engine === 'pglite' && 
     await Promise.all([holder.connect(), prober.connect()])
     try {
       await holder.query('begin')
-      await holder.query('select id from webhook_subscriptions where id = $1 for update', [lower.id])
+      await holder.query('select id from webhook_subscriptions where id = $1 for no key update', [lower.id])
       const recording = t.app.services.webhooks.recordAttempts([
         { claimed: of(higher.id), outcome: outcome(true), retryAt: null, updatesHealth: true },
         { claimed: of(lower.id), outcome: outcome(false), retryAt: new Date(Date.now() + 3_600_000), updatesHealth: true },
@@ -393,7 +393,7 @@ describe('attempts recorded by workers at once', { skip: engine === 'pglite' && 
       )
       // While it waits for the lower one, the higher one is free.
       await prober.query('begin')
-      await prober.query('select id from webhook_subscriptions where id = $1 for update nowait', [higher.id])
+      await prober.query('select id from webhook_subscriptions where id = $1 for no key update nowait', [higher.id])
       await prober.query('rollback')
       await holder.query('commit')
       assert.equal(await recording, 2)
@@ -408,5 +408,43 @@ describe('attempts recorded by workers at once', { skip: engine === 'pglite' && 
       health.map((row) => row.failing),
       [true, false],
     )
+  })
+  it('records a success whose subscription began failing since the claim without waiting for another writer of it', async () => {
+    // Another worker switching the subscription off holds it (an update of it: no key update),
+    // and gives up its pending deliveries, this one among them: waiting for the subscription while holding the delivery is
+    // how the two deadlock. The success is recorded; the streak is that writer's to settle.
+    const agency = await createTenant(t.app, { email: 'streak-since-claim@agency.example' })
+    const subscription = await subscribe(t.app, agency, { url: 'http://127.0.0.1:9/hooks/streak', events: ['property.published'] })
+    await writeEvents(t, agency, 1)
+    await t.app.services.webhooks.fanOut(100)
+    const [claimed] = (await t.app.services.webhooks.claimDue({ limit: 100, perSubscription: 100, busySubscriptions: [] })).filter(
+      (delivery) => delivery.subscriptionId === subscription.id,
+    )
+    assert.ok(claimed && !claimed.subscriptionFailing)
+    await t.db.execute(sql`update webhook_subscriptions set failing_since = now() where id = ${subscription.id}::int`)
+
+    const holder = new pg.Client({ connectionString: t.database.url })
+    const prober = new pg.Client({ connectionString: t.database.url })
+    await Promise.all([holder.connect(), prober.connect()])
+    try {
+      await holder.query('begin')
+      await holder.query('select id from webhook_subscriptions where id = $1 for no key update', [subscription.id])
+      let recorded: number | undefined
+      const recording = t.app.services.webhooks
+        .recordAttempts([{ claimed, outcome: outcome(true), retryAt: null, updatesHealth: true }])
+        .then((count) => (recorded = count))
+      await waitFor(
+        async () => recorded !== undefined || (await prober.query<{ n: number }>('select count(*)::int as n from pg_locks where not granted')).rows[0]!.n > 0,
+        30_000,
+        'the success recorded, or waiting',
+      )
+      assert.equal(recorded, 1, 'recorded while the subscription is held, not waiting for it')
+      await holder.query('commit')
+      await recording
+    } finally {
+      await Promise.all([holder.end(), prober.end()])
+    }
+    const [delivery] = await queryRows<{ status: string }>(t.db, sql`select status from webhook_deliveries where id = ${claimed.id}::bigint`)
+    assert.equal(delivery?.status, 'succeeded')
   })
 })

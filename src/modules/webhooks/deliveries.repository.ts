@@ -359,7 +359,7 @@ export async function recordAttempts(db: Database, attempts: readonly AttemptToR
             from (select id from webhook_subscriptions
                   where failing_since is not null
                     and id in (select o.subscription_id from outcome o join recorded r on r.id = o.id where o.clears)
-                  order by id for update) locked
+                  order by id for no key update skip locked) locked
             where s.id = locked.id
           )
           select id::float8 as id from recorded`,
@@ -367,7 +367,11 @@ export async function recordAttempts(db: Database, attempts: readonly AttemptToR
   // The subscriptions whose health these attempts change: those they failed for, and those
   // whose failing streak a success ends. Every writer of these rows takes them in the order of
   // their ids, before anything else, so two workers never wait on each other in a circle: the
-  // statement's own order (the plan's) or the deliveries first could be any.
+  // statement's own order (the plan's) or the deliveries first could be any. A streak that began
+  // after the claim is found by the statement itself, after the deliveries: it ends it only if
+  // no other writer holds the subscription (skip locked), as one switching it off would while it
+  // gives up its deliveries, these among them. A success meeting a concurrent writer of its
+  // subscription's health is a race either way round; the next success ends the streak.
   const changed = [
     ...new Set(
       attempts.filter((a) => a.updatesHealth && (failing.has(a.claimed.subscriptionId) || a.claimed.subscriptionFailing)).map((a) => a.claimed.subscriptionId),
@@ -376,7 +380,7 @@ export async function recordAttempts(db: Database, attempts: readonly AttemptToR
   if (changed.length === 0) return (await record(db)).length
 
   return db.transaction(async (tx) => {
-    await tx.execute(sql`select id from webhook_subscriptions where id = any(${`{${changed.join(',')}}`}::int[]) order by id for update`)
+    await tx.execute(sql`select id from webhook_subscriptions where id = any(${`{${changed.join(',')}}`}::int[]) order by id for no key update`)
     const recorded = new Set((await record(tx)).map((row) => Number(row.id)))
     for (const subscriptionId of [...failing].sort((a, b) => a - b)) {
       let previous: Health | undefined

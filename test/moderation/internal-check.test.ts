@@ -310,15 +310,48 @@ describe('the internal check (auto mode)', () => {
     assert.deepEqual(await outcome(unnumbered.id), [3, ['duplicate_listing']], 'no number to tell it from the flats on its floor')
   })
 
-  it('tells apart two flats whose addresses name other apartments, though street and house number match', async () => {
-    const flat = (apartment: number) => ({
-      location: { city_id: 1, address: `Москва, ул. Профсоюзная, д. 104, кв. ${apartment}`, street: 'Профсоюзная', house_number: '104' },
+  it('tells apart two flats whose addresses name other apartments, though street, house number and the house’s coordinates match', async () => {
+    const flat = (apartment: string) => ({
+      location: {
+        city_id: 1,
+        address: `Москва, ул. Профсоюзная, д. 104, ${apartment}`,
+        street: 'Профсоюзная',
+        house_number: '104',
+        latitude: 55.6514,
+        longitude: 37.5371,
+      },
       attributes: { area: '61.3', rooms: '2', total_floors: '17' },
     })
-    const first = await submitProperty(t.app, agency, flat(12))
-    const second = await submitProperty(t.app, agency, flat(48))
+    const first = await submitProperty(t.app, agency, flat('кв. 12'))
+    const second = await submitProperty(t.app, agency, flat('квартира 48'))
     await runInternalCheck(t.app)
     assert.deepEqual([(await get(first.id)).status_id, (await get(second.id)).status_id], [2, 2])
+    // The first flat again, its number given as a field instead.
+    const again = await submitProperty(t.app, agency, {
+      ...flat(''),
+      location: { ...flat('').location, address: 'Москва, Профсоюзная, 104', apartment_number: '12' },
+    })
+    await runInternalCheck(t.app)
+    assert.deepEqual(
+      (await get(again.id)).moderation?.reasons.map((reason) => reason.code),
+      ['duplicate_listing'],
+    )
+  })
+
+  it('finds a copy whose address is written another way when its street and house number are the same', async () => {
+    const located = (address: string) => ({
+      location: { city_id: 1, address, street: 'Ленина', house_number: '15' },
+      attributes: { area: '47.2', rooms: '2', floor: '3', total_floors: '9' },
+    })
+    const original = await submitProperty(t.app, agency, located('Москва, ул. Ленина, д. 15'))
+    await runInternalCheck(t.app)
+    assert.equal((await get(original.id)).status_id, 2)
+    const copy = await submitProperty(t.app, agency, located('г. Москва, улица Ленина, 15'))
+    await runInternalCheck(t.app)
+    assert.deepEqual(
+      (await get(copy.id)).moderation?.reasons.map((reason) => reason.code),
+      ['duplicate_listing'],
+    )
   })
 
   it('takes the same street and house number for the same place when a listing gives no address', async () => {

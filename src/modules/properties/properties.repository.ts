@@ -336,8 +336,8 @@ export async function listTenantProperties(db: Database, tenantId: number, filte
 /**
  * Whether the tenant has another live listing that is the same offer: type, deal, city, area,
  * and the same place: the same address (as a person reads it, see spelledAddress), the same
- * street and house number (unless both give addresses that differ), or the same coordinates.
- * Two flats of one house are two offers: an apartment number or a floor that both give and that
+ * street and house number, or the same coordinates. Two flats of one house are two offers: a
+ * flat (its apartment number, or the one its address names) or a floor that both give and that
  * differ tells them apart. A published one
  * always counts, whichever is older (an old listing resubmitted or edited into a copy of a newer
  * one is the duplicate); one on review counts only if submitted earlier, so of two identical
@@ -382,20 +382,26 @@ export async function hasLiveDuplicate(db: Database, listing: PropertyRow): Prom
       ),
     )
   const address = listing.address === null ? undefined : spelledAddress(listing.address)
-  const apartment = listing.apartmentNumber === null ? undefined : spelledAddress(listing.apartmentNumber)
+  const apartment = apartmentOf(listing)
   const bothGiveAndDiffer = <T>(mine: T | undefined | null, theirs: T | undefined | null) =>
     mine !== undefined && mine !== null && theirs !== undefined && theirs !== null && mine !== theirs
-  return candidates.some((candidate) => {
-    const theirAddress = candidate.address === null ? undefined : spelledAddress(candidate.address)
-    return (
-      !bothGiveAndDiffer(apartment, candidate.apartmentNumber === null ? undefined : spelledAddress(candidate.apartmentNumber)) &&
+  return candidates.some(
+    (candidate) =>
+      !bothGiveAndDiffer(apartment, apartmentOf(candidate)) &&
       !bothGiveAndDiffer(listing.floor, candidate.floor) &&
       ((hasPlace && candidate.latitude === listing.latitude && candidate.longitude === listing.longitude) ||
-        (address !== undefined && theirAddress === address) ||
-        // Addresses that both give and that differ name other flats ("…, кв. 12", "…, кв. 48").
-        (building !== undefined && buildingOf(candidate) === building && !bothGiveAndDiffer(address, theirAddress)))
-    )
-  })
+        (address !== undefined && candidate.address !== null && spelledAddress(candidate.address) === address) ||
+        (building !== undefined && buildingOf(candidate) === building)),
+  )
+}
+
+/** The flat an address names: "кв. 12", "кв12", "квартира 12а", "apt. 5". */
+const APARTMENT_IN_ADDRESS = /(?<!\p{L})(?:кв\.?|квартира|apt\.?|apartment)\s*№?\s*(\d[\p{L}\d/-]*)/iu
+
+/** A listing's flat as a person reads it: its apartment number, or the one its address names; none without either. */
+function apartmentOf({ apartmentNumber, address }: { apartmentNumber: string | null; address: string | null }): string | undefined {
+  const named = apartmentNumber ?? (address === null ? undefined : APARTMENT_IN_ADDRESS.exec(address)?.[1])
+  return named === undefined ? undefined : spelledAddress(named)
 }
 
 /** A listing's street and house number as one, each as a person reads it; none without both. */

@@ -42,8 +42,9 @@ const SPACED_DOT_EMAIL =
 // price of billions, may not, so a run that reads as amounts and dates joined by brackets,
 // dashes, slashes or commas is not taken for one: "12 500 000 (250 000 за м²)", "8 500 000 -
 // 300 000", "10.06.2024 - 20.06.2024", "1 250 000 000". A phone's groups of two or three
-// digits are no amounts: "8 (912) 345-67-89", "8,999,111,22,33" and "8/999/111/22/33" are runs.
-const DIGIT_RUN = /(?:\d[\s\-()._*,/|~:]*){10,}/g
+// digits are no amounts: "8 (912) 345-67-89", "8,999,111,22,33" and "8/999/111/22/33" are runs,
+// as are groups joined by anything else that is no letter ("8•912•345•67•89", "8;912;…").
+const DIGIT_RUN = /(?:\d[\s\-()._*,/|~:;+•·'"#°=\\<>{}[\]]*){10,}/g
 // Colons join digits in a phone ("8:999:111:22:33") as in a cadastral number or quarter
 // (50:20:0010336:1234), which is taken out of the text first: its shape is no phone's. Times of
 // day (10:00, 10.00) are read among the amounts (readsAsAmounts), so the digits round them count.
@@ -74,19 +75,42 @@ function hasHiddenPhone(text: string, country: CountryCode): boolean {
       }
       return false
     })
-  return [...text.replace(CADASTRAL, ' кн ').matchAll(DIGIT_RUN)].some(([run]) => !readsAsAmounts(run) && holdsPhone(run.match(/\d+/g)!))
+  return [...text.replace(CADASTRAL, ' кн ').matchAll(DIGIT_RUN)].some(
+    ([run]) => !readsAsAmounts(run) && !isNumberedList(run) && holdsPhone(run.match(/\d+/g)!),
+  )
 }
-/** One amount in thousands, all its groups of three split alike, with kopecks or not: `4 950 000 000`, `9.500.000.000,00`. */
-const ONE_GROUPED_AMOUNT = /^\d{1,3}([ .,])\d{3}(?:\1\d{3})*(?:[.,]\d{1,2})?$/
-/** What may join two amounts: brackets, dashes, slashes, bars, tildes or commas, with blanks (two tests, each linear). */
-const isJoiner = (separator: string) => /^[\s\-()/,|~]+$/.test(separator) && /[-()/,|~]/.test(separator)
+/**
+ * Whether a run is a list of three items or more, a comma or a semicolon and a blank between
+ * them, that only a list is: whole numbers going up (`№ 86, 89, 108, 113, 126`, flats or routes)
+ * or floors of their buildings (`8/20, 6/23, 12/17`).
+ */
+function isNumberedList(run: string): boolean {
+  const items = run.replace(/\D+$/, '').split(/\s*[,;]\s+/)
+  if (items.length < 3) return false
+  if (items.every((item) => /^\d{1,4}$/.test(item))) return items.every((item, k) => k === 0 || Number(item) > Number(items[k - 1]))
+  return items.every((item) => {
+    const floors = /^(\d{1,2})\/(\d{1,3})$/.exec(item)
+    return floors !== null && Number(floors[1]) <= Number(floors[2])
+  })
+}
+
+/**
+ * One amount in thousands, all its groups of three split alike, with kopecks or not: `12 500 000`,
+ * `4 950 000 000`, `9.500.000.000,00`. A price of billions is written in round thousands; a
+ * mobile split in threes from the right (`9 123 456 789`) is not.
+ */
+const ONE_GROUPED_AMOUNT = /^\d{1,3}([ .,])\d{3}(?:(?:\1\d{3})?|(?:\1\d{3})*\1(?:000))(?:[.,]\d{1,2})?$/
+/** What may join two amounts: brackets, dashes, slashes, bars, tildes, commas or semicolons, with blanks (two tests, each linear). */
+const isJoiner = (separator: string) => /^[\s\-()/,|~;]+$/.test(separator) && /[-()/,|~;]/.test(separator)
 
 /**
  * Whether a run of DIGIT_RUN reads as amounts and dates, each one of: a date (`10.06.2024`,
  * `1.6.24`) with its time or not (`15.06.2024 10:00`), a pair of coordinates in degrees
  * (`55.755826, 37.617300`: each to 180, with four to eight decimals), a range of numbers as
- * an item of a list (`91-95, 123-127`), a time of day (`10:00`, `10.00`: hours to
- * 23, minutes to 59), thousands in groups of three (`12 500 000`, `1.250.000`, `5,500,000`), or four to nine
+ * an item of a list (`91-95, 123-127`), a day and month (`25.07`), a number with a decimal or
+ * two in a list joined otherwise (`22,9 / 13,2`), a time of day (`10:00`, `10.00`: hours to
+ * 23, minutes to 59), thousands in groups of three (`12 500 000`, `1.250.000`, `5,500,000`; billions
+ * in round thousands), or four to nine
  * digits (`2015`, `12500000`), each with decimals (`,00`) or not, joined by a joiner, blanks or
  * separators after the last. Read left to right in one way only: a pattern that could split the
  * run in many ways took time exponential in its length.
@@ -119,6 +143,27 @@ function readsAsAmounts(run: string): boolean {
     Number(parts[i + 2]) > Number(parts[i]) &&
     (i === 0 || parts[i - 1]!.includes(',')) &&
     (i + 3 >= parts.length - 1 || parts[i + 3]!.includes(','))
+  // A day and month without the year ("01.07-10.07, 25.07-31.07", a rental's free dates).
+  const isDayMonthAt = (i: number) =>
+    digitsAt(i) >= 1 &&
+    digitsAt(i) <= 2 &&
+    Number(parts[i]) >= 1 &&
+    Number(parts[i]) <= 31 &&
+    parts[i + 1] === '.' &&
+    digitsAt(i + 2) === 2 &&
+    Number(parts[i + 2]) >= 1 &&
+    Number(parts[i + 2]) <= 12
+  // A number with a decimal or two as an item of a list whose items are joined otherwise than
+  // by its own point or comma ("22,9 / 13,2 / 12,3 м²", "2,75; 3,00"): "8,99,91,11,22,33" is none.
+  const isListJoiner = (separator: string | undefined) => separator === undefined || /[\s/;|]/.test(separator)
+  const isListedDecimalAt = (i: number) =>
+    digitsAt(i) >= 1 &&
+    digitsAt(i) <= 3 &&
+    (parts[i + 1] === '.' || parts[i + 1] === ',') &&
+    digitsAt(i + 2) >= 1 &&
+    digitsAt(i + 2) <= 2 &&
+    isListJoiner(parts[i - 1]) &&
+    isListJoiner(parts[i + 3])
   let i = 0
   while (i < parts.length) {
     const digits = digitsAt(i)
@@ -132,14 +177,18 @@ function readsAsAmounts(run: string): boolean {
       if (!isJoiner(parts[i]!)) return false
       i += 1
       continue
-    } else if (isListedRangeAt(i)) {
-      i += 3
-    } else if (isTimeAt(i)) {
+    } else if (isListedRangeAt(i) || isTimeAt(i) || isDayMonthAt(i) || isListedDecimalAt(i)) {
       i += 3
     } else if (digits <= 3 && [' ', '.', ','].includes(parts[i + 1] ?? '') && digitsAt(i + 2) === 3) {
       const separator = parts[i + 1]
+      let groups = 1
       i += 1
-      while (parts[i] === separator && digitsAt(i + 1) === 3) i += 2
+      while (parts[i] === separator && digitsAt(i + 1) === 3) {
+        i += 2
+        groups++
+      }
+      // Billions are written in round thousands (see ONE_GROUPED_AMOUNT).
+      if (groups >= 4 && parts[i - 1] !== '000') return false
     } else if (digits >= 4 && digits <= 9) {
       i += 1
     } else {

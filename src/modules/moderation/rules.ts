@@ -270,7 +270,7 @@ export function checkListing({ listing, propertyType, country, ownerPhone, hasDu
     reason(
       'duplicate_listing',
       null,
-      'The agency already has this offer live: same type, deal, area and place (address, street and house number, or coordinates), and no other apartment or floor.',
+      'The agency already has this offer live: same type, deal, area and place (address, street and house number, or coordinates), and no other flat or floor.',
     )
   }
   return reasons

@@ -338,13 +338,12 @@ export async function listTenantProperties(db: Database, tenantId: number, filte
  * and the same place: the same address (as a person reads it, see spelledAddress), the same
  * street and house number, or the same coordinates. Two flats of one house are two offers: a
  * flat (its apartment number, or the one its address names) or a floor that both give and that
- * differ tells them apart. A published one
- * always counts, whichever is older (an old listing resubmitted or edited into a copy of a newer
- * one is the duplicate); one on review counts only if submitted earlier, so of two identical
- * submissions checked in turn the first passes and the second then meets it published
- * (submitted: sent for review by its last change, whatever its id). The database narrows the
- * candidates to the agency's same offers; their places are compared here, where case folding
- * does not depend on the database's locale.
+ * differ tells them apart. A published one always counts, whichever is older (an old listing
+ * resubmitted or edited into a copy of a newer one is the duplicate); one on review counts only
+ * if submitted earlier, so of two identical submissions checked in turn the first passes and the
+ * second then meets it published (submitted: sent for review by its last change, whatever its
+ * id). The database narrows the candidates to the agency's same offers; their places are
+ * compared here, where case folding does not depend on the database's locale.
  */
 export async function hasLiveDuplicate(db: Database, listing: PropertyRow): Promise<boolean> {
   const hasPlace = listing.latitude !== null && listing.longitude !== null

@@ -244,7 +244,10 @@ describe('feed runs against hostile files and changes made meanwhile', () => {
     const photoRequests = () => server.requests.filter((request) => request.path.startsWith('/silent/')).length
     const stopping = new AbortController()
     const executing = t.app.services.feeds.execute(run, 'stopping-worker', stopping.signal)
-    await waitFor(() => photoRequests() > 0, 30_000, 'a photo download under way')
+    // A run downloads two photos at once: both under way (each started, answered by the server),
+    // the other two offers' photos wait their turn. Counted before both arrived, a download
+    // started before the stop would arrive after it.
+    await waitFor(() => photoRequests() >= 2, 30_000, 'two photo downloads under way')
     const asked = photoRequests()
     const stoppedAt = performance.now()
     stopping.abort()

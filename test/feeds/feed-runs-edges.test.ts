@@ -417,6 +417,41 @@ describe('a feed run under way when its agency is suspended', () => {
   let server: FeedServer
   const context = () => jobContext(t)
   const byExternalId = (tenant: Tenant, externalId: string) => listingByExternalId(t.app, tenant, externalId)
+
+  /** Serves a photo at `path` that answers only once the returned function is called. */
+  async function heldPhoto(path: string): Promise<() => void> {
+    const jpeg = await photo('jpeg', 64, 48)
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    server.serve(path, {
+      contentType: 'image/jpeg',
+      body: async function* () {
+        await gate
+        yield jpeg
+      },
+    })
+    return release
+  }
+
+  /**
+   * Runs the feed on a worker, suspends its agency once `ready` holds, then lets the held photos
+   * go: the run, as it ended.
+   */
+  async function runSuspendedMidway(agency: Tenant, feedId: number, release: () => void, ready: () => Promise<boolean>, what: string) {
+    const started = await t.app.inject({ method: 'POST', url: `/feeds/${feedId}/runs`, headers: agency.headers })
+    assert.equal(started.statusCode, 202, started.body)
+    const running = new FeedRunJob({ pollIntervalMs: 50 }).runOnce(context())
+    await waitFor(ready, 30_000, what)
+    const suspended = await t.app.inject({ method: 'POST', url: `/admin/tenants/${agency.tenantId}/suspend`, headers: adminHeaders })
+    assert.equal(suspended.statusCode, 200, suspended.body)
+    release()
+    await running
+    const [run] = await queryRows<{ status: string; failure_code: string | null }>(
+      t.db,
+      sql`select status, failure_code from feed_runs where id = ${started.json<FeedRunSummary>().id}::int`,
+    )
+    return run
+  }
   before(async () => {
     t = await buildTestApp({ ALLOW_PRIVATE_NETWORK: 'true', FEED_POLL_INTERVAL_MS: '50' })
     server = await startFeedServer()
@@ -464,16 +499,7 @@ describe('a feed run under way when its agency is suspended', () => {
 
   it('remembers the offers a run applied when the suspension is seen where it asks between batches of offers', async () => {
     const agency = await createTenant(t.app, { email: 'batch-stop@agency.example' })
-    const jpeg = await photo('jpeg', 64, 48)
-    let release!: () => void
-    const gate = new Promise<void>((resolve) => (release = resolve))
-    server.serve('/batch-held.jpg', {
-      contentType: 'image/jpeg',
-      body: async function* () {
-        await gate
-        yield jpeg
-      },
-    })
+    const release = await heldPhoto('/batch-held.jpg')
     // 260 offers: 1–50 refused (unknown city), 51–99 taken at once, 100–200 held on their photo,
     // so that the reader waits before offer 201, where the run asks whether it may go on (every
     // 200 offers read). Fewer than 200 offers are applied by then: none is written to
@@ -487,18 +513,12 @@ describe('a feed run under way when its agency is suspended', () => {
     })
     server.serve('/batch-stop.xml', { body: feedXml(stock) })
     const feed = await createFeed(t.app, agency, { url: server.url('/batch-stop.xml') })
-    const started = await t.app.inject({ method: 'POST', url: `/feeds/${feed.id}/runs`, headers: agency.headers })
-    assert.equal(started.statusCode, 202, started.body)
-    const running = new FeedRunJob({ pollIntervalMs: 50 }).runOnce(context())
-    await waitFor(async () => server.requests.some((request) => request.path === '/batch-held.jpg'), 30_000, 'the held photos are being downloaded')
-    const suspended = await t.app.inject({ method: 'POST', url: `/admin/tenants/${agency.tenantId}/suspend`, headers: adminHeaders })
-    assert.equal(suspended.statusCode, 200, suspended.body)
-    release()
-    await running
-
-    const [run] = await queryRows<{ status: string; failure_code: string | null }>(
-      t.db,
-      sql`select status, failure_code from feed_runs where id = ${started.json<FeedRunSummary>().id}::int`,
+    const run = await runSuspendedMidway(
+      agency,
+      feed.id,
+      release,
+      async () => server.requests.some((request) => request.path === '/batch-held.jpg'),
+      'the held photos are being downloaded',
     )
     assert.deepEqual(run, { status: 'failed', failure_code: 'agency_suspended' })
     const [made] = await queryRows<{ n: number }>(
@@ -523,37 +543,19 @@ describe('a feed run under way when its agency is suspended', () => {
 
     // The next file changes pw-1's price and adds a photo, drops pw-2 and brings pw-3. pw-1's
     // photo is held back until the agency is suspended: the run then stops before withdrawing pw-2.
-    const jpeg = await photo('jpeg', 64, 48)
-    let release!: () => void
-    const gate = new Promise<void>((resolve) => (release = resolve))
-    server.serve('/held.jpg', {
-      contentType: 'image/jpeg',
-      body: async function* () {
-        await gate
-        yield jpeg
-      },
-    })
+    const release = await heldPhoto('/held.jpg')
     server.serve('/part-way.xml', {
       body: feedXml([
         { id: 'pw-1', price: 6_000_000, images: [server.url('/held.jpg')] },
         { id: 'pw-3', price: 5_002_000 },
       ]),
     })
-    const started = await t.app.inject({ method: 'POST', url: `/feeds/${feed.id}/runs`, headers: agency.headers })
-    assert.equal(started.statusCode, 202, started.body)
-    const running = new FeedRunJob({ pollIntervalMs: 50 }).runOnce(context())
-    await waitFor(
+    const stopped = await runSuspendedMidway(
+      agency,
+      feed.id,
+      release,
       async () => server.requests.some((request) => request.path === '/held.jpg') && (await byExternalId(agency, 'pw-3')) !== undefined,
-      30_000,
       'pw-1 applied with its photo downloading, and pw-3 made',
-    )
-    const suspended = await t.app.inject({ method: 'POST', url: `/admin/tenants/${agency.tenantId}/suspend`, headers: adminHeaders })
-    assert.equal(suspended.statusCode, 200, suspended.body)
-    release()
-    await running
-    const [stopped] = await queryRows<{ status: string; failure_code: string | null }>(
-      t.db,
-      sql`select status, failure_code from feed_runs where id = ${started.json<FeedRunSummary>().id}::int`,
     )
     assert.deepEqual(stopped, { status: 'failed', failure_code: 'agency_suspended' })
     const unsuspended = await t.app.inject({ method: 'POST', url: `/admin/tenants/${agency.tenantId}/unsuspend`, headers: adminHeaders })

@@ -362,6 +362,26 @@ describe('attempts recorded by workers at once', { skip: engine === 'pglite' && 
     gone: false,
   })
 
+  /**
+   * Runs `during` while another session holds the subscription as an update of it does (for no
+   * key update), then lets it go; `during` looks at the locks through a third session.
+   */
+  async function whileHeld(subscriptionId: number, during: (prober: pg.Client) => Promise<void>): Promise<void> {
+    const holder = new pg.Client({ connectionString: t.database.url })
+    const prober = new pg.Client({ connectionString: t.database.url })
+    await Promise.all([holder.connect(), prober.connect()])
+    try {
+      await holder.query('begin')
+      await holder.query('select id from webhook_subscriptions where id = $1 for no key update', [subscriptionId])
+      await during(prober)
+      await holder.query('commit')
+    } finally {
+      await Promise.all([holder.end(), prober.end()])
+    }
+  }
+  const someoneWaits = async (prober: pg.Client) =>
+    (await prober.query<{ n: number }>('select count(*)::int as n from pg_locks where not granted')).rows[0]!.n > 0
+
   it('takes the subscriptions it changes in the order of their ids, before any of them, so two workers never wait on each other in a circle', async () => {
     // A worker records a success that ends the failing streak of one subscription and a failure
     // of another with a lower id, while another session (a second worker, an agency's PATCH)
@@ -376,30 +396,19 @@ describe('attempts recorded by workers at once', { skip: engine === 'pglite' && 
     const claimed = await t.app.services.webhooks.claimDue({ limit: 100, perSubscription: 100, busySubscriptions: [] })
     const of = (subscriptionId: number) => claimed.find((delivery) => delivery.subscriptionId === subscriptionId)!
 
-    const holder = new pg.Client({ connectionString: t.database.url })
-    const prober = new pg.Client({ connectionString: t.database.url })
-    await Promise.all([holder.connect(), prober.connect()])
-    try {
-      await holder.query('begin')
-      await holder.query('select id from webhook_subscriptions where id = $1 for no key update', [lower.id])
-      const recording = t.app.services.webhooks.recordAttempts([
+    let recording: Promise<number> | undefined
+    await whileHeld(lower.id, async (prober) => {
+      recording = t.app.services.webhooks.recordAttempts([
         { claimed: of(higher.id), outcome: outcome(true), retryAt: null, updatesHealth: true },
         { claimed: of(lower.id), outcome: outcome(false), retryAt: new Date(Date.now() + 3_600_000), updatesHealth: true },
       ])
-      await waitFor(
-        async () => (await prober.query<{ n: number }>('select count(*)::int as n from pg_locks where not granted')).rows[0]!.n > 0,
-        30_000,
-        'the recording waiting for the lower subscription',
-      )
+      await waitFor(() => someoneWaits(prober), 30_000, 'the recording waiting for the lower subscription')
       // While it waits for the lower one, the higher one is free.
       await prober.query('begin')
       await prober.query('select id from webhook_subscriptions where id = $1 for no key update nowait', [higher.id])
       await prober.query('rollback')
-      await holder.query('commit')
-      assert.equal(await recording, 2)
-    } finally {
-      await Promise.all([holder.end(), prober.end()])
-    }
+    })
+    assert.equal(await recording, 2)
     const health = await queryRows<{ id: number; failing: boolean }>(
       t.db,
       sql`select id, failing_since is not null as failing from webhook_subscriptions where id in (${lower.id}::int, ${higher.id}::int) order by id`,
@@ -409,10 +418,11 @@ describe('attempts recorded by workers at once', { skip: engine === 'pglite' && 
       [true, false],
     )
   })
+
   it('records a success whose subscription began failing since the claim without waiting for another writer of it', async () => {
-    // Another worker switching the subscription off holds it (an update of it: no key update),
-    // and gives up its pending deliveries, this one among them: waiting for the subscription while holding the delivery is
-    // how the two deadlock. The success is recorded; the streak is that writer's to settle.
+    // Another worker switching the subscription off holds it and gives up its pending
+    // deliveries, this one among them: waiting for the subscription while holding the delivery
+    // is how the two deadlock. The success is recorded; the streak is that writer's to settle.
     const agency = await createTenant(t.app, { email: 'streak-since-claim@agency.example' })
     const subscription = await subscribe(t.app, agency, { url: 'http://127.0.0.1:9/hooks/streak', events: ['property.published'] })
     await writeEvents(t, agency, 1)
@@ -423,27 +433,16 @@ describe('attempts recorded by workers at once', { skip: engine === 'pglite' && 
     assert.ok(claimed && !claimed.subscriptionFailing)
     await t.db.execute(sql`update webhook_subscriptions set failing_since = now() where id = ${subscription.id}::int`)
 
-    const holder = new pg.Client({ connectionString: t.database.url })
-    const prober = new pg.Client({ connectionString: t.database.url })
-    await Promise.all([holder.connect(), prober.connect()])
-    try {
-      await holder.query('begin')
-      await holder.query('select id from webhook_subscriptions where id = $1 for no key update', [subscription.id])
-      let recorded: number | undefined
-      const recording = t.app.services.webhooks
+    let recorded: number | undefined
+    let recording: Promise<unknown> | undefined
+    await whileHeld(subscription.id, async (prober) => {
+      recording = t.app.services.webhooks
         .recordAttempts([{ claimed, outcome: outcome(true), retryAt: null, updatesHealth: true }])
         .then((count) => (recorded = count))
-      await waitFor(
-        async () => recorded !== undefined || (await prober.query<{ n: number }>('select count(*)::int as n from pg_locks where not granted')).rows[0]!.n > 0,
-        30_000,
-        'the success recorded, or waiting',
-      )
+      await waitFor(async () => recorded !== undefined || (await someoneWaits(prober)), 30_000, 'the success recorded, or waiting')
       assert.equal(recorded, 1, 'recorded while the subscription is held, not waiting for it')
-      await holder.query('commit')
-      await recording
-    } finally {
-      await Promise.all([holder.end(), prober.end()])
-    }
+    })
+    await recording
     const [delivery] = await queryRows<{ status: string }>(t.db, sql`select status from webhook_deliveries where id = ${claimed.id}::bigint`)
     assert.equal(delivery?.status, 'succeeded')
   })
